@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of the tree. Usage: scripts/build.sh [release|asan|fuzz]
+# release -> build/ (the binary is build/gpunode), asan -> build-asan/, fuzz -> build-fuzz/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+flavour=${1:-release}
+jobs=${GPUNODE_JOBS:-$(nproc)}
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+
+case $flavour in
+  release) dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  asan) dir=build-asan; args=(-DCMAKE_BUILD_TYPE=Debug -DGPUNODE_SANITIZE=ON -DGPUNODE_BENCH=OFF) ;;
+  fuzz)
+    dir=build-fuzz
+    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+          -DGPUNODE_FUZZ=ON -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF)
+    ;;
+  *) echo "build.sh: unknown flavour '$flavour'; use release, asan or fuzz" >&2; exit 2 ;;
+esac
+
+cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
+ninja -C "$dir" -j "$jobs"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Quick start 2 (and CI): set up, build, and run every test: the release build, the same tests
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and each fuzzer for a few seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-5}
+
+bash scripts/install-deps.sh
+start=$(date +%s)
+
+echo "== release build and tests"
+bash scripts/build.sh release
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+bash scripts/build.sh asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE no-sanitizer
+
+echo "== fuzzers, ${fuzz_seconds}s each"
+bash scripts/build.sh fuzz
+bash scripts/run-fuzzers.sh build-fuzz "$fuzz_seconds"
+
+echo "== all tests passed in $(( $(date +%s) - start ))s"

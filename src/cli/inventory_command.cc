@@ -1,0 +1,45 @@
+#include <iostream>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "cli/command.h"
+#include "cli/nvml_session.h"
+#include "gpu/inventory_report.h"
+#include "host/host_root.h"
+
+namespace gpunode::cli {
+namespace {
+
+struct InventoryOptions {
+  std::string output = "table";
+};
+
+int RunInventory(const GlobalOptions& global, const InventoryOptions& options) {
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
+  if (!library.ok()) return ReportError(library.status());
+  absl::StatusOr<gpu::NodeSnapshot> node =
+      gpu::ReadNodeSnapshot(**library, host::HostRoot(global.host_root));
+  if (!node.ok()) return ReportError(node.status());
+  if (options.output == "json") {
+    std::cout << gpu::InventoryJson(*node).dump(2) << "\n";
+  } else {
+    std::cout << gpu::InventoryTable(*node);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddInventoryCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
+  auto options = std::make_shared<InventoryOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("inventory", "GPUs, MIG devices, links and versions of this node");
+  cmd->add_option("-o,--output", options->output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  cmd->callback([&global, &run, options] {
+    run = [&global, options] { return RunInventory(global, *options); };
+  });
+}
+
+}  // namespace gpunode::cli

@@ -1,0 +1,59 @@
+// gpunode: one binary, one role per subcommand.
+#include <cstdlib>
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "cli/command.h"
+#include "core/log.h"
+
+namespace gpunode::cli {
+namespace {
+
+int Main(int argc, char** argv) {
+  GlobalOptions global;
+  if (const char* env = std::getenv("GPUNODE_SIM")) global.sim = env;
+  if (const char* env = std::getenv("GPUNODE_SIM_TOPOLOGY")) global.sim_topology = env;
+
+  CLI::App app{
+      "gpunode: take an NVIDIA GPU node from \"driver installed\" to schedulable, "
+      "shared, observed and maintainable capacity",
+      "gpunode"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option(
+      "--sim", global.sim,
+      "run against the GPU simulator: a built-in profile name, a profile YAML file or an "
+      "`nvidia-smi -q -x` capture (env GPUNODE_SIM)");
+  app.add_option("--sim-topology", global.sim_topology,
+                 "an `nvidia-smi topo -m` capture to use as the simulated link matrix "
+                 "(env GPUNODE_SIM_TOPOLOGY)");
+  app.add_option("--driver-root", global.driver_root,
+                 "where the NVIDIA driver is installed; libnvidia-ml.so.1 is looked up under it")
+      ->capture_default_str();
+  app.add_option("--nvml-library", global.nvml_library, "explicit path of libnvidia-ml.so.1");
+  app.add_option("--host-root", global.host_root,
+                 "root of the host filesystem to inspect (/proc, /sys, /dev, /etc, /run, /var)")
+      ->capture_default_str();
+  app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
+
+  CommandRunner run;
+  AddInventoryCommand(app, global, run);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (absl::Status st = core::InitLogging(global.log_level); !st.ok()) {
+    std::cerr << "gpunode: " << st.message() << "\n";
+    return kExitUsage;
+  }
+  return run ? run() : kExitUsage;
+}
+
+}  // namespace
+}  // namespace gpunode::cli
+
+int main(int argc, char** argv) { return gpunode::cli::Main(argc, argv); }

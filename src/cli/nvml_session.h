@@ -1,0 +1,21 @@
+// Opens NVML for a command: the driver's library, or the simulator when --sim is given.
+#pragma once
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "cli/command.h"
+#include "nvml/library.h"
+
+namespace gpunode::cli {
+
+// With --sim, configures the simulator (so a bad SPEC is one clear InvalidArgument line) and
+// loads it from next to the binary; otherwise loads libnvidia-ml.so.1 from --nvml-library or
+// under --driver-root.
+absl::StatusOr<std::unique_ptr<nvml::Library>> OpenNvml(const GlobalOptions& global);
+
+// Prints "gpunode: <message>" and returns the exit code for a failed status: 2 for bad input,
+// 1 otherwise.
+int ReportError(const absl::Status& status);
+
+}  // namespace gpunode::cli

@@ -1,0 +1,93 @@
+#include "core/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpunode::core {
+namespace {
+
+absl::Status OsError(std::string_view what, const std::string& path, int err) {
+  return absl::Status(err == ENOENT                   ? absl::StatusCode::kNotFound
+                      : err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied
+                                                      : absl::StatusCode::kInternal,
+                      absl::StrCat(path, ": ", std::string(what), ": ", std::strerror(err)));
+}
+
+absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return OsError("cannot write", path, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return OsError("cannot open", path, errno);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return OsError("cannot read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
+                             const AtomicWriteOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (options.backup_existing && fs::exists(path, ec)) {
+    fs::copy_file(path, path + ".bak", fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      return absl::InternalError(
+          absl::StrCat(path, ": cannot back up to ", path, ".bak: ", ec.message()));
+  }
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, options.mode);
+  if (fd < 0) return OsError("cannot create", tmp, errno);
+  absl::Status st = WriteAll(fd, contents, tmp);
+  // The umask must not decide the mode of a file an operator asked for explicitly.
+  if (st.ok() && ::fchmod(fd, options.mode) != 0) st = OsError("cannot chmod", tmp, errno);
+  if (st.ok() && ::fsync(fd) != 0) st = OsError("cannot fsync", tmp, errno);
+  ::close(fd);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = OsError("cannot rename into place", path, errno);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  // Persist the rename itself.
+  std::string dir = fs::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpunode::core

@@ -1,0 +1,85 @@
+#include "host/host_root.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "core/file_io.h"
+
+namespace gpunode::host {
+namespace {
+
+absl::Status Errno(std::string_view what, const std::string& path) {
+  int err = errno;
+  std::string message = absl::StrCat(path, ": ", std::string(what), ": ", std::strerror(err));
+  if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(message);
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+  return absl::InternalError(message);
+}
+
+}  // namespace
+
+HostRoot::HostRoot(std::string root) : root_(std::move(root)) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  if (root_.empty()) root_ = "/";
+}
+
+std::string HostRoot::Resolve(const std::string& host_path) const {
+  if (root_ == "/") return std::string(host_path);
+  std::string path = root_;
+  if (host_path.empty() || host_path.front() != '/') path += '/';
+  path.append(host_path);
+  return path;
+}
+
+absl::StatusOr<std::string> HostRoot::ReadFile(const std::string& host_path) const {
+  return core::ReadFile(Resolve(host_path));
+}
+
+absl::StatusOr<std::string> HostRoot::ReadAttribute(const std::string& host_path) const {
+  absl::StatusOr<std::string> contents = ReadFile(host_path);
+  if (!contents.ok()) return contents.status();
+  return std::string(absl::StripAsciiWhitespace(*contents));
+}
+
+bool HostRoot::Exists(const std::string& host_path) const {
+  struct stat st;
+  return ::lstat(Resolve(host_path).c_str(), &st) == 0;
+}
+
+absl::StatusOr<std::vector<std::string>> HostRoot::ListDir(const std::string& host_path) const {
+  std::string path = Resolve(host_path);
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return Errno("cannot list", path);
+  std::vector<std::string> names;
+  while (struct dirent* entry = ::readdir(dir)) {
+    std::string_view name = entry->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::StatusOr<std::string> HostRoot::ReadLink(const std::string& host_path) const {
+  std::string path = Resolve(host_path);
+  char buffer[4096];
+  ssize_t n = ::readlink(path.c_str(), buffer, sizeof buffer);
+  if (n < 0) return Errno("cannot read link", path);
+  return std::string(buffer, static_cast<size_t>(n));
+}
+
+absl::StatusOr<struct stat> HostRoot::Stat(const std::string& host_path) const {
+  std::string path = Resolve(host_path);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return Errno("cannot stat", path);
+  return st;
+}
+
+}  // namespace gpunode::host

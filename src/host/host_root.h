@@ -1,0 +1,39 @@
+// Every read of the host's /proc, /sys, /dev, /etc, /run and /var/lib/kubelet goes through a
+// HostRoot, LevelDB-Env style: production uses "/", tests point it at a fixture tree.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gpunode::host {
+
+class HostRoot {
+ public:
+  explicit HostRoot(std::string root = "/");
+
+  const std::string& root() const { return root_; }
+
+  // The real path of an absolute host path under this root.
+  std::string Resolve(const std::string& host_path) const;
+
+  absl::StatusOr<std::string> ReadFile(const std::string& host_path) const;
+  // The file's contents with surrounding whitespace removed (sysfs attributes end in "\n").
+  absl::StatusOr<std::string> ReadAttribute(const std::string& host_path) const;
+  bool Exists(const std::string& host_path) const;
+  // Entry names, sorted, without "." and "..".
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& host_path) const;
+  absl::StatusOr<std::string> ReadLink(const std::string& host_path) const;
+  // lstat(2): links are not followed.
+  absl::StatusOr<struct stat> Stat(const std::string& host_path) const;
+
+ private:
+  std::string root_;
+};
+
+}  // namespace gpunode::host

@@ -1,0 +1,290 @@
+#include "nvml/device.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "nvml/library.h"
+
+namespace gpunode::nvml {
+namespace {
+
+nvmlClockType_t ToNvml(ClockType type) {
+  switch (type) {
+    case ClockType::kGraphics:
+      return NVML_CLOCK_GRAPHICS;
+    case ClockType::kSm:
+      return NVML_CLOCK_SM;
+    case ClockType::kMemory:
+      return NVML_CLOCK_MEM;
+    case ClockType::kVideo:
+      return NVML_CLOCK_VIDEO;
+  }
+  return NVML_CLOCK_GRAPHICS;
+}
+
+// NVML writes NUL-terminated text into a caller buffer; keep what is before the NUL.
+std::string FromBuffer(const char* buffer, size_t size) {
+  size_t n = 0;
+  while (n < size && buffer[n] != '\0') ++n;
+  return std::string(buffer, n);
+}
+
+}  // namespace
+
+#define GPUNODE_RETURN_SCALAR(type, member, ...)                                         \
+  type value{};                                                                          \
+  RETURN_IF_ERROR(                                                                       \
+      GPUNODE_NVML_CALL(*library_, member, handle_ __VA_OPT__(, ) __VA_ARGS__, &value)); \
+  return value
+
+absl::StatusOr<std::string> Device::Uuid() const {
+  char buffer[96] = {};
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_uuid, handle_, buffer, sizeof buffer));
+  return FromBuffer(buffer, sizeof buffer);
+}
+
+absl::StatusOr<std::string> Device::Name() const {
+  char buffer[96] = {};
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_name, handle_, buffer, sizeof buffer));
+  return FromBuffer(buffer, sizeof buffer);
+}
+
+absl::StatusOr<std::string> Device::Serial() const {
+  char buffer[NVML_DEVICE_SERIAL_BUFFER_SIZE] = {};
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_serial, handle_, buffer, sizeof buffer));
+  return FromBuffer(buffer, sizeof buffer);
+}
+
+absl::StatusOr<unsigned> Device::Index() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_index);
+}
+absl::StatusOr<unsigned> Device::MinorNumber() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_minor_number);
+}
+absl::StatusOr<unsigned> Device::Architecture() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_architecture);
+}
+
+absl::StatusOr<ComputeCapability> Device::CudaComputeCapability() const {
+  ComputeCapability cc;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_cuda_compute_capability, handle_,
+                                    &cc.major, &cc.minor));
+  return cc;
+}
+
+absl::StatusOr<PciInfo> Device::Pci() const {
+  nvmlPciInfo_t raw{};
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_pci_info, handle_, &raw));
+  PciInfo pci;
+  pci.bus_id = FromBuffer(raw.busId, sizeof raw.busId);
+  pci.domain = raw.domain;
+  pci.bus = raw.bus;
+  pci.device = raw.device;
+  pci.pci_device_id = raw.pciDeviceId;
+  pci.pci_subsystem_id = raw.pciSubSystemId;
+  return pci;
+}
+
+absl::StatusOr<unsigned> Device::NumaNode() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_numa_node_id);
+}
+
+absl::StatusOr<MemoryInfo> Device::Memory() const {
+  // v2 separates memory the driver reserves from memory processes use, as nvidia-smi shows it;
+  // drivers before R510 only have v1, whose `used` includes the reservation.
+  nvmlMemory_v2_t v2{};
+  v2.version = kNvmlMemoryV2Version;
+  absl::Status st = GPUNODE_NVML_CALL(*library_, device_get_memory_info_v2, handle_, &v2);
+  if (st.ok()) {
+    return MemoryInfo{v2.total, v2.used, v2.free, v2.reserved};
+  }
+  if (!IsNotSupported(st) && ReturnOf(st) != NVML_ERROR_ARGUMENT_VERSION_MISMATCH) return st;
+  nvmlMemory_t v1{};
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_memory_info, handle_, &v1));
+  return MemoryInfo{v1.total, v1.used, v1.free, std::nullopt};
+}
+
+absl::StatusOr<UtilizationRates> Device::Utilization() const {
+  nvmlUtilization_t raw{};
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_utilization_rates, handle_, &raw));
+  return UtilizationRates{raw.gpu, raw.memory};
+}
+
+absl::StatusOr<unsigned> Device::EncoderUtilizationPct() const {
+  unsigned util = 0, period_us = 0;
+  RETURN_IF_ERROR(
+      GPUNODE_NVML_CALL(*library_, device_get_encoder_utilization, handle_, &util, &period_us));
+  return util;
+}
+
+absl::StatusOr<unsigned> Device::DecoderUtilizationPct() const {
+  unsigned util = 0, period_us = 0;
+  RETURN_IF_ERROR(
+      GPUNODE_NVML_CALL(*library_, device_get_decoder_utilization, handle_, &util, &period_us));
+  return util;
+}
+
+absl::StatusOr<unsigned> Device::TemperatureC() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_temperature, NVML_TEMPERATURE_GPU);
+}
+absl::StatusOr<unsigned> Device::PowerUsageMilliwatts() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_power_usage);
+}
+absl::StatusOr<unsigned> Device::PowerLimitMilliwatts() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_enforced_power_limit);
+}
+absl::StatusOr<uint64_t> Device::TotalEnergyMillijoules() const {
+  unsigned long long value = 0;
+  RETURN_IF_ERROR(
+      GPUNODE_NVML_CALL(*library_, device_get_total_energy_consumption, handle_, &value));
+  return value;
+}
+absl::StatusOr<unsigned> Device::FanSpeedPct() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_fan_speed);
+}
+absl::StatusOr<int> Device::PerformanceState() const {
+  nvmlPstates_t state = NVML_PSTATE_UNKNOWN;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_performance_state, handle_, &state));
+  if (state == NVML_PSTATE_UNKNOWN) {
+    return FromReturn(NVML_ERROR_NOT_SUPPORTED, "nvmlDeviceGetPerformanceState", "unknown P-state");
+  }
+  return state;
+}
+absl::StatusOr<unsigned> Device::PcieReplayCounter() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_pcie_replay_counter);
+}
+absl::StatusOr<unsigned> Device::ClockMhz(ClockType type) const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_clock_info, ToNvml(type));
+}
+absl::StatusOr<unsigned> Device::MaxClockMhz(ClockType type) const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_max_clock_info, ToNvml(type));
+}
+
+absl::StatusOr<bool> Device::EccEnabled() const {
+  nvmlEnableState_t current = NVML_FEATURE_DISABLED, pending = NVML_FEATURE_DISABLED;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_ecc_mode, handle_, &current, &pending));
+  return current == NVML_FEATURE_ENABLED;
+}
+
+absl::StatusOr<uint64_t> Device::EccErrors(EccErrorType type, EccCounter counter) const {
+  unsigned long long value = 0;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(
+      *library_, device_get_total_ecc_errors, handle_,
+      type == EccErrorType::kCorrected ? NVML_MEMORY_ERROR_TYPE_CORRECTED
+                                       : NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+      counter == EccCounter::kVolatile ? NVML_VOLATILE_ECC : NVML_AGGREGATE_ECC, &value));
+  return value;
+}
+
+absl::StatusOr<unsigned> Device::RetiredPageCount() const {
+  unsigned total = 0;
+  for (nvmlPageRetirementCause_t cause : {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+                                          NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR}) {
+    unsigned count = 0;  // a count of 0 asks only for the number of pages
+    RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_retired_pages, handle_, cause, &count,
+                                      static_cast<unsigned long long*>(nullptr)));
+    total += count;
+  }
+  return total;
+}
+
+absl::StatusOr<RemappedRows> Device::Remapped() const {
+  unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_remapped_rows, handle_, &corr, &unc,
+                                    &pending, &failure));
+  return RemappedRows{corr, unc, pending != 0, failure != 0};
+}
+
+absl::StatusOr<bool> Device::PersistenceModeEnabled() const {
+  nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_persistence_mode, handle_, &mode));
+  return mode == NVML_FEATURE_ENABLED;
+}
+
+absl::StatusOr<std::vector<ProcessInfo>> Device::ComputeProcesses() const {
+  // Ask for the count first; processes may start between the calls, so leave slack and retry.
+  std::vector<nvmlProcessInfo_t> raw;
+  unsigned count = 0;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    raw.resize(count);
+    unsigned capacity = count;
+    absl::Status st = GPUNODE_NVML_CALL(*library_, device_get_compute_running_processes, handle_,
+                                        &capacity, raw.empty() ? nullptr : raw.data());
+    if (st.ok()) {
+      raw.resize(capacity);
+      std::vector<ProcessInfo> out;
+      out.reserve(raw.size());
+      for (const nvmlProcessInfo_t& p : raw) {
+        ProcessInfo info;
+        info.pid = p.pid;
+        if (p.usedGpuMemory != kNvmlValueNotAvailable) info.used_memory_bytes = p.usedGpuMemory;
+        if (p.gpuInstanceId != kNvmlNoInstanceId) info.gpu_instance_id = p.gpuInstanceId;
+        if (p.computeInstanceId != kNvmlNoInstanceId)
+          info.compute_instance_id = p.computeInstanceId;
+        out.push_back(info);
+      }
+      return out;
+    }
+    if (ReturnOf(st) != NVML_ERROR_INSUFFICIENT_SIZE) return st;
+    count = capacity + 8;
+  }
+  return FromReturn(NVML_ERROR_INSUFFICIENT_SIZE, "nvmlDeviceGetComputeRunningProcesses",
+                    "the process list kept growing");
+}
+
+absl::StatusOr<bool> Device::MigEnabled() const {
+  unsigned current = 0, pending = 0;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_mig_mode, handle_, &current, &pending));
+  return current == NVML_DEVICE_MIG_ENABLE;
+}
+
+absl::StatusOr<std::vector<Device>> Device::MigDevices() const {
+  unsigned max_count = 0;
+  RETURN_IF_ERROR(
+      GPUNODE_NVML_CALL(*library_, device_get_max_mig_device_count, handle_, &max_count));
+  std::vector<Device> out;
+  for (unsigned i = 0; i < max_count; ++i) {
+    nvmlDevice_t mig = nullptr;
+    absl::Status st =
+        GPUNODE_NVML_CALL(*library_, device_get_mig_device_handle_by_index, handle_, i, &mig);
+    // Indexes without an instance behind them are NOT_FOUND: MIG slots can be sparse.
+    if (ReturnOf(st) == NVML_ERROR_NOT_FOUND) continue;
+    RETURN_IF_ERROR(st);
+    out.emplace_back(library_, mig);
+  }
+  return out;
+}
+
+absl::StatusOr<unsigned> Device::GpuInstanceId() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_gpu_instance_id);
+}
+absl::StatusOr<unsigned> Device::ComputeInstanceId() const {
+  GPUNODE_RETURN_SCALAR(unsigned, device_get_compute_instance_id);
+}
+absl::StatusOr<nvmlDeviceAttributes_t> Device::Attributes() const {
+  GPUNODE_RETURN_SCALAR(nvmlDeviceAttributes_t, device_get_attributes);
+}
+
+absl::StatusOr<std::vector<NvLink>> Device::ActiveNvLinks() const {
+  std::vector<NvLink> out;
+  for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+    nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+    absl::Status st = GPUNODE_NVML_CALL(*library_, device_get_nvlink_state, handle_, link, &active);
+    // Links past the last one the GPU has answer NOT_SUPPORTED or INVALID_ARGUMENT.
+    if (IsNotSupported(st) || ReturnOf(st) == NVML_ERROR_INVALID_ARGUMENT) continue;
+    RETURN_IF_ERROR(st);
+    if (active != NVML_FEATURE_ENABLED) continue;
+    nvmlPciInfo_t remote{};
+    RETURN_IF_ERROR(
+        GPUNODE_NVML_CALL(*library_, device_get_nvlink_remote_pci_info, handle_, link, &remote));
+    out.push_back(NvLink{link, FromBuffer(remote.busId, sizeof remote.busId)});
+  }
+  return out;
+}
+
+absl::StatusOr<nvmlGpuTopologyLevel_t> Device::CommonAncestor(const Device& other) const {
+  GPUNODE_RETURN_SCALAR(nvmlGpuTopologyLevel_t, device_get_topology_common_ancestor, other.handle_);
+}
+
+#undef GPUNODE_RETURN_SCALAR
+
+}  // namespace gpunode::nvml

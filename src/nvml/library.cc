@@ -1,0 +1,126 @@
+#include "nvml/library.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <initializer_list>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/log.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::nvml {
+namespace {
+
+// A fallback symbol must be callable exactly like the name it stands in for.
+#define GPUNODE_NVML_CHECK_FALLBACK(member, preferred, ...)                                  \
+  __VA_OPT__(static_assert(std::is_same_v<decltype(&::preferred), decltype(&::__VA_ARGS__)>, \
+                           #__VA_ARGS__ " must have the signature of " #preferred);)
+GPUNODE_NVML_ENTRY_POINTS(GPUNODE_NVML_CHECK_FALLBACK)
+#undef GPUNODE_NVML_CHECK_FALLBACK
+
+constexpr const char* kLibraryName = "libnvidia-ml.so.1";
+
+// Where distributions and the NVIDIA driver containers put the library.
+constexpr const char* kLibraryDirs[] = {
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/usr/local/nvidia/lib64",
+    "/usr/local/nvidia/lib",
+    "/run/nvidia/driver/usr/lib64",
+};
+
+std::string JoinRoot(const std::string& root, const char* dir) {
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  return r == "/" ? absl::StrCat(dir, "/", kLibraryName) : absl::StrCat(r, dir, "/", kLibraryName);
+}
+
+void* TryOpen(const std::string& path, std::string* error) {
+  dlerror();
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* e = dlerror();
+    *error = e ? e : "unknown dlopen error";
+  }
+  return handle;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Library>> Library::Open(const LibraryOptions& options) {
+  void* handle = nullptr;
+  std::string path;
+  std::string error;
+  if (!options.library_path.empty()) {
+    path = options.library_path;
+    handle = TryOpen(path, &error);
+    if (handle == nullptr) {
+      return absl::NotFoundError(absl::StrCat("cannot load NVML library ", path, ": ", error));
+    }
+  } else {
+    std::vector<std::string> tried;
+    for (const char* dir : kLibraryDirs) {
+      path = JoinRoot(options.driver_root, dir);
+      if (::access(path.c_str(), F_OK) != 0) continue;
+      handle = TryOpen(path, &error);
+      if (handle != nullptr) break;
+      tried.push_back(absl::StrCat(path, " (", error, ")"));
+    }
+    if (handle == nullptr && (options.driver_root.empty() || options.driver_root == "/")) {
+      path = kLibraryName;  // the dynamic linker's cache and LD_LIBRARY_PATH
+      handle = TryOpen(path, &error);
+    }
+    if (handle == nullptr) {
+      if (!tried.empty())
+        spdlog::debug("NVML candidates that failed to load: {}", absl::StrJoin(tried, "; "));
+      return absl::NotFoundError(absl::StrCat(
+          "NVIDIA driver library ", kLibraryName, " not found under ",
+          options.driver_root.empty() ? "/" : options.driver_root, ": is the driver installed?"));
+    }
+  }
+  std::unique_ptr<Library> library(new Library(handle, path));
+  library->ResolveEntryPoints();
+  if (absl::Status st = GPUNODE_NVML_CALL(*library, init); !st.ok()) return st;
+  library->initialized_ = true;
+  spdlog::debug("NVML loaded from {}", path);
+  return library;
+}
+
+Library::~Library() {
+  if (initialized_ && entry_points_.shutdown != nullptr) entry_points_.shutdown();
+  dlclose(handle_);
+}
+
+void Library::ResolveEntryPoints() {
+  auto resolve = [this](std::initializer_list<const char*> names, const char** symbol) -> void* {
+    for (const char* name : names) {
+      if (void* fn = dlsym(handle_, name)) {
+        *symbol = name;
+        return fn;
+      }
+    }
+    spdlog::debug("NVML symbol {} not exported by {}", *names.begin(), path_);
+    return nullptr;
+  };
+#define GPUNODE_NVML_RESOLVE(member, preferred, ...)                       \
+  entry_points_.member = reinterpret_cast<decltype(entry_points_.member)>( \
+      resolve({#preferred __VA_OPT__(, #__VA_ARGS__)}, &entry_points_.member##_symbol));
+  GPUNODE_NVML_ENTRY_POINTS(GPUNODE_NVML_RESOLVE)
+#undef GPUNODE_NVML_RESOLVE
+}
+
+std::string Library::ErrorString(nvmlReturn_t ret) const {
+  if (entry_points_.error_string == nullptr) return "";
+  const char* text = entry_points_.error_string(ret);
+  return text ? text : "";
+}
+
+}  // namespace gpunode::nvml

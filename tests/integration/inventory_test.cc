@@ -1,0 +1,306 @@
+// `gpunode inventory` as users run it: the real binary on every built-in profile, every real
+// capture, and every kind of bad input.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+#include "pugixml.hpp"
+
+namespace gpunode {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {GPUNODE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunProcess(argv);
+}
+
+json InventoryJson(const std::vector<std::string>& global_args) {
+  std::vector<std::string> args = global_args;
+  args.insert(args.end(), {"inventory", "-o", "json"});
+  testing::ProcessResult r = Gpunode(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  return json::parse(r.out);
+}
+
+std::vector<std::vector<std::string>> Matrix(const json& inventory) {
+  std::vector<std::vector<std::string>> m;
+  for (const json& row : inventory["topology"]) {
+    m.emplace_back();
+    for (const json& cell : row) m.back().push_back(cell.is_null() ? "?" : cell.get<std::string>());
+  }
+  return m;
+}
+
+TEST(Inventory, DgxH100IsEightH100sAllNv18) {
+  json inv = InventoryJson({"--sim", "dgx-h100"});
+  ASSERT_EQ(inv["gpus"].size(), 8u);
+  std::set<std::string> uuids;
+  for (size_t i = 0; i < 8; ++i) {
+    const json& gpu = inv["gpus"][i];
+    EXPECT_EQ(gpu["index"], i);
+    EXPECT_EQ(gpu["name"], "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(gpu["memory_total_mib"], 81559);
+    EXPECT_EQ(gpu["numa_node"], i < 4 ? 0 : 1);
+    EXPECT_EQ(gpu["mig_enabled"], false);
+    uuids.insert(gpu["uuid"].get<std::string>());
+  }
+  EXPECT_EQ(uuids.size(), 8u);
+  EXPECT_EQ(inv["cuda_driver_version"], "12.4");
+  auto m = Matrix(inv);
+  for (size_t a = 0; a < 8; ++a)
+    for (size_t b = 0; b < 8; ++b) EXPECT_EQ(m[a][b], a == b ? "X" : "NV18") << a << "," << b;
+}
+
+TEST(Inventory, Dgx1V100HasTheHybridCubeMesh) {
+  const std::vector<std::vector<std::string>> expected = {
+      {"X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"},
+      {"NV1", "X", "NV2", "NV1", "SYS", "NV2", "SYS", "SYS"},
+      {"NV1", "NV2", "X", "NV2", "SYS", "SYS", "NV1", "SYS"},
+      {"NV2", "NV1", "NV2", "X", "SYS", "SYS", "SYS", "NV1"},
+      {"NV2", "SYS", "SYS", "SYS", "X", "NV1", "NV1", "NV2"},
+      {"SYS", "NV2", "SYS", "SYS", "NV1", "X", "NV2", "NV1"},
+      {"SYS", "SYS", "NV1", "SYS", "NV1", "NV2", "X", "NV2"},
+      {"SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X"},
+  };
+  json inv = InventoryJson({"--sim", "dgx1-v100"});
+  ASSERT_EQ(inv["gpus"].size(), 8u);
+  EXPECT_EQ(inv["gpus"][0]["name"], "Tesla V100-SXM2-16GB");
+  EXPECT_EQ(Matrix(inv), expected);
+}
+
+TEST(Inventory, A10PcieIsPcieOnlyTwoPerSocket) {
+  json inv = InventoryJson({"--sim", "a10-pcie-4"});
+  ASSERT_EQ(inv["gpus"].size(), 4u);
+  auto m = Matrix(inv);
+  for (size_t a = 0; a < 4; ++a) {
+    for (size_t b = 0; b < 4; ++b) {
+      if (a == b) continue;
+      EXPECT_EQ(m[a][b].rfind("NV", 0), std::string::npos) << "no NVLink on A10s";
+      bool same_socket = a / 2 == b / 2;
+      EXPECT_EQ(m[a][b] == "SYS", !same_socket) << a << "," << b << " " << m[a][b];
+    }
+    EXPECT_EQ(inv["gpus"][a]["numa_node"], a / 2);
+  }
+}
+
+TEST(Inventory, A100MigListsInstancesWithProfiles) {
+  json inv = InventoryJson({"--sim", "a100-mig"});
+  size_t mig_gpus = 0;
+  std::set<std::string> profiles;
+  for (const json& gpu : inv["gpus"]) {
+    if (gpu["mig_enabled"] != true) continue;
+    ++mig_gpus;
+    EXPECT_FALSE(gpu["mig_devices"].empty());
+    for (const json& mig : gpu["mig_devices"]) {
+      EXPECT_THAT(mig["uuid"].get<std::string>(), StartsWith("MIG-"));
+      EXPECT_TRUE(std::regex_match(mig["profile"].get<std::string>(),
+                                   std::regex(R"(([0-9]c\.)?[0-9]g\.[0-9]+gb)")))
+          << mig["profile"];
+      profiles.insert(mig["profile"].get<std::string>());
+      EXPECT_GT(mig["memory_mib"].get<int>(), 0);
+    }
+  }
+  EXPECT_GE(mig_gpus, 1u);
+  EXPECT_GE(profiles.size(), 2u) << "a mix of instance profiles";
+  EXPECT_TRUE(profiles.contains("1g.10gb"));
+}
+
+TEST(Inventory, H200IsOneGpu) {
+  json inv = InventoryJson({"--sim", "h200-1"});
+  ASSERT_EQ(inv["gpus"].size(), 1u);
+  EXPECT_EQ(inv["gpus"][0]["name"], "NVIDIA H200");
+  EXPECT_EQ(inv["gpus"][0]["memory_total_mib"], 143771);
+  EXPECT_EQ(inv["topology"], json::parse(R"([["X"]])"));
+}
+
+TEST(Inventory, SimFromEnvironment) {
+  testing::ProcessResult r =
+      testing::RunProcess({GPUNODE_BINARY, "inventory", "-o", "json"}, {"GPUNODE_SIM=h200-1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["gpus"].size(), 1u);
+}
+
+TEST(Inventory, TableShowsGpusAndLinks) {
+  testing::ProcessResult r = Gpunode({"--sim", "dgx-h100", "inventory"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("8 GPUs"));
+  EXPECT_THAT(r.out, HasSubstr("NVIDIA H100 80GB HBM3"));
+  EXPECT_THAT(r.out, HasSubstr("GPU7"));
+  EXPECT_THAT(r.out, HasSubstr("NV18"));
+  EXPECT_THAT(r.out, HasSubstr("SYS  = across NUMA nodes"));
+}
+
+// ---- Real captures: each value in the JSON equals what the capture says. ----
+
+std::string Text(pugi::xml_node node) {
+  std::string text = node.text().as_string();
+  size_t begin = text.find_first_not_of(" \t\r\n");
+  size_t end = text.find_last_not_of(" \t\r\n");
+  return begin == std::string::npos ? "" : text.substr(begin, end - begin + 1);
+}
+
+// "16384 MiB" -> 16384, "26.16 W" -> 26.16; "N/A" or missing -> null.
+json Number(pugi::xml_node node) {
+  std::string text = Text(node);
+  if (text.empty() || text == "N/A" || !(std::isdigit(static_cast<unsigned char>(text[0]))))
+    return nullptr;
+  double value = std::stod(text);
+  return value == static_cast<double>(static_cast<long long>(value))
+             ? json(static_cast<long long>(value))
+             : json(value);
+}
+
+class Capture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Capture, InventoryReportsTheCapturedValues) {
+  std::string path = std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml/" + GetParam();
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_file(path.c_str()));
+  pugi::xml_node log = doc.child("nvidia_smi_log");
+  json inv = InventoryJson({"--sim", path});
+
+  std::string driver = Text(log.child("driver_version"));
+  EXPECT_EQ(inv["driver_version"], driver.empty() ? json(nullptr) : json(driver));
+  std::string cuda = Text(log.child("cuda_version"));
+  EXPECT_EQ(inv["cuda_driver_version"], cuda.empty() ? json(nullptr) : json(cuda));
+
+  size_t i = 0;
+  for (pugi::xml_node gpu : log.children("gpu")) {
+    ASSERT_LT(i, inv["gpus"].size());
+    const json& g = inv["gpus"][i++];
+    EXPECT_EQ(g["name"], Text(gpu.child("product_name")));
+    EXPECT_EQ(g["uuid"], Text(gpu.child("uuid")));
+    EXPECT_EQ(g["pci_bus_id"], std::string(gpu.attribute("id").as_string()));
+    EXPECT_EQ(g["memory_total_mib"], Number(gpu.child("fb_memory_usage").child("total")));
+    EXPECT_EQ(g["memory_used_mib"], Number(gpu.child("fb_memory_usage").child("used")));
+    EXPECT_EQ(g["temperature_c"], Number(gpu.child("temperature").child("gpu_temp")));
+    EXPECT_EQ(g["utilization_gpu_pct"], Number(gpu.child("utilization").child("gpu_util")));
+    pugi::xml_node power = gpu.child("gpu_power_readings") ? gpu.child("gpu_power_readings")
+                                                           : gpu.child("power_readings");
+    // nvidia-smi's "Power Draw" is nvmlDeviceGetPowerUsage; the instant reading is another field.
+    json expected_power = Number(power.child("power_draw"));
+    if (expected_power.is_null()) {
+      EXPECT_TRUE(g["power_w"].is_null()) << g["power_w"];
+    } else {
+      EXPECT_NEAR(g["power_w"].get<double>(), expected_power.get<double>(), 1e-9);
+    }
+    std::string mig_mode = Text(gpu.child("mig_mode").child("current_mig"));
+    EXPECT_EQ(g["mig_enabled"], mig_mode == "Enabled"    ? json(true)
+                                : mig_mode == "Disabled" ? json(false)
+                                                         : json(nullptr));
+    size_t migs = 0;
+    for (pugi::xml_node mig : gpu.child("mig_devices").children("mig_device")) {
+      ASSERT_LT(migs, g["mig_devices"].size());
+      const json& m = g["mig_devices"][migs++];
+      EXPECT_EQ(m["gi_id"], mig.child("gpu_instance_id").text().as_int());
+      EXPECT_EQ(m["ci_id"], mig.child("compute_instance_id").text().as_int());
+      EXPECT_EQ(m["memory_mib"], Number(mig.child("fb_memory_usage").child("total")));
+    }
+    EXPECT_EQ(g["mig_devices"].size(), migs);
+  }
+  EXPECT_EQ(inv["gpus"].size(), i);
+}
+
+std::vector<std::string> CaptureFiles() {
+  std::vector<std::string> files;
+  for (const auto& entry :
+       fs::directory_iterator(std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml")) {
+    if (entry.path().extension() == ".xml") files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Capture, ::testing::ValuesIn(CaptureFiles()),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+TEST(Inventory, CaptureWithA100MigNamesTheProfile) {
+  json inv = InventoryJson(
+      {"--sim", std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml/a100-sxm4-mig.xml"});
+  ASSERT_EQ(inv["gpus"][0]["mig_devices"].size(), 2u);
+  EXPECT_EQ(inv["gpus"][0]["mig_devices"][0]["profile"], "3g.20gb");
+}
+
+// ---- Bad input: one line naming the file and the problem, exit 2, no crash. ----
+
+fs::path WriteTemp(const std::string& name, const std::string& contents) {
+  fs::path path = fs::path(::testing::TempDir()) / name;
+  std::ofstream(path) << contents;
+  return path;
+}
+
+void ExpectOneLineError(const testing::ProcessResult& r, const std::string& must_contain) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, StartsWith("gpunode: "));
+  EXPECT_THAT(r.err, HasSubstr(must_contain));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(InventoryBadInput, UnknownProfileName) {
+  ExpectOneLineError(Gpunode({"--sim", "dgx-h10", "inventory"}), "dgx-h10");
+}
+
+TEST(InventoryBadInput, MissingFile) {
+  ExpectOneLineError(Gpunode({"--sim", "/nonexistent/profile.yaml", "inventory"}),
+                     "/nonexistent/profile.yaml");
+}
+
+TEST(InventoryBadInput, MalformedYaml) {
+  fs::path p = WriteTemp("malformed.yaml", "gpus: [\n  - name: x\n  memory: {\n");
+  ExpectOneLineError(Gpunode({"--sim", p.string(), "inventory"}), p.string());
+}
+
+TEST(InventoryBadInput, MalformedXml) {
+  fs::path p =
+      WriteTemp("malformed.xml",
+                "<?xml version=\"1.0\" ?>\n<nvidia_smi_log><gpu id=\"0\"><product_name>x</gpu>");
+  ExpectOneLineError(Gpunode({"--sim", p.string(), "inventory"}), p.string());
+}
+
+TEST(InventoryBadInput, EmptyFile) {
+  fs::path p = WriteTemp("empty.yaml", "");
+  ExpectOneLineError(Gpunode({"--sim", p.string(), "inventory"}), p.string());
+}
+
+TEST(InventoryBadInput, TopologyOfTheWrongSize) {
+  fs::path p = WriteTemp("topo-2.txt",
+                         "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+                         "GPU0\t X \tNV4\t0-15\t0\n"
+                         "GPU1\tNV4\t X \t0-15\t0\n");
+  ExpectOneLineError(Gpunode({"--sim", "dgx-h100", "--sim-topology", p.string(), "inventory"}),
+                     p.string());
+}
+
+TEST(InventoryBadInput, UnknownOutputFormat) {
+  testing::ProcessResult r = Gpunode({"--sim", "dgx-h100", "inventory", "-o", "yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(InventoryNoDriver, OneClearLineAndFailure) {
+  testing::ProcessResult r = Gpunode({"--driver-root", "/nonexistent-root", "inventory"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "gpunode: NVIDIA driver library libnvidia-ml.so.1 not found under /nonexistent-root: "
+            "is the driver "
+            "installed?\n");
+}
+
+}  // namespace
+}  // namespace gpunode

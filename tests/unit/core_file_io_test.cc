@@ -1,0 +1,51 @@
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "core/file_io.h"
+#include "gtest/gtest.h"
+
+namespace gpunode::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path FreshDir(const std::string& name) {
+  fs::path dir = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(FileIo, ReadMissingFileIsNotFoundNamingThePath) {
+  absl::StatusOr<std::string> data = ReadFile("/nonexistent/file");
+  ASSERT_FALSE(data.ok());
+  EXPECT_EQ(data.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(data.status().message(), "/nonexistent/file: cannot open: No such file or directory");
+}
+
+TEST(FileIo, AtomicWriteBacksUpTheOldFileAndSetsTheMode) {
+  fs::path dir = FreshDir("atomic-write");
+  std::string path = (dir / "labels").string();
+  ASSERT_TRUE(WriteFileAtomic(path, "old\n").ok());
+  EXPECT_FALSE(fs::exists(path + ".bak"));  // nothing to back up the first time
+  ASSERT_TRUE(WriteFileAtomic(path, "new\n", {.mode = 0600}).ok());
+  EXPECT_EQ(ReadFile(path).value(), "new\n");
+  EXPECT_EQ(ReadFile(path + ".bak").value(), "old\n");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // No temporary files are left behind.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 2);
+}
+
+TEST(FileIo, AtomicWriteIntoMissingDirectoryFailsCleanly) {
+  absl::Status st = WriteFileAtomic("/nonexistent-dir/file", "x");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("/nonexistent-dir/file"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace gpunode::core
