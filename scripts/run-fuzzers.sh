@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer binary in a fuzz build for a fixed time. Usage: run-fuzzers.sh DIR SECONDS
-# A fuzzer's seed corpus is fuzz/<area>/corpus/<name>/ if present, plus the shared fixtures of its
-# kind named in fuzz/<area>/<name>.seeds (one directory per line, relative to the repository).
+# A fuzzer fuzz_<area>_<kind> built from fuzz/<area>/ takes its seeds from fuzz/<area>/corpus/<kind>/
+# if present, plus the directories listed in fuzz/<area>/fuzz_<area>_<kind>.seeds (one per line,
+# relative to the repository). New inputs go to a scratch corpus that is removed afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=$1
@@ -16,7 +17,8 @@ for fuzzer in "${fuzzers[@]}"; do
   area=$(basename "$(dirname "$fuzzer")")
   work=$(mktemp -d)
   seeds=()
-  [[ -d fuzz/$area/corpus/$name ]] && seeds+=("fuzz/$area/corpus/$name")
+  kind=${name#fuzz_"${area}"_}
+  [[ -d fuzz/$area/corpus/$kind ]] && seeds+=("fuzz/$area/corpus/$kind")
   if [[ -f fuzz/$area/$name.seeds ]]; then
     while read -r seed; do
       [[ -n $seed && -d $seed ]] && seeds+=("$seed")

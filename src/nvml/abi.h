@@ -182,6 +182,37 @@ typedef struct {
   unsigned long long memorySizeMB;
 } nvmlDeviceAttributes_t;
 
+// nvmlDeviceGetFieldValues: one request/answer per field. Only the fields gpunode reads are named.
+typedef int nvmlValueType_t;
+enum : nvmlValueType_t {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+};
+enum : unsigned { NVML_FI_DEV_MEMORY_TEMP = 82 };
+
+typedef union {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+} nvmlValue_t;
+
+typedef struct {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
 static_assert(sizeof(nvmlDevice_t) == 8);
 static_assert(sizeof(nvmlMemory_t) == 24);
 static_assert(sizeof(nvmlMemory_v2_t) == 40);
@@ -195,6 +226,9 @@ static_assert(offsetof(nvmlProcessInfo_t, usedGpuMemory) == 8);
 static_assert(sizeof(nvmlEventData_t) == 32);
 static_assert(offsetof(nvmlEventData_t, eventData) == 16);
 static_assert(sizeof(nvmlDeviceAttributes_t) == 40);
+static_assert(sizeof(nvmlFieldValue_t) == 40);
+static_assert(offsetof(nvmlFieldValue_t, valueType) == 24);
+static_assert(offsetof(nvmlFieldValue_t, value) == 32);
 
 // ---- Entry points. Versioned names are listed beside the older names they fall back to. ----
 nvmlReturn_t nvmlInit_v2(void);
@@ -250,6 +284,8 @@ nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, nvmlPageRetirementCa
 nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows,
                                        unsigned int* uncRows, unsigned int* isPending,
                                        unsigned int* failureOccurred);
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                      nvmlFieldValue_t* values);
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                      nvmlProcessInfo_t* infos);

@@ -187,6 +187,40 @@ absl::StatusOr<unsigned> Device::RetiredPageCount() const {
   return total;
 }
 
+absl::StatusOr<unsigned> Device::RetiredPageCount(RetirementCause cause) const {
+  unsigned count = 0;  // a count of 0 asks only for the number of pages
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_retired_pages, handle_,
+                                    cause == RetirementCause::kDoubleBitEcc
+                                        ? NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+                                        : NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+                                    &count, static_cast<unsigned long long*>(nullptr)));
+  return count;
+}
+
+absl::StatusOr<unsigned> Device::MemoryTemperatureC() const {
+  nvmlFieldValue_t field{};
+  field.fieldId = NVML_FI_DEV_MEMORY_TEMP;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_field_values, handle_, 1, &field));
+  // The call succeeds as a whole while each field carries its own result.
+  if (field.nvmlReturn != NVML_SUCCESS) {
+    return FromReturn(field.nvmlReturn, "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)",
+                      library_->ErrorString(field.nvmlReturn));
+  }
+  switch (field.valueType) {
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+      return field.value.uiVal;
+    case NVML_VALUE_TYPE_SIGNED_INT:
+      if (field.value.siVal >= 0) return static_cast<unsigned>(field.value.siVal);
+      break;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return static_cast<unsigned>(field.value.ullVal);
+    default:
+      break;
+  }
+  return FromReturn(NVML_ERROR_NOT_SUPPORTED, "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)",
+                    "unexpected value type");
+}
+
 absl::StatusOr<RemappedRows> Device::Remapped() const {
   unsigned corr = 0, unc = 0, pending = 0, failure = 0;
   RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_remapped_rows, handle_, &corr, &unc,

@@ -62,6 +62,7 @@ struct ComputeCapability {
 enum class ClockType { kGraphics, kSm, kMemory, kVideo };
 enum class EccErrorType { kCorrected, kUncorrected };
 enum class EccCounter { kVolatile, kAggregate };
+enum class RetirementCause { kMultipleSingleBitEcc, kDoubleBitEcc };
 
 class Device {
  public:
@@ -94,6 +95,9 @@ class Device {
   absl::StatusOr<bool> EccEnabled() const;
   absl::StatusOr<uint64_t> EccErrors(EccErrorType type, EccCounter counter) const;
   absl::StatusOr<unsigned> RetiredPageCount() const;  // both causes together
+  absl::StatusOr<unsigned> RetiredPageCount(RetirementCause cause) const;
+  // HBM temperature (NVML field NVML_FI_DEV_MEMORY_TEMP), where the GPU has a sensor.
+  absl::StatusOr<unsigned> MemoryTemperatureC() const;
   absl::StatusOr<RemappedRows> Remapped() const;
   absl::StatusOr<bool> PersistenceModeEnabled() const;
   absl::StatusOr<std::vector<ProcessInfo>> ComputeProcesses() const;

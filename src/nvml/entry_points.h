@@ -45,6 +45,7 @@
   X(device_get_total_ecc_errors, nvmlDeviceGetTotalEccErrors)                                      \
   X(device_get_retired_pages, nvmlDeviceGetRetiredPages)                                           \
   X(device_get_remapped_rows, nvmlDeviceGetRemappedRows)                                           \
+  X(device_get_field_values, nvmlDeviceGetFieldValues)                                             \
   X(device_get_persistence_mode, nvmlDeviceGetPersistenceMode)                                     \
   X(device_get_compute_running_processes, nvmlDeviceGetComputeRunningProcesses_v3,                 \
     nvmlDeviceGetComputeRunningProcesses_v2)                                                       \

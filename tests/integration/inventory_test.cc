@@ -124,6 +124,23 @@ TEST(Inventory, H200IsOneGpu) {
   EXPECT_EQ(inv["topology"], json::parse(R"([["X"]])"));
 }
 
+TEST(Inventory, LostGpuStaysListedAndTheOthersReport) {
+  testing::ProcessResult r =
+      Gpunode({"--sim", std::string(GPUNODE_FIXTURES_DIR) + "/profiles/one-gpu-lost.yaml",
+               "inventory", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("GPU 0: nvmlDeviceGetUUID: NVML_ERROR_GPU_IS_LOST"));
+  json inv = json::parse(r.out);
+  ASSERT_EQ(inv["gpus"].size(), 2u);
+  EXPECT_EQ(inv["gpus"][0]["lost"], true);
+  EXPECT_TRUE(inv["gpus"][0]["uuid"].is_null());
+  EXPECT_TRUE(inv["gpus"][0]["memory_total_mib"].is_null());
+  EXPECT_EQ(inv["gpus"][1]["lost"], false);
+  EXPECT_EQ(inv["gpus"][1]["memory_total_mib"], 23028);
+  EXPECT_TRUE(inv["topology"][0][1].is_null());
+  EXPECT_EQ(inv["topology"][1][1], "X");
+}
+
 TEST(Inventory, SimFromEnvironment) {
   testing::ProcessResult r =
       testing::RunProcess({GPUNODE_BINARY, "inventory", "-o", "json"}, {"GPUNODE_SIM=h200-1"});

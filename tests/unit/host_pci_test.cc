@@ -25,7 +25,10 @@ void AddPciDevice(const fs::path& root, const std::string& address, const std::s
 class PciScan : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) / "pci-root";
+    // ctest runs each test as its own process, in parallel: one tree per test.
+    root_ = fs::path(::testing::TempDir()) /
+            (std::string("pci-root-") +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     // A 3D controller with 16 MiB BAR0 and a 32 GiB BAR1, on NUMA node 1.
     AddPciDevice(root_, "0000:c1:00.0", "0x10de", "0x2330", "0x030200", "1",

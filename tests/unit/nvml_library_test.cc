@@ -14,7 +14,7 @@ using ::testing::HasSubstr;
 
 TEST(NvmlLibrary, NoDriverIsOneClearLine) {
   absl::StatusOr<std::unique_ptr<Library>> library =
-      Library::Open({.driver_root = "/nonexistent-driver-root"});
+      Library::Open({.driver_root = "/nonexistent-driver-root", .library_path = ""});
   ASSERT_FALSE(library.ok());
   EXPECT_EQ(library.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(library.status().message(),
@@ -32,12 +32,13 @@ TEST(NvmlLibrary, ExplicitPathThatIsNotALibrary) {
 
 TEST(NvmlLibrary, FindsTheLibraryUnderADriverRoot) {
   namespace fs = std::filesystem;
-  fs::path root = fs::path(::testing::TempDir()) / "driver-root";
+  fs::path root = fs::path(::testing::TempDir()) / "driver-root-library-test";
   fs::create_directories(root / "usr/lib64");
   fs::remove(root / "usr/lib64/libnvidia-ml.so.1");
   fs::create_symlink(GPUNODE_SIM_LIBRARY, root / "usr/lib64/libnvidia-ml.so.1");
   ::setenv("GPUNODE_SIM", "h200-1", 1);
-  absl::StatusOr<std::unique_ptr<Library>> library = Library::Open({.driver_root = root.string()});
+  absl::StatusOr<std::unique_ptr<Library>> library =
+      Library::Open({.driver_root = root.string(), .library_path = ""});
   ::unsetenv("GPUNODE_SIM");
   ASSERT_TRUE(library.ok()) << library.status();
   EXPECT_EQ((*library)->path(), (root / "usr/lib64/libnvidia-ml.so.1").string());

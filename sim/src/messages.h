@@ -1,0 +1,36 @@
+// Building the one-line messages the simulator reports for bad input.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace gpunode::sim {
+
+// Concatenates anything an ostream can print; the loaders build many small messages.
+template <typename... Args>
+std::string str_cat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+// `text` in double quotes, shortened, with control characters escaped, so that user input
+// quoted in a message can never break it across lines.
+std::string quote(std::string_view text);
+
+// Replaces line breaks and other control characters with spaces: every error is one line.
+std::string one_line(std::string_view text);
+
+// "a, b, c" from any range of string-like values.
+template <typename Range>
+std::string join(const Range& items, std::string_view separator = ", ") {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+}  // namespace gpunode::sim
