@@ -29,5 +29,6 @@ using CommandRunner = std::function<int()>;
 
 // One registration function per subcommand file.
 void AddInventoryCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+void AddRuntimeCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 
 }  // namespace gpunode::cli

@@ -39,6 +39,7 @@ int Main(int argc, char** argv) {
 
   CommandRunner run;
   AddInventoryCommand(app, global, run);
+  AddRuntimeCommand(app, global, run);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,94 @@
+#include "runtime/containerd_live.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "cri/api.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace gpunode::runtime {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& status, const std::string& socket) {
+  auto code = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                  ? absl::StatusCode::kUnavailable
+                  : absl::StatusCode::kInternal;
+  return absl::Status(code, absl::StrCat("unix://", socket, ": CRI RuntimeService/Status: ",
+                                         status.error_message(), " (is containerd running?)"));
+}
+
+std::string StringOr(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+absl::Status ParseCriConfig(const std::string& config_json, CriRuntimeStatus& status) {
+  nlohmann::json config = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) {
+    return absl::InvalidArgumentError("CRI Status info[\"config\"] is not a JSON object");
+  }
+  // containerd 1.x and 2.x both write the CRI config under "containerd" with these camelCase keys.
+  const nlohmann::json& containerd = config.contains("containerd") ? config["containerd"] : config;
+  status.default_runtime = StringOr(containerd, "defaultRuntimeName");
+  auto runtimes = containerd.find("runtimes");
+  if (runtimes == containerd.end() || !runtimes->is_object()) return absl::OkStatus();
+  for (auto& [name, runtime] : runtimes->items()) {
+    CriHandler handler{.name = name, .runtime_type = StringOr(runtime, "runtimeType")};
+    if (auto options = runtime.find("options"); options != runtime.end() && options->is_object()) {
+      handler.options = *options;
+    }
+    status.handlers.push_back(std::move(handler));
+  }
+  std::sort(status.handlers.begin(), status.handlers.end(),
+            [](const CriHandler& a, const CriHandler& b) { return a.name < b.name; });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CriRuntimeStatus> QueryCriStatus(const std::string& socket,
+                                                std::chrono::milliseconds timeout) {
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(absl::StrCat("unix://", socket), grpc::InsecureChannelCredentials());
+  std::unique_ptr<::runtime::v1::RuntimeService::Stub> stub =
+      ::runtime::v1::RuntimeService::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  ::runtime::v1::StatusRequest request;
+  request.set_verbose(true);
+  ::runtime::v1::StatusResponse response;
+  grpc::Status rpc = stub->Status(&context, request, &response);
+  if (!rpc.ok()) return FromGrpc(rpc, socket);
+
+  CriRuntimeStatus status;
+  for (const ::runtime::v1::RuntimeCondition& condition : response.status().conditions()) {
+    status.conditions.push_back(
+        {condition.type(), condition.status(), condition.reason(), condition.message()});
+  }
+  for (const ::runtime::v1::RuntimeHandler& handler : response.runtime_handlers()) {
+    status.reported_handlers.push_back(handler.name());
+  }
+  if (auto it = response.info().find("config"); it != response.info().end()) {
+    RETURN_IF_ERROR(ParseCriConfig(it->second, status));
+  }
+  // A runtime that lists its handlers but writes its config in a shape we do not read still
+  // says which handlers it loaded; the default one is reported with an empty name.
+  for (const std::string& name : status.reported_handlers) {
+    if (name.empty() || FindHandler(status, name) != nullptr) continue;
+    CriHandler handler;
+    handler.name = name;
+    status.handlers.push_back(std::move(handler));
+  }
+  return status;
+}
+
+const CriHandler* FindHandler(const CriRuntimeStatus& status, const std::string& name) {
+  for (const CriHandler& handler : status.handlers) {
+    if (handler.name == name) return &handler;
+  }
+  return nullptr;
+}
+
+}  // namespace gpunode::runtime

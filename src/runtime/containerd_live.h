@@ -1,0 +1,49 @@
+// What a running containerd has loaded, asked through CRI RuntimeService.Status on its socket:
+// the runtime conditions and, from the verbose "config" document, each runtime handler with its
+// type and options. `gpunode runtime status` and doctor's runtime.containerd-live check use it.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace gpunode::runtime {
+
+inline constexpr char kDefaultContainerdSocket[] = "/run/containerd/containerd.sock";
+
+struct CriCondition {
+  std::string type;  // RuntimeReady, NetworkReady, ...
+  bool status = false;
+  std::string reason;
+  std::string message;
+};
+
+struct CriHandler {
+  std::string name;
+  std::string runtime_type;
+  nlohmann::json options = nlohmann::json::object();  // e.g. BinaryName, SystemdCgroup
+};
+
+struct CriRuntimeStatus {
+  std::vector<CriCondition> conditions;
+  std::string default_runtime;       // containerd.defaultRuntimeName of the loaded config
+  std::vector<CriHandler> handlers;  // from info["config"], sorted by name
+  // Names in StatusResponse.runtime_handlers (cri-api v0.30+, containerd 2.x; empty on 1.x).
+  std::vector<std::string> reported_handlers;
+};
+
+// Calls Status(verbose=true) on unix://`socket`. Unavailable when nothing answers within
+// `timeout`; InvalidArgument when the reply's "config" is not the JSON containerd writes.
+absl::StatusOr<CriRuntimeStatus> QueryCriStatus(const std::string& socket,
+                                                std::chrono::milliseconds timeout);
+
+// The handler called `name`, or null when containerd has not loaded it.
+const CriHandler* FindHandler(const CriRuntimeStatus& status, const std::string& name);
+
+// Parses the verbose "config" document into `status` (exposed for tests of other runtimes' shapes).
+absl::Status ParseCriConfig(const std::string& config_json, CriRuntimeStatus& status);
+
+}  // namespace gpunode::runtime
