@@ -8,6 +8,9 @@ flavour=${1:-release}
 jobs=${GPUNODE_JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+# Hash paths relative to the checkout, so another clone of the tree reuses the cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 
 case $flavour in
   release) dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
