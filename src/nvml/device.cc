@@ -176,15 +176,9 @@ absl::StatusOr<uint64_t> Device::EccErrors(EccErrorType type, EccCounter counter
 }
 
 absl::StatusOr<unsigned> Device::RetiredPageCount() const {
-  unsigned total = 0;
-  for (nvmlPageRetirementCause_t cause : {NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
-                                          NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR}) {
-    unsigned count = 0;  // a count of 0 asks only for the number of pages
-    RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_retired_pages, handle_, cause, &count,
-                                      static_cast<unsigned long long*>(nullptr)));
-    total += count;
-  }
-  return total;
+  ASSIGN_OR_RETURN(unsigned single_bit, RetiredPageCount(RetirementCause::kMultipleSingleBitEcc));
+  ASSIGN_OR_RETURN(unsigned double_bit, RetiredPageCount(RetirementCause::kDoubleBitEcc));
+  return single_bit + double_bit;
 }
 
 absl::StatusOr<unsigned> Device::RetiredPageCount(RetirementCause cause) const {
