@@ -12,6 +12,8 @@ packages=(
   libcpp-httplib-dev libsimdjson-dev libcurl4-openssl-dev libssl-dev libpugixml-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev containerd prometheus jq
+  # GNU time (bench/cluster/audit_vs_jq.sh reads peak RSS); openssl (cluster tests make certificates)
+  time openssl
 )
 
 missing=()

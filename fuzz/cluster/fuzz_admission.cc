@@ -1,0 +1,18 @@
+// Feeds arbitrary bytes to the webhook's mutate and validate handlers, as the API server (or
+// anyone who reaches the port) would.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "cluster/webhook.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace gpunode::cluster;
+  std::string_view body(reinterpret_cast<const char*>(data), size);
+  (void)Mutate(body);
+  ClusterLimits limits;
+  limits.largest["nvidia.com/gpu"] = 8;
+  limits.gpu_taint_values = {"present"};
+  (void)Validate(body, limits);
+  return 0;
+}

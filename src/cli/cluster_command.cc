@@ -1,0 +1,314 @@
+// `gpunode cluster audit | why-pending | drain | restore`: the cluster-side GPU tools, live
+// against the API server or offline on a `kubectl get nodes,pods -A -o json` snapshot.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/time/time.h"
+#include "cli/command.h"
+#include "cluster/audit.h"
+#include "cluster/drain.h"
+#include "cluster/report.h"
+#include "cluster/restore.h"
+#include "cluster/why_pending.h"
+#include "core/status_macros.h"
+#include "kube/api_loader.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "kube/snapshot_reader.h"
+#include "kube/text.h"
+
+namespace gpunode::cli {
+namespace {
+
+struct ConnectionOptions {
+  std::string snapshot;  // -f FILE or - (stdin)
+  std::string kubeconfig;
+  std::string context;
+  std::string request_timeout = "30s";
+  std::string output = "table";
+};
+
+void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, bool with_output) {
+  cmd->add_option("-f,--filename", o.snapshot,
+                  "read a snapshot (what `kubectl get nodes,pods -A -o json` prints; - for "
+                  "stdin) instead of the API server");
+  cmd->add_option("--kubeconfig", o.kubeconfig,
+                  "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster "
+                  "service account)");
+  cmd->add_option("--context", o.context, "kubeconfig context (default: current-context)");
+  cmd->add_option("--request-timeout", o.request_timeout,
+                  "timeout of each API request, e.g. 30s or 2m")
+      ->capture_default_str();
+  if (with_output) {
+    cmd->add_option("-o,--output", o.output, "table or json")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+  }
+}
+
+// One line on stderr; every failure to get or read the input is a usage/input error.
+int InputError(const absl::Status& status) {
+  std::cerr << "gpunode: " << status.message() << "\n";
+  return kExitUsage;
+}
+
+absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& flag, const std::string& text) {
+  absl::Duration d;
+  int64_t seconds = 0;
+  if (absl::SimpleAtoi(text, &seconds) && seconds >= 0) return absl::Seconds(seconds);
+  if (absl::ParseDuration(text, &d) && d >= absl::ZeroDuration()) return d;
+  return absl::InvalidArgumentError(
+      kube::StrCat(flag, " ", text, ": not a duration; use e.g. 30s, 5m or 1h30m"));
+}
+
+struct Connection {
+  kube::ClusterAccess access;
+  std::unique_ptr<kube::Client> client;
+};
+
+absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
+  kube::AccessSources sources = kube::SourcesFromEnvironment();
+  sources.kubeconfig_flag = o.kubeconfig;
+  sources.context = o.context;
+  Connection c;
+  ASSIGN_OR_RETURN(c.access, kube::ResolveAccess(sources));
+  kube::TransportOptions transport;
+  ASSIGN_OR_RETURN(transport.request_timeout,
+                   ParseDurationFlag("--request-timeout", o.request_timeout));
+  ASSIGN_OR_RETURN(c.client, kube::NewClient(c.access, transport));
+  return c;
+}
+
+int RunAudit(const ConnectionOptions& o) {
+  absl::StatusOr<kube::ClusterSnapshot> snapshot;
+  if (!o.snapshot.empty()) {
+    snapshot = kube::ReadSnapshotFile(o.snapshot);
+  } else {
+    absl::StatusOr<Connection> c = Connect(o);
+    if (!c.ok()) return InputError(c.status());
+    snapshot = kube::LoadFromApi(*c->client, kube::ApiQuery{});
+  }
+  if (!snapshot.ok()) return InputError(snapshot.status());
+  cluster::AuditReport report = cluster::Audit(*snapshot);
+  if (o.output == "json") {
+    std::cout << cluster::AuditJson(report);
+  } else {
+    cluster::PrintAuditTable(report, std::cout);
+  }
+  return report.Count(cluster::Severity::kError) > 0 ? kExitFailures : kExitOk;
+}
+
+struct WhyPendingOptions {
+  std::string pod;
+  std::string ns;
+};
+
+void PrintPending(const cluster::PendingReport& report, const std::string& output) {
+  if (output == "json") {
+    std::cout << cluster::PendingJson(report);
+  } else {
+    cluster::PrintPendingTable(report, std::cout);
+  }
+}
+
+int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
+  std::string ns = w.ns;
+  const std::string& name = w.pod;
+  kube::ReadOptions read;
+  read.keep_pod_details = [&](const kube::PodView& p) { return p.name == name && p.ns == ns; };
+  absl::StatusOr<kube::ClusterSnapshot> snapshot;
+  std::string where;
+  if (!o.snapshot.empty()) {
+    if (ns.empty()) ns = "default";
+    where = kube::StrCat(" in ", o.snapshot == "-" ? "stdin" : o.snapshot);
+    snapshot = kube::ReadSnapshotFile(o.snapshot, read);
+  } else {
+    absl::StatusOr<Connection> c = Connect(o);
+    if (!c.ok()) return InputError(c.status());
+    if (ns.empty()) ns = c->access.default_namespace;
+    // The pod first: a missing or finished pod needs no listing of the whole cluster.
+    std::string path =
+        kube::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods/", kube::UrlEncode(name));
+    absl::StatusOr<std::string> body = c->client->Get(path);
+    if (!body.ok()) return InputError(body.status());
+    kube::SnapshotBuilder one(read);
+    if (absl::Status st = one.Add(kube::PadInPlace(*body), kube::StrCat("GET ", path)); !st.ok()) {
+      return InputError(st);
+    }
+    snapshot = one.Take();
+    if (!snapshot->pods.empty() && snapshot->pods.front().phase == kube::PodPhase::kPending) {
+      // Terminal pods hold nothing, so the server can leave them out of the listing.
+      kube::ApiQuery query;
+      query.pod_field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+      snapshot = kube::LoadFromApi(*c->client, query, read);
+    }
+  }
+  if (!snapshot.ok()) return InputError(snapshot.status());
+  absl::StatusOr<cluster::PendingReport> report = cluster::WhyPending(*snapshot, ns, name);
+  if (!report.ok()) {
+    return InputError(
+        absl::NotFoundError(kube::StrCat(kube::View(report.status().message()), where)));
+  }
+  PrintPending(*report, o.output);
+  return report->Failed() ? kExitFailures : kExitOk;
+}
+
+struct DrainFlags {
+  cluster::DrainOptions drain;
+  std::string timeout = "10m";
+  std::string eviction_timeout = "5m";
+  std::string poll_interval = "5s";
+  std::string eviction_retry_interval = "5s";
+};
+
+int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
+  cluster::DrainOptions& d = flags.drain;
+  for (auto [flag, text, out] :
+       {std::tuple{"--timeout", &flags.timeout, &d.timeout},
+        std::tuple{"--eviction-timeout", &flags.eviction_timeout, &d.eviction_timeout},
+        std::tuple{"--poll-interval", &flags.poll_interval, &d.poll_interval},
+        std::tuple{"--eviction-retry-interval", &flags.eviction_retry_interval,
+                   &d.eviction_retry_interval}}) {
+    absl::StatusOr<absl::Duration> parsed = ParseDurationFlag(flag, *text);
+    if (!parsed.ok()) return InputError(parsed.status());
+    *out = *parsed;
+  }
+  if (d.poll_interval <= absl::ZeroDuration()) d.poll_interval = absl::Milliseconds(100);
+  if (!o.snapshot.empty()) {
+    if (!d.dry_run) {
+      return InputError(absl::InvalidArgumentError(
+          "drain changes the cluster, so -f (a snapshot) works only with --dry-run"));
+    }
+    kube::ReadOptions read;
+    read.keep_pod_details = [&](const kube::PodView& p) { return p.node_name == d.node; };
+    absl::StatusOr<kube::ClusterSnapshot> snapshot = kube::ReadSnapshotFile(o.snapshot, read);
+    if (!snapshot.ok()) return InputError(snapshot.status());
+    const kube::NodeView* node = snapshot->FindNode(d.node);
+    if (node == nullptr) {
+      return InputError(absl::NotFoundError(kube::StrCat(
+          "node ", d.node, " not found in ", o.snapshot == "-" ? "stdin" : o.snapshot)));
+    }
+    cluster::DrainPlan plan = cluster::PlanDrain(*snapshot, *node, d);
+    cluster::PrintPlan(plan, d, std::cout);
+    return plan.Refused() ? kExitFailures : kExitOk;
+  }
+  absl::StatusOr<Connection> c = Connect(o);
+  if (!c.ok()) return InputError(c.status());
+  absl::StatusOr<cluster::DrainOutcome> outcome =
+      cluster::RunDrain(*c->client, d, cluster::DrainClock{}, std::cout);
+  if (!outcome.ok()) return InputError(outcome.status());
+  if (outcome->complete) {
+    std::cout << outcome->summary << "\n";
+    return kExitOk;
+  }
+  std::cerr << "gpunode: " << outcome->summary << "\n";
+  return kExitFailures;
+}
+
+int RunRestore(const ConnectionOptions& o, const cluster::RestoreOptions& r) {
+  if (!o.snapshot.empty()) {
+    if (!r.dry_run) {
+      return InputError(absl::InvalidArgumentError(
+          "restore changes the node, so -f (a snapshot) works only with --dry-run"));
+    }
+    absl::StatusOr<kube::ClusterSnapshot> snapshot = kube::ReadSnapshotFile(o.snapshot);
+    if (!snapshot.ok()) return InputError(snapshot.status());
+    const kube::NodeView* node = snapshot->FindNode(r.node);
+    if (node == nullptr) {
+      return InputError(absl::NotFoundError(kube::StrCat("node ", r.node, " not found")));
+    }
+    cluster::RestoreCheck check = cluster::CheckRestore(*node);
+    if (!check.ok) {
+      std::cerr << "gpunode: refusing to restore: " << check.message << "\n";
+      return kExitFailures;
+    }
+    std::cout << check.message << "\ndry run: would uncordon " << r.node << " and remove the "
+              << "draining label\n";
+    return kExitOk;
+  }
+  absl::StatusOr<Connection> c = Connect(o);
+  if (!c.ok()) return InputError(c.status());
+  absl::StatusOr<cluster::RestoreOutcome> outcome = cluster::RunRestore(*c->client, r, std::cout);
+  if (!outcome.ok()) return InputError(outcome.status());
+  if (!outcome->restored) {
+    std::cerr << "gpunode: " << outcome->message << "\n";
+    return kExitFailures;
+  }
+  std::cout << outcome->message << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRunner& run) {
+  CLI::App* cluster = app.add_subcommand(
+      "cluster", "GPU capacity, pending pods and node maintenance across a Kubernetes cluster");
+  cluster->require_subcommand(1);
+
+  auto audit = std::make_shared<ConnectionOptions>();
+  CLI::App* audit_cmd = cluster->add_subcommand(
+      "audit", "per GPU node: capacity, allocatable, requested, free; and what is wrong");
+  AddConnectionOptions(audit_cmd, *audit, true);
+  audit_cmd->callback([&run, audit] { run = [audit] { return RunAudit(*audit); }; });
+
+  auto pending = std::make_shared<std::pair<ConnectionOptions, WhyPendingOptions>>();
+  CLI::App* pending_cmd = cluster->add_subcommand(
+      "why-pending",
+      "why a Pending GPU pod is not scheduled, node by node, and whether waiting "
+      "helps");
+  pending_cmd->add_option("POD", pending->second.pod, "the pod's name")->required();
+  pending_cmd->add_option("-n,--namespace", pending->second.ns,
+                          "the pod's namespace (default: the context's, or default)");
+  AddConnectionOptions(pending_cmd, pending->first, true);
+  pending_cmd->callback([&run, pending] {
+    run = [pending] { return RunWhyPending(pending->first, pending->second); };
+  });
+
+  auto drain = std::make_shared<std::pair<ConnectionOptions, DrainFlags>>();
+  CLI::App* drain_cmd = cluster->add_subcommand(
+      "drain", "label a GPU node draining, let GPU pods finish, then evict what remains");
+  DrainFlags& df = drain->second;
+  drain_cmd->add_option("NODE", df.drain.node, "the node")->required();
+  drain_cmd->add_flag("--cordon", df.drain.cordon, "also mark the node unschedulable");
+  drain_cmd->add_flag("--dry-run", df.drain.dry_run, "print what would happen; change nothing");
+  drain_cmd->add_flag("--delete-emptydir-data", df.drain.delete_emptydir_data,
+                      "evict pods with emptyDir volumes (their data is lost)");
+  drain_cmd->add_flag("--force", df.drain.force, "evict pods that no controller will recreate");
+  drain_cmd->add_flag("--all-pods", df.drain.all_pods,
+                      "evict every pod except DaemonSet and static pods, not just GPU pods");
+  drain_cmd
+      ->add_option("--timeout", df.timeout,
+                   "how long GPU pods get to finish on their own before eviction")
+      ->capture_default_str();
+  drain_cmd
+      ->add_option("--eviction-timeout", df.eviction_timeout,
+                   "how long to keep retrying evictions a PodDisruptionBudget blocks")
+      ->capture_default_str();
+  drain_cmd->add_option("--poll-interval", df.poll_interval, "how often to look at the pods")
+      ->capture_default_str();
+  drain_cmd
+      ->add_option("--eviction-retry-interval", df.eviction_retry_interval,
+                   "pause between eviction attempts (a Retry-After from the server wins)")
+      ->capture_default_str();
+  AddConnectionOptions(drain_cmd, drain->first, false);
+  drain_cmd->callback(
+      [&run, drain] { run = [drain] { return RunDrain(drain->first, drain->second); }; });
+
+  auto restore = std::make_shared<std::pair<ConnectionOptions, cluster::RestoreOptions>>();
+  CLI::App* restore_cmd = cluster->add_subcommand(
+      "restore",
+      "after maintenance: if all GPUs are back, uncordon the node and drop the "
+      "draining label");
+  restore_cmd->add_option("NODE", restore->second.node, "the node")->required();
+  restore_cmd->add_flag("--dry-run", restore->second.dry_run, "check only; change nothing");
+  AddConnectionOptions(restore_cmd, restore->first, false);
+  restore_cmd->callback(
+      [&run, restore] { run = [restore] { return RunRestore(restore->first, restore->second); }; });
+}
+
+}  // namespace gpunode::cli

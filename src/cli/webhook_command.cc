@@ -1,0 +1,120 @@
+// `gpunode webhook`: the admission webhook that gives GPU pods the GPU toleration and refuses
+// GPU requests that can never be satisfied.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/time/time.h"
+#include "cli/command.h"
+#include "cluster/webhook_server.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "kube/text.h"
+
+namespace gpunode::cli {
+namespace {
+
+struct WebhookFlags {
+  std::string listen = ":8443";
+  std::string tls_cert;
+  std::string tls_key;
+  int64_t max_gpus_per_node = 0;
+  bool nodes_from_api = false;
+  std::string kubeconfig;
+  std::string context;
+  std::string refresh_interval = "60s";
+};
+
+int Fail(const absl::Status& status) {
+  std::cerr << "gpunode: " << status.message() << "\n";
+  return kExitUsage;
+}
+
+int RunWebhook(const WebhookFlags& flags) {
+  cluster::WebhookServerOptions options;
+  options.listen = flags.listen;
+  options.tls_cert = flags.tls_cert;
+  options.tls_key = flags.tls_key;
+  if (flags.max_gpus_per_node > 0) options.max_gpus_per_node = flags.max_gpus_per_node;
+  if (flags.nodes_from_api) {
+    if (!absl::ParseDuration(flags.refresh_interval, &options.refresh_interval) ||
+        options.refresh_interval < absl::Seconds(1)) {
+      return Fail(absl::InvalidArgumentError(kube::StrCat(
+          "--refresh-interval ", flags.refresh_interval, ": use a duration of 1s or more")));
+    }
+    kube::AccessSources sources = kube::SourcesFromEnvironment();
+    sources.kubeconfig_flag = flags.kubeconfig;
+    sources.context = flags.context;
+    absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(sources);
+    if (!access.ok()) return Fail(access.status());
+    absl::StatusOr<std::unique_ptr<kube::Client>> client =
+        kube::NewClient(*access, kube::TransportOptions{});
+    if (!client.ok()) return Fail(client.status());
+    options.client = std::move(*client);
+  }
+
+  // Block the stop signals before any server thread starts, so they all inherit the mask and
+  // only the waiter below ever sees SIGTERM/SIGINT.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<cluster::WebhookServer>> server =
+      cluster::WebhookServer::Create(std::move(options));
+  if (!server.ok()) return Fail(server.status());
+  // Tests and scripts read the port from this line when they pass port 0.
+  std::cout << "gpunode webhook listening on port " << (*server)->port() << std::endl;
+
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    timespec tick{0, 200 * 1000 * 1000};
+    while (!done.load()) {
+      if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
+        (*server)->Stop();
+        return;
+      }
+    }
+  });
+  absl::Status st = (*server)->Run();
+  done.store(true);
+  waiter.join();
+  if (!st.ok()) return Fail(st);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddWebhookCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRunner& run) {
+  auto flags = std::make_shared<WebhookFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "webhook",
+      "admission webhook (AdmissionReview v1): /mutate adds the nvidia.com/gpu toleration to GPU "
+      "pods, /validate refuses GPU requests that can never be scheduled");
+  cmd->add_option("--tls-cert", flags->tls_cert, "PEM certificate (chain) to serve")->required();
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of the certificate")->required();
+  cmd->add_option("--listen", flags->listen, "[HOST]:PORT to listen on (port 0: any free port)")
+      ->capture_default_str();
+  cmd->add_option("--max-gpus-per-node", flags->max_gpus_per_node,
+                  "refuse pods requesting more nvidia.com/gpu than this (the largest node)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--nodes-from-api", flags->nodes_from_api,
+                "read node capacities and GPU taints from the API server (in-cluster service "
+                "account or --kubeconfig), refreshed every --refresh-interval");
+  cmd->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig for --nodes-from-api");
+  cmd->add_option("--context", flags->context, "kubeconfig context for --nodes-from-api");
+  cmd->add_option("--refresh-interval", flags->refresh_interval,
+                  "how often --nodes-from-api re-reads the nodes")
+      ->capture_default_str();
+  cmd->callback([&run, flags] { run = [flags] { return RunWebhook(*flags); }; });
+}
+
+}  // namespace gpunode::cli

@@ -1,0 +1,396 @@
+#include "cluster/drain.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/numbers.h"
+#include "core/status_macros.h"
+#include "kube/api_loader.h"
+#include "kube/gpu_resources.h"
+#include "kube/label_selector.h"
+#include "kube/text.h"
+#include "nlohmann/json.hpp"
+
+namespace gpunode::cluster {
+namespace {
+
+using kube::StrCat;
+
+constexpr absl::Duration kProgressEvery = absl::Seconds(30);
+
+std::string PodName(const kube::PodView& pod) { return StrCat(pod.ns, "/", pod.name); }
+
+std::string Names(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) kube::StrAppend(&out, i ? ", " : "", names[i]);
+  if (names.size() > 5) kube::StrAppend(&out, " and ", names.size() - 5, " more");
+  return out;
+}
+
+std::string Dur(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(std::max(d, absl::ZeroDuration()), absl::Seconds(1)));
+}
+
+bool ShouldDrain(const kube::PodView& pod, const DrainOptions& options) {
+  return !pod.daemonset && !pod.mirror && pod.Active() && (options.all_pods || pod.RequestsGpus());
+}
+
+// Reads the node's pods (with the details eviction needs) through a field selector.
+absl::StatusOr<kube::ClusterSnapshot> ReadNodePods(kube::Client& client, const std::string& node,
+                                                   bool with_node, bool with_budgets) {
+  kube::ApiQuery query;
+  query.all_nodes = false;
+  query.node_name = with_node ? node : "";
+  query.pod_field_selector = StrCat("spec.nodeName=", node);
+  query.pdbs = with_budgets;
+  kube::ReadOptions read;
+  read.keep_pod_details = [](const kube::PodView&) { return true; };
+  return kube::LoadFromApi(client, query, read);
+}
+
+struct EvictionAnswer {
+  enum Kind { kEvicted, kGone, kBlocked, kFailed } kind = kFailed;
+  std::string message;
+  absl::Duration retry_after = absl::ZeroDuration();
+};
+
+// POSTs a policy/v1 Eviction and classifies the answer. A 429 means a PodDisruptionBudget (or
+// the budget controller not having caught up) forbids it for now.
+absl::StatusOr<EvictionAnswer> Evict(kube::Client& client, const kube::PodView& pod) {
+  nlohmann::json body = {{"apiVersion", "policy/v1"},
+                         {"kind", "Eviction"},
+                         {"metadata", {{"name", pod.name}, {"namespace", pod.ns}}}};
+  kube::HttpRequest request;
+  request.method = "POST";
+  request.path = StrCat("/api/v1/namespaces/", kube::UrlEncode(pod.ns), "/pods/",
+                        kube::UrlEncode(pod.name), "/eviction");
+  request.content_type = "application/json";
+  request.body = body.dump();
+  ASSIGN_OR_RETURN(kube::HttpResponse response, client.SendOnce(request));
+  EvictionAnswer answer;
+  if (response.status == 200 || response.status == 201) {
+    answer.kind = EvictionAnswer::kEvicted;
+    return answer;
+  }
+  if (response.status == 404) {
+    answer.kind = EvictionAnswer::kGone;
+    return answer;
+  }
+  nlohmann::json status = nlohmann::json::parse(response.body, nullptr, false);
+  std::string message = status.is_object() ? status.value("message", "") : "";
+  std::string causes;
+  if (status.is_object() && status.contains("details") && status["details"].is_object()) {
+    const nlohmann::json& details = status["details"];
+    if (details.contains("causes") && details["causes"].is_array()) {
+      for (const nlohmann::json& cause : details["causes"]) {
+        if (cause.is_object() && cause.contains("message") && cause["message"].is_string()) {
+          kube::StrAppend(&causes, causes.empty() ? "" : "; ", cause["message"].get<std::string>());
+        }
+      }
+    }
+    if (details.contains("retryAfterSeconds") && details["retryAfterSeconds"].is_number()) {
+      answer.retry_after = absl::Seconds(details["retryAfterSeconds"].get<int64_t>());
+    }
+  }
+  int64_t header_seconds = 0;
+  if (!response.retry_after.empty() && absl::SimpleAtoi(response.retry_after, &header_seconds)) {
+    answer.retry_after = std::max(answer.retry_after, absl::Seconds(header_seconds));
+  }
+  answer.message = message.empty() ? StrCat("HTTP ", response.status) : message;
+  if (!causes.empty()) kube::StrAppend(&answer.message, " (", causes, ")");
+  answer.kind = response.status == 429 ? EvictionAnswer::kBlocked : EvictionAnswer::kFailed;
+  if (answer.kind == EvictionAnswer::kFailed) {
+    answer.message = StrCat("HTTP ", response.status, ": ", answer.message);
+  }
+  return answer;
+}
+
+std::string PatchBody(const DrainOptions& options, bool already_draining, absl::Time now) {
+  nlohmann::json metadata = {
+      {"labels", {{std::string(kube::kGpuStateLabel), std::string(kube::kGpuStateDraining)}}}};
+  // Keep the original start time when a drain is rerun, so audit still spots pods that arrived
+  // after it began.
+  if (!already_draining) {
+    metadata["annotations"] = {{std::string(kube::kDrainStartedAnnotation),
+                                absl::FormatTime(absl::RFC3339_sec, now, absl::UTCTimeZone())}};
+  }
+  nlohmann::json patch = {{"metadata", metadata}};
+  if (options.cordon) patch["spec"] = {{"unschedulable", true}};
+  return patch.dump();
+}
+
+}  // namespace
+
+bool DrainPlan::Refused() const {
+  return std::any_of(pods.begin(), pods.end(), [](const PlannedPod& p) {
+    return p.action == PodAction::kRefuseEmptyDir || p.action == PodAction::kRefuseUnmanaged;
+  });
+}
+
+DrainPlan PlanDrain(const kube::ClusterSnapshot& snapshot, const kube::NodeView& node,
+                    const DrainOptions& options) {
+  DrainPlan plan;
+  plan.node = std::string(node.name);
+  plan.already_draining = kube::FindLabel(node.labels, kube::kGpuStateLabel) ==
+                          std::optional<std::string_view>(kube::kGpuStateDraining);
+  plan.budgets_known = snapshot.has_pdbs;
+  for (const kube::PodView& pod : snapshot.pods) {
+    if (pod.node_name != node.name || !pod.Active()) continue;
+    PlannedPod p;
+    p.pod = &pod;
+    if (pod.mirror) {
+      p.action = PodAction::kSkipMirror;
+    } else if (pod.daemonset) {
+      p.action = PodAction::kSkipDaemonSet;
+    } else if (!options.all_pods && !pod.RequestsGpus()) {
+      p.action = PodAction::kStays;
+    } else if (pod.uses_empty_dir && !options.delete_emptydir_data) {
+      p.action = PodAction::kRefuseEmptyDir;
+    } else if (!pod.has_controller && !options.force) {
+      p.action = PodAction::kRefuseUnmanaged;
+    }
+    if (p.action == PodAction::kDrain && pod.details) {
+      for (const kube::PdbView& pdb : snapshot.pdbs) {
+        if (pdb.ns == pod.ns && pdb.disruptions_allowed <= 0 &&
+            kube::Matches(pdb.selector, pod.details->labels)) {
+          p.blocking_budget = StrCat(pdb.ns, "/", pdb.name, " (", pdb.current_healthy,
+                                     " healthy, needs ", pdb.desired_healthy, ")");
+          break;
+        }
+      }
+    }
+    plan.pods.push_back(p);
+  }
+  std::sort(plan.pods.begin(), plan.pods.end(), [](const PlannedPod& a, const PlannedPod& b) {
+    return std::tie(a.pod->ns, a.pod->name) < std::tie(b.pod->ns, b.pod->name);
+  });
+  return plan;
+}
+
+void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream& out) {
+  out << "drain " << plan.node << " (dry run):\n";
+  out << "  label " << kube::kGpuStateLabel << "=" << kube::kGpuStateDraining
+      << (plan.already_draining ? " (already set)" : "") << "\n";
+  out << (options.cordon ? "  cordon the node\n" : "  leave the node schedulable (no --cordon)\n");
+  int to_drain = 0;
+  for (const PlannedPod& p : plan.pods) {
+    std::string name = PodName(*p.pod);
+    switch (p.action) {
+      case PodAction::kDrain:
+        ++to_drain;
+        out << "  wait up to " << Dur(options.timeout) << " for " << name
+            << " to finish, then evict it";
+        if (!p.blocking_budget.empty()) {
+          out << " (PodDisruptionBudget " << p.blocking_budget << " blocks eviction now)";
+        }
+        out << "\n";
+        break;
+      case PodAction::kSkipDaemonSet:
+        out << "  skip " << name << " (DaemonSet pod)\n";
+        break;
+      case PodAction::kSkipMirror:
+        out << "  skip " << name << " (static pod)\n";
+        break;
+      case PodAction::kStays:
+        out << "  leave " << name << " (requests no GPU; --all-pods evicts it too)\n";
+        break;
+      case PodAction::kRefuseEmptyDir:
+        out << "  REFUSE " << name
+            << ": uses emptyDir, whose data eviction deletes (--delete-emptydir-data)\n";
+        break;
+      case PodAction::kRefuseUnmanaged:
+        out << "  REFUSE " << name
+            << ": no controller will recreate it (--force evicts it anyway)\n";
+        break;
+    }
+  }
+  if (to_drain == 0) out << "  no GPU pods to wait for\n";
+  if (!plan.budgets_known) {
+    out << "  (no PodDisruptionBudgets in the input: add them to the snapshot with `kubectl get "
+           "nodes,pods,pdb -A -o json` to see which would block)\n";
+  }
+}
+
+absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& options,
+                                      const DrainClock& clock, std::ostream& out) {
+  absl::StatusOr<kube::ClusterSnapshot> first = ReadNodePods(client, options.node, true, true);
+  if (absl::IsPermissionDenied(first.status()) || absl::IsNotFound(first.status())) {
+    // Budgets are an extra for the plan (not readable without RBAC, absent before policy/v1);
+    // the Eviction API enforces them regardless. A missing node fails again below.
+    first = ReadNodePods(client, options.node, true, false);
+  }
+  if (!first.ok()) return first.status();
+  const kube::NodeView* node = first->FindNode(options.node);
+  if (node == nullptr) {
+    return absl::NotFoundError(StrCat("node ", options.node, " not found"));
+  }
+  DrainPlan plan = PlanDrain(*first, *node, options);
+  int skipped =
+      static_cast<int>(std::count_if(plan.pods.begin(), plan.pods.end(), [](const PlannedPod& p) {
+        return p.action == PodAction::kSkipDaemonSet || p.action == PodAction::kSkipMirror;
+      }));
+  DrainOutcome outcome;
+  if (options.dry_run) {
+    PrintPlan(plan, options, out);
+    outcome.complete = !plan.Refused();
+    outcome.summary = plan.Refused() ? "dry run: the drain would refuse some pods (see REFUSE)"
+                                     : "dry run: nothing was changed";
+    return outcome;
+  }
+  if (plan.Refused()) {
+    std::vector<std::string> empty_dir, unmanaged;
+    for (const PlannedPod& p : plan.pods) {
+      if (p.action == PodAction::kRefuseEmptyDir) empty_dir.push_back(PodName(*p.pod));
+      if (p.action == PodAction::kRefuseUnmanaged) unmanaged.push_back(PodName(*p.pod));
+    }
+    outcome.summary = StrCat("refusing to drain ", options.node, ", nothing was changed:");
+    if (!empty_dir.empty()) {
+      kube::StrAppend(&outcome.summary, " ", Names(empty_dir),
+                      " use emptyDir (evicting deletes that data; pass --delete-emptydir-data)");
+    }
+    if (!unmanaged.empty()) {
+      kube::StrAppend(&outcome.summary, empty_dir.empty() ? " " : "; ", Names(unmanaged),
+                      " have no controller to recreate them (pass --force)");
+    }
+    return outcome;
+  }
+
+  RETURN_IF_ERROR(client.Patch(StrCat("/api/v1/nodes/", kube::UrlEncode(options.node)),
+                               "application/merge-patch+json",
+                               PatchBody(options, plan.already_draining, clock.now())));
+  out << "node " << options.node << " labelled " << kube::kGpuStateLabel << "="
+      << kube::kGpuStateDraining << (options.cordon ? " and cordoned" : "") << "\n";
+
+  // Phase 1: let GPU pods finish on their own.
+  absl::Time deadline = clock.now() + options.timeout;
+  std::set<std::string> first_seen;
+  std::set<std::string> finished;
+  std::vector<std::string> last_remaining;
+  absl::Time last_progress = absl::InfinitePast();
+  kube::ClusterSnapshot current = std::move(*first);
+  for (;;) {
+    std::vector<std::string> remaining;
+    for (const kube::PodView& pod : current.pods) {
+      if (ShouldDrain(pod, options)) remaining.push_back(PodName(pod));
+    }
+    for (const std::string& name : remaining) first_seen.insert(name);
+    for (const std::string& name : first_seen) {
+      if (std::find(remaining.begin(), remaining.end(), name) == remaining.end()) {
+        finished.insert(name);
+      }
+    }
+    absl::Time now = clock.now();
+    if (remaining.empty() || now >= deadline) break;
+    if (remaining != last_remaining || now - last_progress >= kProgressEvery) {
+      out << "waiting for " << remaining.size() << " pod(s) on " << options.node
+          << " to finish (evicting in " << Dur(deadline - now) << "): " << Names(remaining) << "\n"
+          << std::flush;
+      last_remaining = remaining;
+      last_progress = now;
+    }
+    clock.sleep(std::min(options.poll_interval, deadline - now));
+    ASSIGN_OR_RETURN(current, ReadNodePods(client, options.node, false, false));
+  }
+
+  // Phase 2: evict what remains, respecting PodDisruptionBudgets.
+  struct Target {
+    const kube::PodView* pod;
+    std::string uid;
+    bool evicted = false;
+    std::string blocked;  // last 429 message
+  };
+  std::vector<Target> targets;
+  std::vector<std::string> refused;
+  for (const kube::PodView& pod : current.pods) {
+    if (!ShouldDrain(pod, options)) continue;
+    // Pods that arrived during the wait get the same checks as the plan.
+    if ((pod.uses_empty_dir && !options.delete_emptydir_data) ||
+        (!pod.has_controller && !options.force)) {
+      refused.push_back(PodName(pod));
+      continue;
+    }
+    targets.push_back({&pod, pod.details ? std::string(pod.details->uid) : "", false, ""});
+  }
+  absl::Time eviction_deadline = clock.now() + options.eviction_timeout;
+  for (;;) {
+    absl::Duration wait = options.eviction_retry_interval;
+    bool pending = false;
+    for (Target& t : targets) {
+      if (t.evicted) continue;
+      ASSIGN_OR_RETURN(EvictionAnswer answer, Evict(client, *t.pod));
+      if (answer.kind == EvictionAnswer::kEvicted || answer.kind == EvictionAnswer::kGone) {
+        t.evicted = true;
+        out << (answer.kind == EvictionAnswer::kEvicted ? "evicted " : "already gone: ")
+            << PodName(*t.pod) << "\n";
+      } else if (answer.kind == EvictionAnswer::kBlocked) {
+        pending = true;
+        t.blocked = answer.message;
+        wait = std::max(wait, answer.retry_after);
+        out << "cannot evict " << PodName(*t.pod) << " yet: " << answer.message
+            << " (will retry)\n";
+      } else {
+        return absl::InternalError(
+            StrCat("evicting ", PodName(*t.pod), " from ", options.node, ": ", answer.message));
+      }
+    }
+    absl::Time now = clock.now();
+    if (!pending || now >= eviction_deadline) break;
+    clock.sleep(std::min(wait, eviction_deadline - now));
+  }
+
+  // Phase 3: wait until evicted pods are really gone (their grace period runs after eviction).
+  std::vector<std::string> blocked;
+  for (const Target& t : targets) {
+    if (!t.evicted) blocked.push_back(StrCat(PodName(*t.pod), ": ", t.blocked));
+  }
+  std::vector<std::string> still_there;
+  for (;;) {
+    ASSIGN_OR_RETURN(kube::ClusterSnapshot now_pods,
+                     ReadNodePods(client, options.node, false, false));
+    still_there.clear();
+    for (const Target& t : targets) {
+      if (!t.evicted) continue;
+      for (const kube::PodView& pod : now_pods.pods) {
+        bool same = pod.ns == t.pod->ns && pod.name == t.pod->name &&
+                    (!pod.details || t.uid.empty() || pod.details->uid == t.uid);
+        if (same && pod.Active()) still_there.push_back(PodName(pod));
+      }
+    }
+    absl::Time now = clock.now();
+    if (still_there.empty() || now >= eviction_deadline) break;
+    clock.sleep(std::min(options.poll_interval, eviction_deadline - now));
+  }
+
+  int evicted = static_cast<int>(
+      std::count_if(targets.begin(), targets.end(), [](const Target& t) { return t.evicted; }));
+  if (blocked.empty() && still_there.empty() && refused.empty()) {
+    outcome.complete = true;
+    outcome.summary = StrCat("node ", options.node, " drained: ", finished.size(),
+                             " pod(s) finished on their own, ", evicted, " evicted, ", skipped,
+                             " DaemonSet/static pod(s) left in place; run `gpunode cluster "
+                             "restore ",
+                             options.node, "` after maintenance");
+    return outcome;
+  }
+  outcome.summary = StrCat("drain of ", options.node,
+                           " is incomplete (the node stays labelled "
+                           "draining):");
+  if (!blocked.empty()) {
+    kube::StrAppend(&outcome.summary, " still blocked after ", Dur(options.eviction_timeout), ": ",
+                    Names(blocked), ";");
+  }
+  if (!still_there.empty()) {
+    kube::StrAppend(&outcome.summary, " evicted but still terminating: ", Names(still_there), ";");
+  }
+  if (!refused.empty()) {
+    kube::StrAppend(&outcome.summary,
+                    " not evicted (emptyDir or no controller; see "
+                    "--delete-emptydir-data and --force): ",
+                    Names(refused), ";");
+  }
+  kube::StrAppend(&outcome.summary, " run the drain again to continue");
+  return outcome;
+}
+
+}  // namespace gpunode::cluster

@@ -1,0 +1,79 @@
+// `gpunode cluster drain NODE`: take a GPU node out of service for maintenance. Label it
+// draining (and optionally cordon it), give GPU pods time to finish on their own, then evict what
+// remains through the Eviction API so PodDisruptionBudgets are respected.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "kube/client.h"
+#include "kube/cluster_snapshot.h"
+
+namespace gpunode::cluster {
+
+struct DrainOptions {
+  std::string node;
+  bool cordon = false;
+  bool dry_run = false;
+  bool delete_emptydir_data = false;  // evict pods whose emptyDir data would be lost
+  bool force = false;                 // evict pods no controller will recreate
+  bool all_pods = false;              // evict pods that hold no GPU too, like kubectl drain
+  absl::Duration timeout = absl::Minutes(10);  // how long GPU pods get to finish on their own
+  absl::Duration eviction_timeout = absl::Minutes(5);
+  absl::Duration poll_interval = absl::Seconds(5);
+  absl::Duration eviction_retry_interval = absl::Seconds(5);  // kubectl drain's pace
+};
+
+enum class PodAction {
+  kDrain,            // wait for it, then evict it
+  kSkipDaemonSet,    // the DaemonSet controller ignores cordons; evicting is pointless
+  kSkipMirror,       // static pod: only the kubelet's manifest removes it
+  kStays,            // holds no GPU (without --all-pods)
+  kRefuseEmptyDir,   // needs --delete-emptydir-data
+  kRefuseUnmanaged,  // needs --force
+};
+
+struct PlannedPod {
+  const kube::PodView* pod = nullptr;  // into the snapshot the plan was made from
+  PodAction action = PodAction::kDrain;
+  std::string blocking_budget;  // a PodDisruptionBudget that allows no disruption right now
+};
+
+struct DrainPlan {
+  std::string node;
+  bool already_draining = false;
+  std::vector<PlannedPod> pods;  // active pods on the node, by namespace/name
+  bool budgets_known = false;    // whether PodDisruptionBudgets were read
+
+  bool Refused() const;
+};
+
+// Decides what happens to each pod on the node. `snapshot` holds the node's pods with details.
+DrainPlan PlanDrain(const kube::ClusterSnapshot& snapshot, const kube::NodeView& node,
+                    const DrainOptions& options);
+
+// Prints what a drain would do, without doing it.
+void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream& out);
+
+struct DrainOutcome {
+  bool complete = false;  // every pod that had to go is gone
+  std::string summary;
+};
+
+// How the drain waits: real time in the binary; tests may speed it up.
+struct DrainClock {
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+  std::function<void(absl::Duration)> sleep = [](absl::Duration d) { absl::SleepFor(d); };
+};
+
+// Runs the drain against the API server, printing progress to `out`. An error Status means the
+// drain could not run (unknown node, API errors); an incomplete outcome means it ran and pods
+// remain (refused, or blocked by a budget until the eviction timeout).
+absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& options,
+                                      const DrainClock& clock, std::ostream& out);
+
+}  // namespace gpunode::cluster

@@ -1,0 +1,40 @@
+#include "kube/api_loader.h"
+
+#include "core/status_macros.h"
+#include "kube/text.h"
+
+namespace gpunode::kube {
+
+absl::StatusOr<ClusterSnapshot> LoadFromApi(Client& client, const ApiQuery& query,
+                                            const ReadOptions& options) {
+  SnapshotBuilder builder(options);
+  auto into_builder = [&](simdjson::padded_string_view body,
+                          std::string_view source) -> absl::StatusOr<std::string> {
+    std::string continue_token;
+    RETURN_IF_ERROR(builder.Add(body, source, &continue_token));
+    return continue_token;
+  };
+  ListOptions all;
+  all.limit = query.page_size;
+  if (query.all_nodes) {
+    RETURN_IF_ERROR(client.List("/api/v1/nodes", all, into_builder));
+  } else if (!query.node_name.empty()) {
+    std::string path = StrCat("/api/v1/nodes/", UrlEncode(query.node_name));
+    ASSIGN_OR_RETURN(std::string body, client.Get(path));
+    RETURN_IF_ERROR(builder.Add(PadInPlace(body), StrCat("GET ", path)));
+  }
+  if (query.pods) {
+    ListOptions pods = all;
+    pods.field_selector = query.pod_field_selector;
+    RETURN_IF_ERROR(client.List("/api/v1/pods", pods, into_builder));
+  }
+  if (query.pdbs) {
+    RETURN_IF_ERROR(client.List("/apis/policy/v1/poddisruptionbudgets", all, into_builder));
+  }
+  ClusterSnapshot snapshot = builder.Take();
+  // Listing succeeded, so the absence of budgets is itself an answer.
+  if (query.pdbs) snapshot.has_pdbs = true;
+  return snapshot;
+}
+
+}  // namespace gpunode::kube

@@ -1,0 +1,359 @@
+#include "kube/client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "core/file_io.h"
+#include "core/log.h"
+#include "core/status_macros.h"
+#include "kube/text.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::kube {
+namespace {
+
+struct CurlSlist {
+  curl_slist* list = nullptr;
+  ~CurlSlist() { curl_slist_free_all(list); }
+  void Add(const std::string& line) { list = curl_slist_append(list, line.c_str()); }
+};
+
+size_t WriteBody(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
+  std::string_view line(data, size * n);
+  if (line.size() > 12 &&
+      absl::EqualsIgnoreCase(absl::string_view(line.data(), 12), "retry-after:")) {
+    *static_cast<std::string*>(user) =
+        std::string(TrimSpace(line.substr(sizeof("retry-after:") - 1)));
+  }
+  return size * n;
+}
+
+// Splits https://host:port into host and port for CURLOPT_CONNECT_TO.
+bool SplitServer(std::string_view server, std::string& scheme, std::string& host,
+                 std::string& port) {
+  size_t colon_slash = server.find("://");
+  if (colon_slash == std::string_view::npos) return false;
+  scheme = std::string(server.substr(0, colon_slash));
+  std::string_view rest = server.substr(colon_slash + 3);
+  rest = rest.substr(0, rest.find('/'));
+  size_t port_colon = rest.rfind(':');
+  if (port_colon != std::string_view::npos &&
+      rest.find(']', port_colon) == std::string_view::npos) {
+    host = std::string(rest.substr(0, port_colon));
+    port = std::string(rest.substr(port_colon + 1));
+  } else {
+    host = std::string(rest);
+    port = scheme == "https" ? "443" : "80";
+  }
+  return true;
+}
+
+class CurlTransport : public HttpTransport {
+ public:
+  CurlTransport(ClusterAccess access, TransportOptions options, CURL* curl)
+      : access_(std::move(access)), options_(options), curl_(curl) {}
+  ~CurlTransport() override { curl_easy_cleanup(curl_); }
+
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override;
+
+ private:
+  absl::StatusOr<std::string> BearerToken();
+
+  ClusterAccess access_;
+  TransportOptions options_;
+  CURL* curl_;  // reused, so keep-alive connections and TLS sessions are reused too
+  std::string cached_token_;
+  absl::Time token_read_at_ = absl::InfinitePast();
+};
+
+absl::StatusOr<std::string> CurlTransport::BearerToken() {
+  if (access_.token_file.empty()) return access_.token;
+  // client-go re-reads the file about once a minute; kubelet rotates projected tokens well
+  // before they expire.
+  absl::Time now = absl::Now();
+  if (now - token_read_at_ > absl::Minutes(1)) {
+    absl::StatusOr<std::string> text = core::ReadFile(access_.token_file);
+    if (!text.ok()) {
+      if (!cached_token_.empty()) return cached_token_;
+      return absl::UnauthenticatedError(StrCat("token file: ", text.status().message()));
+    }
+    cached_token_ = std::string(TrimSpace(*text));
+    token_read_at_ = now;
+  }
+  return cached_token_;
+}
+
+absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
+  CURL* c = curl_;
+  curl_easy_reset(c);
+  std::string url = StrCat(access_.server, request.path);
+  std::string connect_to;
+  curl_slist* connect_to_list = nullptr;
+  if (!access_.tls_server_name.empty()) {
+    // Verify the certificate (and send SNI) for tls-server-name while connecting to the server's
+    // real address: curl has no separate SNI option, but CONNECT_TO gives the same effect.
+    std::string scheme, host, port;
+    if (SplitServer(access_.server, scheme, host, port)) {
+      url = StrCat(scheme, "://", access_.tls_server_name, ":", port, request.path);
+      connect_to = StrCat(access_.tls_server_name, ":", port, ":", host, ":", port);
+      connect_to_list = curl_slist_append(nullptr, connect_to.c_str());
+    }
+  }
+  CurlSlist connect_to_holder{connect_to_list};
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  if (connect_to_list) curl_easy_setopt(c, CURLOPT_CONNECT_TO, connect_to_list);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(absl::ToInt64Milliseconds(options_.request_timeout)));
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // gzip: big lists shrink a lot
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "gpunode/0.1");
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  if (request.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" ||
+      request.method == "PUT") {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+  }
+  if (access_.insecure_skip_tls_verify) {
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+  } else if (!access_.ca_pem.empty()) {
+    curl_blob ca{access_.ca_pem.data(), access_.ca_pem.size(), CURL_BLOB_NOCOPY};
+    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
+  }
+  if (!access_.client_cert_pem.empty()) {
+    curl_blob cert{access_.client_cert_pem.data(), access_.client_cert_pem.size(),
+                   CURL_BLOB_NOCOPY};
+    curl_blob key{access_.client_key_pem.data(), access_.client_key_pem.size(), CURL_BLOB_NOCOPY};
+    curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
+    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
+    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+  CurlSlist headers;
+  headers.Add("Accept: application/json");
+  if (!request.content_type.empty()) headers.Add("Content-Type: " + request.content_type);
+  ASSIGN_OR_RETURN(std::string token, BearerToken());
+  if (!token.empty()) {
+    headers.Add("Authorization: Bearer " + token);
+  } else if (!access_.username.empty()) {
+    curl_easy_setopt(c, CURLOPT_USERNAME, access_.username.c_str());
+    curl_easy_setopt(c, CURLOPT_PASSWORD, access_.password.c_str());
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.list);
+  HttpResponse response;
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, WriteHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &response.retry_after);
+  char error_buffer[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error_buffer);
+  CURLcode rc = curl_easy_perform(c);
+  // The blobs and headers above point at locals and members; drop them from the handle.
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(c, CURLOPT_CONNECT_TO, nullptr);
+  if (rc != CURLE_OK) {
+    std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
+    std::string hint;
+    if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {
+      hint = StrCat("; the server's certificate is not trusted by the CA of ", access_.description);
+    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+      hint = "; raise --request-timeout if the cluster is large";
+    }
+    absl::StatusCode code = rc == CURLE_OPERATION_TIMEDOUT ? absl::StatusCode::kDeadlineExceeded
+                                                           : absl::StatusCode::kUnavailable;
+    return absl::Status(
+        code, StrCat(request.method, " ", access_.server, request.path, ": ", detail, hint));
+  }
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  response.status = static_cast<int>(status);
+  return response;
+}
+
+bool Retryable(int status) {
+  return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClusterAccess& access,
+                                                                const TransportOptions& options) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return absl::InternalError("cannot initialise libcurl");
+  return std::unique_ptr<HttpTransport>(new CurlTransport(access, options, curl));
+}
+
+std::string UrlEncode(std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : value) {
+    if (absl::ascii_isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out.push_back(static_cast<char>(ch));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[ch >> 4]);
+      out.push_back(kHex[ch & 15]);
+    }
+  }
+  return out;
+}
+
+absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& response) {
+  std::string message;
+  std::string reason;
+  nlohmann::json j = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    if (auto it = j.find("message"); it != j.end() && it->is_string()) message = *it;
+    if (auto it = j.find("reason"); it != j.end() && it->is_string()) reason = *it;
+  }
+  if (message.empty()) {
+    message = response.body.substr(0, 200);
+    if (message.empty()) message = "no message";
+  }
+  std::string text = StrCat(request.method, " ", request.path, ": ", response.status, " ",
+                            reason.empty() ? "" : StrCat(reason, ": "), message);
+  switch (response.status) {
+    case 401:
+      return absl::UnauthenticatedError(
+          StrCat(text, "; the credentials were rejected: check the token or certificate"));
+    case 403:
+      return absl::PermissionDeniedError(
+          StrCat(text, "; grant the permissions in deploy/cluster/rbac.yaml"));
+    case 404:
+      return absl::NotFoundError(text);
+    case 409:
+      return absl::AbortedError(text);
+    case 410:
+      return absl::AbortedError(
+          StrCat(text, "; the list changed too much while paging, run the command again"));
+    case 429:
+      return absl::ResourceExhaustedError(text);
+    default:
+      return response.status >= 500 ? absl::UnavailableError(text)
+                                    : absl::InvalidArgumentError(text);
+  }
+}
+
+simdjson::padded_string_view PadInPlace(std::string& body) {
+  body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+  return simdjson::padded_string_view(body.data(), body.size(), body.capacity());
+}
+
+Client::Client(std::unique_ptr<HttpTransport> transport, RetryPolicy retry, std::string description)
+    : transport_(std::move(transport)),
+      retry_(std::move(retry)),
+      description_(std::move(description)) {
+  if (!retry_.sleep) {
+    retry_.sleep = [](absl::Duration d) { absl::SleepFor(d); };
+  }
+}
+
+absl::StatusOr<HttpResponse> Client::SendOnce(const HttpRequest& request) {
+  absl::Time start = absl::Now();
+  absl::StatusOr<HttpResponse> response = transport_->Send(request);
+  // Method, path and status only: headers carry the credentials.
+  if (response.ok()) {
+    spdlog::debug("{} {} -> {} ({} ms)", request.method, request.path, response->status,
+                  absl::ToInt64Milliseconds(absl::Now() - start));
+  } else {
+    spdlog::debug("{} {} -> {}", request.method, request.path, response.status().message());
+  }
+  return response;
+}
+
+absl::StatusOr<HttpResponse> Client::Send(const HttpRequest& request) {
+  absl::Duration backoff = retry_.initial_backoff;
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<HttpResponse> response = SendOnce(request);
+    bool transient = response.ok()
+                         ? Retryable(response->status)
+                         : response.status().code() == absl::StatusCode::kUnavailable ||
+                               response.status().code() == absl::StatusCode::kDeadlineExceeded;
+    if (!transient || attempt >= retry_.max_attempts) return response;
+    absl::Duration wait = backoff;
+    int64_t seconds = 0;
+    if (response.ok() && !response->retry_after.empty() &&
+        absl::SimpleAtoi(response->retry_after, &seconds) && seconds >= 0) {
+      wait = std::min(absl::Seconds(seconds), retry_.max_retry_after);
+    }
+    spdlog::info("{} {}: {}; retrying in {} (attempt {} of {})", request.method, request.path,
+                 response.ok() ? StrCat("HTTP ", response->status)
+                               : std::string(response.status().message()),
+                 absl::FormatDuration(wait), attempt + 1, retry_.max_attempts);
+    retry_.sleep(wait);
+    backoff = std::min(backoff * 2, retry_.max_backoff);
+  }
+}
+
+absl::StatusOr<std::string> Client::Get(std::string_view path) {
+  HttpRequest request;
+  request.path = std::string(path);
+  ASSIGN_OR_RETURN(HttpResponse response, Send(request));
+  if (response.status < 200 || response.status > 299) {
+    return StatusFromResponse(request, response);
+  }
+  return std::move(response.body);
+}
+
+absl::Status Client::Patch(std::string_view path, std::string_view content_type, std::string body) {
+  HttpRequest request;
+  request.method = "PATCH";
+  request.path = std::string(path);
+  request.content_type = std::string(content_type);
+  request.body = std::move(body);
+  ASSIGN_OR_RETURN(HttpResponse response, Send(request));
+  if (response.status < 200 || response.status > 299) {
+    return StatusFromResponse(request, response);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Client::List(std::string_view path, const ListOptions& options, const PageFn& page) {
+  std::string continue_token;
+  int page_number = 0;
+  do {
+    std::string query = StrCat("?limit=", options.limit);
+    if (!options.field_selector.empty()) {
+      StrAppend(&query, "&fieldSelector=", UrlEncode(options.field_selector));
+    }
+    if (!options.label_selector.empty()) {
+      StrAppend(&query, "&labelSelector=", UrlEncode(options.label_selector));
+    }
+    if (!continue_token.empty()) StrAppend(&query, "&continue=", UrlEncode(continue_token));
+    HttpRequest request;
+    request.path = StrCat(path, query);
+    ASSIGN_OR_RETURN(HttpResponse response, Send(request));
+    if (response.status < 200 || response.status > 299) {
+      return StatusFromResponse(request, response);
+    }
+    ++page_number;
+    std::string source = StrCat("GET ", path, " (page ", page_number, ")");
+    ASSIGN_OR_RETURN(continue_token, page(PadInPlace(response.body), source));
+  } while (!continue_token.empty());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Client>> NewClient(const ClusterAccess& access,
+                                                  const TransportOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> transport, NewCurlTransport(access, options));
+  return std::make_unique<Client>(std::move(transport), RetryPolicy{}, access.description);
+}
+
+}  // namespace gpunode::kube

@@ -1,0 +1,104 @@
+// A small Kubernetes API client: one HTTP transport (libcurl in production, replaceable in tests),
+// retries with backoff that honour Retry-After, paginated lists, and API Status errors turned
+// into one-line messages.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "kube/kubeconfig.h"
+#include "simdjson.h"
+
+namespace gpunode::kube {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string path;  // absolute path with query, e.g. /api/v1/nodes?limit=500
+  std::string content_type;
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  std::string retry_after;  // the Retry-After header, if any
+};
+
+// Sends one request. A transport failure (DNS, connect, TLS, timeout) is an error Status; any
+// HTTP status, 500 included, is a response.
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  virtual absl::StatusOr<HttpResponse> Send(const HttpRequest& request) = 0;
+};
+
+struct TransportOptions {
+  absl::Duration request_timeout = absl::Seconds(30);
+  absl::Duration connect_timeout = absl::Seconds(10);
+};
+
+// libcurl over TLS with the credentials in `access`. Tokens and keys go to curl only.
+absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClusterAccess& access,
+                                                                const TransportOptions& options);
+
+struct RetryPolicy {
+  int max_attempts = 6;
+  absl::Duration initial_backoff = absl::Milliseconds(250);
+  absl::Duration max_backoff = absl::Seconds(10);
+  absl::Duration max_retry_after = absl::Seconds(60);  // a Retry-After above this is capped
+  // How to wait between attempts; tests inject a recorder so they never sleep.
+  std::function<void(absl::Duration)> sleep;
+};
+
+struct ListOptions {
+  std::string field_selector;  // e.g. spec.nodeName=gpu-a
+  std::string label_selector;
+  int limit = 500;
+};
+
+// Percent-encodes a query value.
+std::string UrlEncode(std::string_view value);
+
+// One line for a non-2xx answer: method, path, code and the API server's Status message.
+absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& response);
+
+class Client {
+ public:
+  Client(std::unique_ptr<HttpTransport> transport, RetryPolicy retry, std::string description);
+
+  // Retries 429, 500, 502, 503, 504 and transport errors with exponential backoff, waiting for
+  // Retry-After when the server sends it. Returns the last response.
+  absl::StatusOr<HttpResponse> Send(const HttpRequest& request);
+  // Sends once: for requests whose 429 carries meaning (an eviction blocked by a budget).
+  absl::StatusOr<HttpResponse> SendOnce(const HttpRequest& request);
+
+  // GET returning the body of a 2xx answer, padded for simdjson; NotFound for 404.
+  absl::StatusOr<std::string> Get(std::string_view path);
+  absl::Status Patch(std::string_view path, std::string_view content_type, std::string body);
+
+  // Lists `path` page by page; `page` gets each body (padded) and returns its continue token.
+  using PageFn = std::function<absl::StatusOr<std::string>(simdjson::padded_string_view body,
+                                                           std::string_view source)>;
+  absl::Status List(std::string_view path, const ListOptions& options, const PageFn& page);
+
+  const std::string& description() const { return description_; }
+
+ private:
+  std::unique_ptr<HttpTransport> transport_;
+  RetryPolicy retry_;
+  std::string description_;
+};
+
+// Builds a client for `access`: curl transport, default retries, real sleeping.
+absl::StatusOr<std::unique_ptr<Client>> NewClient(const ClusterAccess& access,
+                                                  const TransportOptions& options);
+
+// Makes `body` usable as a simdjson padded view without copying.
+simdjson::padded_string_view PadInPlace(std::string& body);
+
+}  // namespace gpunode::kube

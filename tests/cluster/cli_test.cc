@@ -1,0 +1,320 @@
+// Runs the real `gpunode` binary the way operators do: on snapshot files, against the API server
+// double through a kubeconfig (TLS, bearer token), and the webhook over TLS.
+#include <map>
+
+#include "gtest/gtest.h"
+#include "harness/apiserver_double.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+#include "test_support.h"
+
+namespace gpunode::testing {
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kBinary = GPUNODE_BINARY;
+
+std::string Fixture(const std::string& name) { return std::string(CLUSTER_FIXTURES) + "/" + name; }
+
+RunResult Gpunode(std::vector<std::string> args) {
+  args.insert(args.begin(), kBinary);
+  return RunCommand(args);
+}
+
+std::vector<std::string> FindingIds(const std::string& out) {
+  std::vector<std::string> ids;
+    json report = json::parse(out);
+  for (const json& f : report["findings"]) ids.push_back(f["id"]);
+  return ids;
+}
+
+TEST(ClusterCliTest, AuditEveryFindingFixture) {
+  struct Case {
+    const char* fixture;
+    std::vector<std::string> ids;
+    int exit_code;
+  } cases[] = {
+      {"healthy.json", {}, 0},
+      {"gpu-unhealthy.json", {"gpu-unhealthy"}, 1},
+      {"gpu-count-mismatch.json", {"gpu-count-mismatch"}, 1},
+      {"zombie-pods.json", {"zombie-pod", "zombie-pod", "zombie-pod"}, 1},
+      {"gpu-accounting-leak.json", {"gpu-accounting-leak"}, 1},
+      {"gpu-node-untainted.json", {"gpu-node-untainted"}, 0},
+      {"cpu-pods-on-gpu-node.json", {"cpu-pods-on-gpu-node"}, 0},
+      {"draining-node-new-gpu-pods.json", {"draining-node-new-gpu-pods"}, 1},
+  };
+  for (const Case& c : cases) {
+    RunResult r = Gpunode({"cluster", "audit", "-f", Fixture(c.fixture), "-o", "json"});
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.fixture << "\n" << r.err;
+    EXPECT_EQ(FindingIds(r.out), c.ids) << c.fixture;
+    EXPECT_EQ(r.err, "") << c.fixture;
+  }
+}
+
+TEST(ClusterCliTest, AuditTableAndStdin) {
+  RunResult r = RunCommand(
+      {"/bin/sh", "-c", kBinary + " cluster audit -f - < '" + Fixture("gpu-unhealthy.json") + "'"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("NODE    READY   GPU.STATE   GPU.COUNT   CAPACITY   ALLOCATABLE"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gpu-a   True    -           8           8          6"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("error  gpu-unhealthy  node/gpu-a"), std::string::npos) << r.out;
+}
+
+TEST(ClusterCliTest, BadInputIsOneLineAndExitTwo) {
+  for (const char* f : {"bad-not-json.json", "bad-not-list.json", "bad-pod-without-name.json",
+                        "bad-quantity.json", "no-such-file.json"}) {
+    RunResult r = Gpunode({"cluster", "audit", "-f", Fixture(f)});
+    EXPECT_EQ(r.exit_code, 2) << f;
+    EXPECT_EQ(r.out, "") << f;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(Gpunode({"cluster", "audit", "-o", "yaml", "-f", Fixture("healthy.json")}).exit_code,
+            2);
+  EXPECT_EQ(Gpunode({"cluster", "drain", "gpu-a", "-f", Fixture("drain.json")}).exit_code, 2);
+}
+
+TEST(ClusterCliTest, WhyPendingEveryReasonFixture) {
+  struct Case {
+    const char* fixture;
+    const char* pod;
+    const char* verdict;
+    int exit_code;
+    const char* text;
+  } cases[] = {
+      {"pending-insufficient.json", "finetune-0", "wait", 0,
+       "Insufficient nvidia.com/gpu (wanted 4, free 2)"},
+      {"pending-taint.json", "finetune-0", "never", 1,
+       "node(s) had untolerated taint {dedicated: inference}"},
+      {"pending-affinity.json", "finetune-0", "never", 1,
+       "node(s) didn't match Pod's node affinity/selector"},
+      {"pending-affinity.json", "eval-0", "never", 1,
+       "node(s) didn't match Pod's node affinity/selector"},
+      {"pending-too-large.json", "pretrain-0", "never", 1, "no amount of waiting helps"},
+      {"pending-requests-limits.json", "finetune-0", "invalid", 1,
+       "must be equal to nvidia.com/gpu limit of 1"},
+      {"pending-requests-limits.json", "notebook-0", "invalid", 1, "must be an integer"},
+      {"pending-unschedulable.json", "finetune-0", "wait", 0, "node(s) were unschedulable"},
+      {"pending-fits.json", "finetune-0", "fits-now", 0, "fits now on gpu-a, gpu-b"},
+  };
+  for (const Case& c : cases) {
+    RunResult table =
+        Gpunode({"cluster", "why-pending", c.pod, "-n", "ml", "-f", Fixture(c.fixture)});
+    EXPECT_EQ(table.exit_code, c.exit_code) << c.fixture << " " << c.pod << "\n" << table.err;
+    EXPECT_NE(table.out.find(c.text), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find(std::string("verdict: ") + c.verdict + ": "), std::string::npos)
+        << table.out;
+    RunResult j = Gpunode(
+        {"cluster", "why-pending", c.pod, "-n", "ml", "-f", Fixture(c.fixture), "-o", "json"});
+    EXPECT_EQ(json::parse(j.out)["verdict"]["code"], c.verdict) << c.fixture;
+  }
+  RunResult missing =
+      Gpunode({"cluster", "why-pending", "ghost", "-n", "ml", "-f", Fixture("pending-fits.json")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("pod ml/ghost not found in"), std::string::npos) << missing.err;
+}
+
+TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
+  RunResult refused =
+      Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "-f", Fixture("drain.json")});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.out.find("REFUSE research/notebook-alice: uses emptyDir"), std::string::npos)
+      << refused.out;
+  RunResult ok = Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "--cordon", "--force",
+                          "--delete-emptydir-data", "-f", Fixture("drain.json")});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  for (const char* line : {
+           "drain gpu-a (dry run):",
+           "  label nvidia.com/gpu.state=draining",
+           "  cordon the node",
+           "  skip gpu-operator/nvidia-device-plugin-daemonset-4xk9s (DaemonSet pod)",
+           "  skip kube-system/kube-proxy-gpu-a (static pod)",
+           "  leave logging/log-shipper-5d8f7c6b9-x2k4p (requests no GPU; --all-pods evicts it "
+           "too)",
+           "  wait up to 10m for ml/train-llama-6c8d7f9b5-q4x2z to finish, then evict it",
+           "  wait up to 10m for serving/infer-7b9d6c5f4-p2r8s to finish, then evict it "
+           "(PodDisruptionBudget serving/infer (1 healthy, needs 1) blocks eviction now)",
+       }) {
+    EXPECT_NE(ok.out.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << ok.out;
+  }
+}
+
+// The binary against the API server double over TLS with a bearer token, via a kubeconfig file.
+class ClusterCliLiveTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    ASSERT_TRUE(MakeTestCertificates(dir_->path()));
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override {
+    ApiServerDouble::Options options;
+    options.tls_cert = dir_->path() + "/tls.crt";
+    options.tls_key = dir_->path() + "/tls.key";
+    server_ = std::make_unique<ApiServerDouble>(options);
+    ASSERT_TRUE(server_->Start());
+    kubeconfig_ =
+        dir_->Write("kubeconfig-" + std::to_string(server_->port()),
+                    KubeconfigYaml(server_->url(), dir_->path() + "/ca.crt", "double-token", "ml"));
+  }
+  RunResult Live(std::vector<std::string> args) {
+    args.push_back("--kubeconfig");
+    args.push_back(kubeconfig_);
+    return Gpunode(args);
+  }
+
+  static TempDir* dir_;
+  std::unique_ptr<ApiServerDouble> server_;
+  std::string kubeconfig_;
+};
+
+TempDir* ClusterCliLiveTest::dir_ = nullptr;
+
+TEST_F(ClusterCliLiveTest, AuditReadsTheApi) {
+  ASSERT_TRUE(server_->LoadList(Fixture("zombie-pods.json")));
+  RunResult r = Live({"cluster", "audit", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(FindingIds(r.out),
+            (std::vector<std::string>{"zombie-pod", "zombie-pod", "zombie-pod"}));
+  EXPECT_EQ(server_->CountRequests("GET", "/api/v1/nodes"), 1);
+  EXPECT_EQ(server_->CountRequests("GET", "/api/v1/pods"), 1);
+}
+
+TEST_F(ClusterCliLiveTest, WrongTokenIsAnInputErrorThatHidesTheToken) {
+  std::string bad =
+      dir_->Write("bad-kubeconfig",
+                  KubeconfigYaml(server_->url(), dir_->path() + "/ca.crt", "wrong-secret-token"));
+  RunResult r = Gpunode({"cluster", "audit", "--kubeconfig", bad});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("401 Unauthorized"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("wrong-secret-token"), std::string::npos) << r.err;
+}
+
+TEST_F(ClusterCliLiveTest, WhyPendingUsesTheContextNamespace) {
+  ASSERT_TRUE(server_->LoadList(Fixture("pending-insufficient.json")));
+  RunResult r = Live({"cluster", "why-pending", "finetune-0", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["verdict"]["code"], "wait");
+  bool filtered = false;
+  for (const ApiServerDouble::Request& req : server_->Requests()) {
+    if (req.path == "/api/v1/pods") {
+      filtered = req.query.at("fieldSelector") == "status.phase!=Succeeded,status.phase!=Failed";
+    }
+  }
+  EXPECT_TRUE(filtered);
+}
+
+TEST_F(ClusterCliLiveTest, DrainBlockedByABudgetThenCompletesAndRestores) {
+  ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
+  std::vector<std::string> drain = {"cluster",
+                                    "drain",
+                                    "gpu-a",
+                                    "--cordon",
+                                    "--force",
+                                    "--delete-emptydir-data",
+                                    "--timeout",
+                                    "0",
+                                    "--eviction-timeout",
+                                    "500ms",
+                                    "--eviction-retry-interval",
+                                    "50ms",
+                                    "--poll-interval",
+                                    "50ms"};
+  RunResult blocked = Live(drain);
+  EXPECT_EQ(blocked.exit_code, 1) << blocked.out << blocked.err;
+  EXPECT_NE(blocked.err.find("serving/infer-7b9d6c5f4-p2r8s: Cannot evict pod as it would violate "
+                             "the pod's disruption budget. (The disruption budget infer needs 1 "
+                             "healthy pods and has 1 currently)"),
+            std::string::npos)
+      << blocked.err;
+  EXPECT_NE(blocked.out.find("evicted ml/train-llama-6c8d7f9b5-q4x2z"), std::string::npos)
+      << blocked.out;
+
+  server_->SetDisruptionsAllowed("serving", "infer", 1);
+  RunResult done = Live(drain);
+  EXPECT_EQ(done.exit_code, 0) << done.out << done.err;
+  EXPECT_NE(done.out.find("node gpu-a drained"), std::string::npos) << done.out;
+  json node = *server_->Node("gpu-a");
+  EXPECT_EQ(node["metadata"]["labels"]["nvidia.com/gpu.state"], "draining");
+  EXPECT_TRUE(node["spec"]["unschedulable"].get<bool>());
+  EXPECT_FALSE(server_->Pod("serving", "infer-7b9d6c5f4-p2r8s").has_value());
+
+  RunResult restored = Live({"cluster", "restore", "gpu-a"});
+  EXPECT_EQ(restored.exit_code, 0) << restored.err;
+  node = *server_->Node("gpu-a");
+  EXPECT_FALSE(node["metadata"]["labels"].contains("nvidia.com/gpu.state"));
+  EXPECT_FALSE(node["metadata"]["annotations"].contains("gpunode.io/drain-started-at"));
+  EXPECT_FALSE(node["spec"].contains("unschedulable"));
+}
+
+TEST_F(ClusterCliLiveTest, RestoreRefusesWhileAGpuIsMissing) {
+  ASSERT_TRUE(server_->LoadList(Fixture("restore.json")));
+  RunResult r = Live({"cluster", "restore", "gpu-short"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("refusing to restore: node gpu-short advertises 7 nvidia.com/gpu but has 8 "
+                       "(nvidia.com/gpu.count=8)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
+  RunResult unlabelled = Live({"cluster", "restore", "gpu-nolabel"});
+  EXPECT_EQ(unlabelled.exit_code, 1);
+  EXPECT_NE(unlabelled.err.find("has no nvidia.com/gpu.count label"), std::string::npos);
+  EXPECT_EQ(Live({"cluster", "restore", "gpu-ghost"}).exit_code, 2);
+}
+
+TEST_F(ClusterCliLiveTest, WebhookOverTls) {
+  ASSERT_TRUE(server_->LoadList(Fixture("healthy.json")));
+  Child webhook({kBinary, "webhook", "--tls-cert", dir_->path() + "/tls.crt", "--tls-key",
+                 dir_->path() + "/tls.key", "--listen", "127.0.0.1:0", "--nodes-from-api",
+                 "--kubeconfig", kubeconfig_});
+  std::string line;
+  ASSERT_TRUE(webhook.ReadLine(line));
+  const std::string prefix = "gpunode webhook listening on port ";
+  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+  int port = std::stoi(line.substr(prefix.size()));
+
+  httplib::SSLClient client("127.0.0.1", port);
+  client.set_ca_cert_path((dir_->path() + "/ca.crt").c_str());
+  client.enable_server_certificate_verification(true);
+  httplib::Result health = client.Get("/healthz");
+  ASSERT_TRUE(health) << httplib::to_string(health.error());
+  EXPECT_EQ(health->status, 200);
+
+  httplib::Result mutated = client.Post(
+      "/mutate", ReadText(Fixture("admission-gpu-pod-no-tolerations.json")), "application/json");
+  ASSERT_TRUE(mutated);
+  json response = json::parse(mutated->body)["response"];
+  EXPECT_EQ(response["uid"], "7c1a9e52-0b6d-4f3e-9a8c-2d4e6f8a0b1c");
+  EXPECT_EQ(response["patchType"], "JSONPatch");
+
+  // Node capacities (8 GPUs) and the taint value (present) came from the API server.
+  for (const char* f : {"admission-too-large-pod.json", "admission-wrong-taint-value.json"}) {
+    httplib::Result validated = client.Post("/validate", ReadText(Fixture(f)), "application/json");
+    ASSERT_TRUE(validated);
+    EXPECT_FALSE(json::parse(validated->body)["response"]["allowed"].get<bool>()) << f;
+  }
+  httplib::Result good =
+      client.Post("/validate", ReadText(Fixture("admission-gpu-pod.json")), "application/json");
+  ASSERT_TRUE(good);
+  EXPECT_TRUE(json::parse(good->body)["response"]["allowed"].get<bool>());
+  EXPECT_EQ(client.Post("/validate", "{}", "application/json")->status, 400);
+  EXPECT_EQ(webhook.Terminate(), 0);
+}
+
+TEST(WebhookCliTest, RefusesToStartWithoutItsCertificate) {
+  RunResult r =
+      Gpunode({"webhook", "--tls-cert", "/no/such/tls.crt", "--tls-key", "/no/such/tls.key"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tls-cert /no/such/tls.crt: cannot open"), std::string::npos) << r.err;
+  EXPECT_EQ(Gpunode({"webhook"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace gpunode::testing

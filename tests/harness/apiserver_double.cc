@@ -1,0 +1,619 @@
+#include "harness/apiserver_double.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "httplib.h"
+
+namespace gpunode::testing {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kDefaultLimit = 500;
+
+json StatusObject(int code, const std::string& reason, const std::string& message,
+                  json details = nullptr) {
+  json s = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
+            {"status", "Failure"}, {"message", message}, {"reason", reason},
+            {"code", code}};
+  if (!details.is_null()) s["details"] = details;
+  return s;
+}
+
+void Reply(httplib::Response& res, int code, const json& body) {
+  res.status = code;
+  res.set_content(body.dump(), "application/json");
+}
+
+std::string Base64(const std::string& in) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    unsigned v =
+        (unsigned char)in[i] << 16 | (unsigned char)in[i + 1] << 8 | (unsigned char)in[i + 2];
+    for (int k = 3; k >= 0; --k) out.push_back(kAlphabet[(v >> (6 * k)) & 63]);
+  }
+  if (i < in.size()) {
+    unsigned v = (unsigned char)in[i] << 16;
+    if (i + 1 < in.size()) v |= (unsigned char)in[i + 1] << 8;
+    out.push_back(kAlphabet[(v >> 18) & 63]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    out.push_back(i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+  return out;
+}
+
+std::optional<std::string> Unbase64(const std::string& in) {
+  std::string out;
+  unsigned v = 0;
+  int bits = 0;
+  for (char c : in) {
+    int d;
+    if (c >= 'A' && c <= 'Z')
+      d = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      d = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      d = c - '0' + 52;
+    else if (c == '+' || c == '-')
+      d = 62;
+    else if (c == '/' || c == '_')
+      d = 63;
+    else if (c == '=')
+      break;
+    else
+      return std::nullopt;
+    v = v << 6 | d;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((v >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) {
+    if (!cur.empty()) out.push_back(cur);
+  }
+  return out;
+}
+
+const json* Find(const json& j, std::initializer_list<const char*> path) {
+  const json* cur = &j;
+  for (const char* k : path) {
+    if (!cur->is_object() || !cur->contains(k)) return nullptr;
+    cur = &(*cur)[k];
+  }
+  return cur;
+}
+
+std::string StringAt(const json& j, std::initializer_list<const char*> path) {
+  const json* v = Find(j, path);
+  return v && v->is_string() ? v->get<std::string>() : "";
+}
+
+struct Requirement {
+  std::string key;
+  std::string op;  // =, !=, exists, !exists
+  std::string value;
+};
+
+// Parses "a=b,c!=d,e,!f" (field selectors use only = / == / !=).
+std::vector<Requirement> ParseSelector(const std::string& s) {
+  std::vector<Requirement> out;
+  for (const std::string& term : Split(s, ',')) {
+    size_t ne = term.find("!=");
+    size_t eq = term.find('=');
+    if (ne != std::string::npos) {
+      out.push_back({term.substr(0, ne), "!=", term.substr(ne + 2)});
+    } else if (eq != std::string::npos) {
+      size_t skip = term.compare(eq, 2, "==") == 0 ? 2 : 1;
+      out.push_back({term.substr(0, eq), "=", term.substr(eq + skip)});
+    } else if (!term.empty() && term[0] == '!') {
+      out.push_back({term.substr(1), "!exists", ""});
+    } else {
+      out.push_back({term, "exists", ""});
+    }
+  }
+  return out;
+}
+
+bool MatchesLabels(const std::vector<Requirement>& reqs, const json& obj) {
+  const json* labels = Find(obj, {"metadata", "labels"});
+  for (const Requirement& r : reqs) {
+    bool has = labels && labels->is_object() && labels->contains(r.key);
+    std::string v = has ? (*labels)[r.key].get<std::string>() : "";
+    if (r.op == "=" && (!has || v != r.value)) return false;
+    if (r.op == "!=" && has && v == r.value) return false;
+    if (r.op == "exists" && !has) return false;
+    if (r.op == "!exists" && has) return false;
+  }
+  return true;
+}
+
+// A PodDisruptionBudget's selector against pod labels (matchLabels and matchExpressions).
+bool PdbSelects(const json& pdb, const json& pod) {
+  const json* sel = Find(pdb, {"spec", "selector"});
+  if (!sel || !sel->is_object()) return false;
+  const json* labels = Find(pod, {"metadata", "labels"});
+  auto label = [&](const std::string& k) -> std::optional<std::string> {
+    if (!labels || !labels->is_object() || !labels->contains(k)) return std::nullopt;
+    return (*labels)[k].get<std::string>();
+  };
+  if (sel->contains("matchLabels")) {
+    for (auto& [k, v] : (*sel)["matchLabels"].items()) {
+      if (label(k) != v.get<std::string>()) return false;
+    }
+  }
+  if (sel->contains("matchExpressions")) {
+    for (const json& e : (*sel)["matchExpressions"]) {
+      auto have = label(e.value("key", ""));
+      std::string op = e.value("operator", "");
+      std::vector<std::string> values = e.value("values", std::vector<std::string>{});
+      bool in = have && std::find(values.begin(), values.end(), *have) != values.end();
+      if ((op == "In" && !in) || (op == "NotIn" && in) || (op == "Exists" && !have) ||
+          (op == "DoesNotExist" && have)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+class ApiServerDouble::Impl {
+ public:
+  explicit Impl(Options options) : options_(std::move(options)) {
+    if (!options_.tls_cert.empty()) {
+      server_ =
+          std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+    } else {
+      server_ = std::make_unique<httplib::Server>();
+    }
+    // Without it, Nagle's algorithm and delayed ACKs add 40 ms to every response.
+    server_->set_tcp_nodelay(true);
+    Routes();
+  }
+
+  bool tls() const { return !options_.tls_cert.empty(); }
+  int Bind() { return server_->is_valid() ? server_->bind_to_any_port("127.0.0.1") : -1; }
+  void Serve() {
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+  }
+  void Stop() {
+    server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // State, guarded by mu_.
+  mutable std::mutex mu_;
+  std::map<std::string, json> nodes_;  // by name
+  std::map<std::string, json> pods_;   // by namespace/name
+  std::map<std::string, json> pdbs_;   // by namespace/name
+  int64_t resource_version_ = 1000;
+  struct Fault {
+    std::string method, prefix;
+    int status, count, retry_after;
+  };
+  std::vector<Fault> faults_;
+  bool expire_continue_ = false;
+  std::vector<Request> requests_;
+  std::function<void(const Request&)> hook_;
+
+  std::string NextRv() { return std::to_string(++resource_version_); }
+
+ private:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+  // Authentication, recording, the test hook and injected faults, then the real handler.
+  Handler Wrap(Handler inner) {
+    return [this, inner](const httplib::Request& req, httplib::Response& res) {
+      if (!options_.token.empty() &&
+          req.get_header_value("Authorization") != "Bearer " + options_.token) {
+        Reply(res, 401, StatusObject(401, "Unauthorized", "Unauthorized"));
+        return;
+      }
+      Request record{req.method, req.path, {}, req.get_header_value("Content-Type"), req.body};
+      for (const auto& [k, v] : req.params) record.query[k] = v;
+      std::function<void(const Request&)> hook;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        requests_.push_back(record);
+        hook = hook_;
+      }
+      if (hook) hook(record);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (Fault& f : faults_) {
+          if (f.count > 0 && f.method == req.method && req.path.rfind(f.prefix, 0) == 0) {
+            --f.count;
+            if (f.retry_after >= 0) res.set_header("Retry-After", std::to_string(f.retry_after));
+            std::string reason = f.status == 429 ? "TooManyRequests" : "InternalError";
+            Reply(res, f.status, StatusObject(f.status, reason, "injected by the test"));
+            return;
+          }
+        }
+      }
+      inner(req, res);
+    };
+  }
+
+  // Serves one page of `items` (sorted by key) as the API server does: metadata.continue holds
+  // base64({"v":"meta.k8s.io/v1","rv":N,"start":"<last key>\u0000"}) while more remain.
+  void ListPage(const httplib::Request& req, httplib::Response& res, const std::string& kind,
+                const std::string& api_version, std::vector<std::pair<std::string, json>> items,
+                bool selectors_used) {
+    int limit = 0;
+    if (req.has_param("limit")) limit = std::atoi(req.get_param_value("limit").c_str());
+    if (limit <= 0) limit = kDefaultLimit;
+    std::string start;
+    int64_t rv = resource_version_;
+    if (req.has_param("continue")) {
+      if (expire_continue_) {
+        Reply(res, 410,
+              StatusObject(410, "Expired",
+                           "The provided continue parameter is too old to display a consistent "
+                           "list result. You can start a new list without the continue "
+                           "parameter."));
+        return;
+      }
+      std::optional<std::string> decoded = Unbase64(req.get_param_value("continue"));
+      json token = decoded ? json::parse(*decoded, nullptr, false) : json();
+      if (!token.is_object() || token.value("v", "") != "meta.k8s.io/v1" ||
+          !token.contains("start")) {
+        Reply(res, 400,
+              StatusObject(400, "BadRequest",
+                           "continue key is not valid: incorrect encoded start resourceVersion "
+                           "(version meta.k8s.io/v1)"));
+        return;
+      }
+      start = token["start"].get<std::string>();
+      rv = token.value("rv", rv);
+    }
+    std::sort(items.begin(), items.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    json page = json::array();
+    size_t i = 0;
+    while (i < items.size() && items[i].first < start) ++i;
+    size_t first = i;
+    for (; i < items.size() && static_cast<int>(i - first) < limit; ++i) {
+      page.push_back(items[i].second);
+    }
+    json metadata = {{"resourceVersion", std::to_string(rv)}};
+    if (i < items.size()) {
+      json token = {{"v", "meta.k8s.io/v1"}, {"rv", rv}, {"start", items[i - 1].first + '\0'}};
+      metadata["continue"] = Base64(token.dump());
+      // Like the real server, the count is only known without selectors.
+      if (!selectors_used) metadata["remainingItemCount"] = items.size() - i;
+    }
+    // Lists put items without kind/apiVersion, after the list's own TypeMeta and ListMeta.
+    for (json& item : page) {
+      item.erase("kind");
+      item.erase("apiVersion");
+    }
+    // In the API server's (Go struct) order: kind first, items last.
+    res.status = 200;
+    res.set_content("{\"kind\":" + json(kind).dump() +
+                        ",\"apiVersion\":" + json(api_version).dump() +
+                        ",\"metadata\":" + metadata.dump() + ",\"items\":" + page.dump() + "}",
+                    "application/json");
+  }
+
+  // Applies fieldSelector terms for pods/nodes; false (and a 400 reply) for unsupported fields.
+  bool FieldSelects(const httplib::Request& req, httplib::Response& res, const json& obj,
+                    bool& ok) {
+    ok = true;
+    if (!req.has_param("fieldSelector")) return true;
+    for (const Requirement& r : ParseSelector(req.get_param_value("fieldSelector"))) {
+      std::string have;
+      if (r.key == "spec.nodeName")
+        have = StringAt(obj, {"spec", "nodeName"});
+      else if (r.key == "status.phase")
+        have = StringAt(obj, {"status", "phase"});
+      else if (r.key == "metadata.name")
+        have = StringAt(obj, {"metadata", "name"});
+      else if (r.key == "metadata.namespace")
+        have = StringAt(obj, {"metadata", "namespace"});
+      else {
+        Reply(res, 400, StatusObject(400, "BadRequest", "field label not supported: " + r.key));
+        ok = false;
+        return false;
+      }
+      if (r.op == "=" && have != r.value) return false;
+      if (r.op == "!=" && have == r.value) return false;
+    }
+    return true;
+  }
+
+  void ListOf(const httplib::Request& req, httplib::Response& res,
+              const std::map<std::string, json>& from, const std::string& kind,
+              const std::string& api_version, const std::string& ns) {
+    std::vector<Requirement> labels;
+    if (req.has_param("labelSelector"))
+      labels = ParseSelector(req.get_param_value("labelSelector"));
+    std::vector<std::pair<std::string, json>> items;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, obj] : from) {
+      if (!ns.empty() && StringAt(obj, {"metadata", "namespace"}) != ns) continue;
+      bool ok = true;
+      if (!FieldSelects(req, res, obj, ok)) {
+        if (!ok) return;
+        continue;
+      }
+      if (!MatchesLabels(labels, obj)) continue;
+      items.emplace_back(key, obj);
+    }
+    ListPage(req, res, kind, api_version, std::move(items),
+             req.has_param("fieldSelector") || req.has_param("labelSelector"));
+  }
+
+  void Routes() {
+    server_->Get("/api/v1/nodes", Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, nodes_, "NodeList", "v1", "");
+                 }));
+    server_->Get("/api/v1/pods", Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, pods_, "PodList", "v1", "");
+                 }));
+    server_->Get(R"(/api/v1/namespaces/([^/]+)/pods)",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, pods_, "PodList", "v1", req.matches[1]);
+                 }));
+    server_->Get("/apis/policy/v1/poddisruptionbudgets",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, pdbs_, "PodDisruptionBudgetList", "policy/v1", "");
+                 }));
+    server_->Get(R"(/api/v1/nodes/([^/]+))",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   auto it = nodes_.find(req.matches[1]);
+                   if (it == nodes_.end()) {
+                     Reply(res, 404, NotFound("nodes", req.matches[1]));
+                   } else {
+                     Reply(res, 200, it->second);
+                   }
+                 }));
+    server_->Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   auto it =
+                       pods_.find(std::string(req.matches[1]) + "/" + std::string(req.matches[2]));
+                   if (it == pods_.end()) {
+                     Reply(res, 404, NotFound("pods", req.matches[2]));
+                   } else {
+                     Reply(res, 200, it->second);
+                   }
+                 }));
+    server_->Patch(
+        R"(/api/v1/nodes/([^/]+))",
+        Wrap([this](const httplib::Request& req, httplib::Response& res) { PatchNode(req, res); }));
+    server_->Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction)",
+                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                    Evict(req, res, req.matches[1], req.matches[2]);
+                  }));
+  }
+
+  static json NotFound(const std::string& resource, const std::string& name) {
+    return StatusObject(404, "NotFound", resource + " \"" + name + "\" not found",
+                        {{"name", name}, {"kind", resource}});
+  }
+
+  void PatchNode(const httplib::Request& req, httplib::Response& res) {
+    std::string type = req.get_header_value("Content-Type");
+    json patch = json::parse(req.body, nullptr, false);
+    if (patch.is_discarded()) {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(req.matches[1]);
+    if (it == nodes_.end()) {
+      Reply(res, 404, NotFound("nodes", req.matches[1]));
+      return;
+    }
+    json patched = it->second;
+    if (type == "application/merge-patch+json" ||
+        type == "application/strategic-merge-patch+json") {
+      // For the fields a node patch touches (label and annotation maps, scalars, the atomic
+      // taints list) a strategic merge patch behaves as a JSON merge patch.
+      patched.merge_patch(patch);
+    } else if (type == "application/json-patch+json") {
+      try {
+        patched = patched.patch(patch);
+      } catch (const json::exception& e) {
+        Reply(res, 422, StatusObject(422, "Invalid", e.what()));
+        return;
+      }
+    } else {
+      Reply(res, 415,
+            StatusObject(415, "UnsupportedMediaType",
+                         "the body of the request was in an unknown format - accepted "
+                         "media types include: application/json-patch+json, "
+                         "application/merge-patch+json, "
+                         "application/apply-patch+yaml"));
+      return;
+    }
+    patched["metadata"]["resourceVersion"] = NextRv();
+    it->second = patched;
+    Reply(res, 200, patched);
+  }
+
+  void Evict(const httplib::Request& req, httplib::Response& res, const std::string& ns,
+             const std::string& name) {
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || body.value("kind", "") != "Eviction" ||
+        (body.value("apiVersion", "") != "policy/v1" &&
+         body.value("apiVersion", "") != "policy/v1beta1") ||
+        StringAt(body, {"metadata", "name"}) != name) {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest", "name in URL does not match name in Eviction object"));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto pod = pods_.find(ns + "/" + name);
+    if (pod == pods_.end()) {
+      Reply(res, 404, NotFound("pods", name));
+      return;
+    }
+    std::string phase = StringAt(pod->second, {"status", "phase"});
+    bool skip_budget = phase == "Succeeded" || phase == "Failed" || phase == "Pending" ||
+                       Find(pod->second, {"metadata", "deletionTimestamp"}) != nullptr;
+    std::vector<json*> budgets;
+    for (auto& [key, pdb] : pdbs_) {
+      if (StringAt(pdb, {"metadata", "namespace"}) == ns && PdbSelects(pdb, pod->second)) {
+        budgets.push_back(&pdb);
+      }
+    }
+    if (!skip_budget && budgets.size() > 1) {
+      Reply(res, 500,
+            StatusObject(500, "InternalError",
+                         "This pod has more than one PodDisruptionBudget, which the "
+                         "eviction subresource does not support."));
+      return;
+    }
+    if (!skip_budget && budgets.size() == 1) {
+      json& pdb = *budgets.front();
+      int allowed = pdb["status"].value("disruptionsAllowed", 0);
+      if (allowed <= 0) {
+        std::string cause = "The disruption budget " + StringAt(pdb, {"metadata", "name"}) +
+                            " needs " + std::to_string(pdb["status"].value("desiredHealthy", 0)) +
+                            " healthy pods and has " +
+                            std::to_string(pdb["status"].value("currentHealthy", 0)) + " currently";
+        Reply(res, 429,
+              StatusObject(429, "TooManyRequests",
+                           "Cannot evict pod as it would violate the pod's disruption budget.",
+                           {{"causes", {{{"reason", "DisruptionBudget"}, {"message", cause}}}}}));
+        return;
+      }
+      pdb["status"]["disruptionsAllowed"] = allowed - 1;
+    }
+    pods_.erase(pod);
+    NextRv();
+    json ok = {{"kind", "Status"},
+               {"apiVersion", "v1"},
+               {"metadata", json::object()},
+               {"status", "Success"},
+               {"code", 201}};
+    Reply(res, 201, ok);
+  }
+
+  Options options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+ApiServerDouble::ApiServerDouble(Options options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+ApiServerDouble::~ApiServerDouble() { Stop(); }
+
+bool ApiServerDouble::Start() {
+  port_ = impl_->Bind();
+  if (port_ <= 0) return false;
+  impl_->Serve();
+  return true;
+}
+
+void ApiServerDouble::Stop() { impl_->Stop(); }
+
+std::string ApiServerDouble::url() const {
+  return std::string(impl_->tls() ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_);
+}
+
+void ApiServerDouble::AddObject(nlohmann::json object) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  std::string kind = object.value("kind", "");
+  std::string name = StringAt(object, {"metadata", "name"});
+  std::string ns = StringAt(object, {"metadata", "namespace"});
+  object["metadata"]["resourceVersion"] = impl_->NextRv();
+  if (kind == "Node") {
+    impl_->nodes_[name] = std::move(object);
+  } else if (kind == "Pod") {
+    impl_->pods_[ns + "/" + name] = std::move(object);
+  } else if (kind == "PodDisruptionBudget") {
+    impl_->pdbs_[ns + "/" + name] = std::move(object);
+  }
+}
+
+bool ApiServerDouble::LoadList(const std::string& path) {
+  std::ifstream in(path);
+  json list = json::parse(in, nullptr, false);
+  if (!list.is_object() || !list.contains("items")) return false;
+  for (json& item : list["items"]) AddObject(item);
+  return true;
+}
+
+std::optional<nlohmann::json> ApiServerDouble::Node(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->nodes_.find(name);
+  if (it == impl_->nodes_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<nlohmann::json> ApiServerDouble::Pod(const std::string& ns,
+                                                   const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->pods_.find(ns + "/" + name);
+  if (it == impl_->pods_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ApiServerDouble::SetPodPhase(const std::string& ns, const std::string& name,
+                                  const std::string& phase) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->pods_.find(ns + "/" + name);
+  if (it != impl_->pods_.end()) it->second["status"]["phase"] = phase;
+}
+
+void ApiServerDouble::DeletePod(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->pods_.erase(ns + "/" + name);
+}
+
+void ApiServerDouble::SetDisruptionsAllowed(const std::string& ns, const std::string& name,
+                                            int allowed) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->pdbs_.find(ns + "/" + name);
+  if (it != impl_->pdbs_.end()) it->second["status"]["disruptionsAllowed"] = allowed;
+}
+
+void ApiServerDouble::FailNext(const std::string& method, const std::string& path_prefix,
+                               int status, int count, int retry_after_seconds) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->faults_.push_back({method, path_prefix, status, count, retry_after_seconds});
+}
+
+void ApiServerDouble::ExpireContinueTokens(bool expire) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->expire_continue_ = expire;
+}
+
+void ApiServerDouble::OnRequest(std::function<void(const Request&)> hook) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->hook_ = std::move(hook);
+}
+
+std::vector<ApiServerDouble::Request> ApiServerDouble::Requests() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->requests_;
+}
+
+int ApiServerDouble::CountRequests(const std::string& method,
+                                   const std::string& path_prefix) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return static_cast<int>(std::count_if(
+      impl_->requests_.begin(), impl_->requests_.end(),
+      [&](const Request& r) { return r.method == method && r.path.rfind(path_prefix, 0) == 0; }));
+}
+
+}  // namespace gpunode::testing

@@ -1,0 +1,78 @@
+// An in-process Kubernetes API server double that speaks the real wire format for what gpunode
+// uses: paginated lists (limit, continue tokens, remainingItemCount) with field and label
+// selectors, GET of single objects, node PATCH (merge, strategic merge, JSON patch), the
+// policy/v1 Eviction subresource answering 429 with the PodDisruptionBudget Status, bearer-token
+// authentication, and injected 429/5xx answers with Retry-After.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace gpunode::testing {
+
+class ApiServerDouble {
+ public:
+  struct Options {
+    std::string token = "double-token";  // empty: no authentication
+    // Serve HTTPS with this certificate and key when set; plain HTTP otherwise.
+    std::string tls_cert;
+    std::string tls_key;
+  };
+
+  struct Request {
+    std::string method;
+    std::string path;
+    std::map<std::string, std::string> query;
+    std::string content_type;
+    std::string body;
+  };
+
+  explicit ApiServerDouble(Options options);
+  ~ApiServerDouble();
+  ApiServerDouble(const ApiServerDouble&) = delete;
+  ApiServerDouble& operator=(const ApiServerDouble&) = delete;
+
+  // Binds 127.0.0.1 on a free port and serves on a background thread. Connections made after
+  // this returns are accepted (the socket listens before the thread starts).
+  bool Start();
+  void Stop();
+  int port() const { return port_; }
+  std::string url() const;
+
+  // Objects, as the API server would return them (kind and apiVersion are filled in).
+  void AddObject(nlohmann::json object);  // Node, Pod or PodDisruptionBudget
+  // Loads every Node, Pod and PodDisruptionBudget of a `kubectl get -o json` List file.
+  bool LoadList(const std::string& path);
+  std::optional<nlohmann::json> Node(const std::string& name) const;
+  std::optional<nlohmann::json> Pod(const std::string& ns, const std::string& name) const;
+  void SetPodPhase(const std::string& ns, const std::string& name, const std::string& phase);
+  void DeletePod(const std::string& ns, const std::string& name);
+  void SetDisruptionsAllowed(const std::string& ns, const std::string& name, int allowed);
+
+  // The next `count` requests with this method whose path starts with `path_prefix` get
+  // `status` (a Status body), with a Retry-After header when retry_after_seconds >= 0.
+  void FailNext(const std::string& method, const std::string& path_prefix, int status, int count,
+                int retry_after_seconds = -1);
+  // Answers requests carrying a continue token with 410 Expired.
+  void ExpireContinueTokens(bool expire);
+  // Runs before each authenticated request is served, under no lock: tests use it to change
+  // state as a client polls (a pod finishing after a few lists).
+  void OnRequest(std::function<void(const Request&)> hook);
+
+  std::vector<Request> Requests() const;
+  int CountRequests(const std::string& method, const std::string& path_prefix) const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = -1;
+};
+
+}  // namespace gpunode::testing
