@@ -29,6 +29,8 @@ using CommandRunner = std::function<int()>;
 
 // One registration function per subcommand file.
 void AddInventoryCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+void AddDevicePluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+void AddCdiCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddClusterCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddWebhookCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddRuntimeCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);

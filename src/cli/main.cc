@@ -39,6 +39,8 @@ int Main(int argc, char** argv) {
 
   CommandRunner run;
   AddInventoryCommand(app, global, run);
+  AddDevicePluginCommand(app, global, run);
+  AddCdiCommand(app, global, run);
   AddClusterCommand(app, global, run);
   AddWebhookCommand(app, global, run);
   AddRuntimeCommand(app, global, run);

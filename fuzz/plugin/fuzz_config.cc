@@ -1,0 +1,24 @@
+// Fuzzes the strict config reader: any bytes must load or fail with one line naming the file,
+// without leaking an exception.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "plugin/config/config_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  absl::StatusOr<gpunode::plugin::ConfigFile> file =
+      gpunode::plugin::ParseConfigFile(text, "fuzz.yaml");
+  if (!file.ok()) {
+    std::string message(file.status().message());
+    if (message.rfind("fuzz.yaml", 0) != 0 || message.find('\n') != std::string::npos) std::abort();
+    return 0;
+  }
+  gpunode::plugin::Config config = gpunode::plugin::Merge({&file->flags}, file->time_slicing);
+  for (const auto& r : config.time_slicing.resources)
+    if (r.replicas < 2) std::abort();
+  (void)gpunode::plugin::ConfigJson(config);
+  return 0;
+}

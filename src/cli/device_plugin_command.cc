@@ -1,0 +1,253 @@
+// `gpunode device-plugin`: a drop-in for NVIDIA's k8s-device-plugin (same config file, flags,
+// environment variables, resource names and Allocate answers).
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "cli/command.h"
+#include "cli/nvml_session.h"
+#include "core/log.h"
+#include "plugin/config/sources.h"
+#include "plugin/daemon/plugin_daemon.h"
+#include "plugin/health/xid.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::cli {
+namespace {
+
+constexpr const char* kDefaultKubeletDir = "/var/lib/kubelet/device-plugins";
+
+struct DevicePluginOptions {
+  std::optional<std::string> config_file;
+  std::string check_config;
+  std::optional<std::string> mig_strategy;
+  std::optional<std::string> fail_on_init_error;
+  std::optional<std::string> pass_device_specs;
+  std::vector<std::string> device_list_strategy;
+  std::optional<std::string> device_id_strategy;
+  std::optional<std::string> cdi_annotation_prefix;
+  std::optional<std::string> nvidia_driver_root;
+  std::optional<std::string> nvidia_dev_root;
+  std::optional<std::string> shared_devices_allocation_policy;
+  std::string kubelet_dir = kDefaultKubeletDir;
+  std::optional<std::string> kubelet_socket;
+  std::string cdi_spec_dir = "/var/run/cdi";
+  std::optional<std::string> recovery_period;
+};
+
+// "60s", "500ms", "2m", "1h" or a number of seconds; "0" turns recovery off.
+absl::StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& what,
+                                                        const std::string& text) {
+  absl::string_view rest = text;
+  double factor = 1000;  // seconds
+  if (absl::ConsumeSuffix(&rest, "ms")) {
+    factor = 1;
+  } else if (absl::ConsumeSuffix(&rest, "s")) {
+    factor = 1000;
+  } else if (absl::ConsumeSuffix(&rest, "m")) {
+    factor = 60'000;
+  } else if (absl::ConsumeSuffix(&rest, "h")) {
+    factor = 3'600'000;
+  }
+  double value = 0;
+  if (!absl::SimpleAtod(rest, &value) || value < 0 || value > 24 * 3600) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": \"", text, "\" is not a duration; write e.g. 60s, 500ms or 2m (0 = never)"));
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(value * factor));
+}
+
+// A flag's text through the same parser as the config file, naming the flag on error.
+template <typename T>
+absl::Status FlagValue(std::optional<T>& out, const char* flag,
+                       const std::optional<std::string>& text,
+                       absl::StatusOr<T> (*parse)(absl::string_view)) {
+  if (!text) return absl::OkStatus();
+  absl::StatusOr<T> value = parse(*text);
+  if (!value.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", value.status().message()));
+  }
+  out = *value;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Text(absl::string_view text) { return std::string(text); }
+
+absl::StatusOr<plugin::ConfigLayer> FlagLayer(const DevicePluginOptions& o) {
+  plugin::ConfigLayer layer;
+  absl::Status st;
+  if (st = FlagValue(layer.mig_strategy, "--mig-strategy", o.mig_strategy,
+                     &plugin::ParseMigStrategy);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.fail_on_init_error, "--fail-on-init-error", o.fail_on_init_error,
+                     &plugin::ParseGoBool);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.pass_device_specs, "--pass-device-specs", o.pass_device_specs,
+                     &plugin::ParseGoBool);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.device_id_strategy, "--device-id-strategy", o.device_id_strategy,
+                     &plugin::ParseDeviceIdStrategy);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.shared_allocation_policy, "--shared-devices-allocation-policy",
+                     o.shared_devices_allocation_policy, &plugin::ParseSharedAllocationPolicy);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.cdi_annotation_prefix, "--cdi-annotation-prefix",
+                     o.cdi_annotation_prefix, &Text);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.nvidia_driver_root, "--nvidia-driver-root", o.nvidia_driver_root, &Text);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.nvidia_dev_root, "--dev-root", o.nvidia_dev_root, &Text); !st.ok())
+    return st;
+  if (!o.device_list_strategy.empty()) {
+    std::vector<plugin::DeviceListStrategy> strategies;
+    for (const std::string& name : o.device_list_strategy) {
+      absl::StatusOr<plugin::DeviceListStrategy> s = plugin::ParseDeviceListStrategy(name);
+      if (!s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--device-list-strategy: ", s.status().message()));
+      }
+      if (std::find(strategies.begin(), strategies.end(), *s) == strategies.end())
+        strategies.push_back(*s);
+    }
+    layer.device_list_strategies = strategies;
+  }
+  return layer;
+}
+
+const char* Getenv(const char* name) { return std::getenv(name); }
+
+int CheckConfig(const DevicePluginOptions& options) {
+  absl::StatusOr<plugin::ConfigLayer> flags = FlagLayer(options);
+  if (!flags.ok()) return ReportError(flags.status());
+  absl::StatusOr<plugin::ResolvedConfig> resolved =
+      plugin::ResolveConfig(*flags, options.check_config, &Getenv);
+  if (!resolved.ok()) return ReportError(resolved.status());
+  for (const std::string& warning : resolved->warnings) std::cerr << "warning: " << warning << "\n";
+  std::cout << options.check_config << ": valid; resolved with flags and environment: "
+            << plugin::ConfigJson(resolved->config) << "\n";
+  return kExitOk;
+}
+
+int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& options) {
+  if (!options.check_config.empty()) return CheckConfig(options);
+
+  // Before any thread exists, so that every thread leaves these signals to the control loop.
+  absl::StatusOr<plugin::SignalFd> signals = plugin::SignalFd::Open();
+  if (!signals.ok()) return ReportError(signals.status());
+
+  absl::StatusOr<plugin::ConfigLayer> flags = FlagLayer(options);
+  if (!flags.ok()) return ReportError(flags.status());
+  plugin::ConfigLoader loader = [flags = *flags, file = options.config_file] {
+    return plugin::ResolveConfig(flags, file, &Getenv);
+  };
+  absl::StatusOr<plugin::ResolvedConfig> config = loader();
+  if (!config.ok()) return ReportError(config.status());
+
+  plugin::DaemonOptions daemon;
+  daemon.kubelet_dir = options.kubelet_dir;
+  std::optional<std::string> kubelet_socket = options.kubelet_socket;
+  if (!kubelet_socket) {
+    if (const char* env = std::getenv("KUBELET_SOCKET")) kubelet_socket = env;
+  }
+  daemon.kubelet_socket = kubelet_socket ? *kubelet_socket : options.kubelet_dir + "/kubelet.sock";
+  daemon.cdi_spec_dir = options.cdi_spec_dir;
+  daemon.host_root = global.host_root;
+  absl::StatusOr<plugin::XidPolicy> xids = plugin::XidPolicyFromEnvironment(
+      std::getenv("DP_DISABLE_HEALTHCHECKS"), std::getenv("DP_ENABLE_HEALTHCHECKS"));
+  if (!xids.ok()) return ReportError(xids.status());
+  daemon.health.xids = *xids;
+  std::optional<std::string> period = options.recovery_period;
+  if (!period) {
+    if (const char* env = std::getenv("HEALTH_RECOVERY_PERIOD")) period = env;
+  }
+  if (period) {
+    absl::StatusOr<std::chrono::milliseconds> ms =
+        ParseDuration("--health-recovery-period", *period);
+    if (!ms.ok()) return ReportError(ms.status());
+    daemon.health.recovery_period = *ms;
+  }
+
+  // NVIDIA's nvidiaDriverRoot says where the driver's libnvidia-ml is, unless --driver-root does.
+  GlobalOptions nvml_options = global;
+  if (nvml_options.driver_root == "/") nvml_options.driver_root = config->config.nvidia_driver_root;
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(nvml_options);
+  if (library.ok()) {
+    // Also the moment the simulator's timeline starts, which the health tests measure from.
+    spdlog::info("NVML initialized from {}", (*library)->path());
+  } else {
+    if (config->config.fail_on_init_error) return ReportError(library.status());
+    spdlog::error("failed to initialize NVML: {}; offering no devices (failOnInitError is false)",
+                  library.status().message());
+  }
+  plugin::PluginDaemon plugin_daemon(library.ok() ? library->get() : nullptr, std::move(daemon),
+                                     std::move(loader), std::move(*signals));
+  absl::Status st = plugin_daemon.Run(*config);
+  if (!st.ok()) return ReportError(st);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddDevicePluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
+  auto o = std::make_shared<DevicePluginOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "device-plugin",
+      "kubelet device plugin for NVIDIA GPUs, a drop-in for NVIDIA's k8s-device-plugin");
+  cmd->add_option("--config-file", o->config_file,
+                  "NVIDIA device plugin config file (version v1) (env CONFIG_FILE)");
+  cmd->add_option("--check-config", o->check_config,
+                  "validate this config file (with the flags and environment) and exit");
+  cmd->add_option("--mig-strategy", o->mig_strategy, "none, single or mixed (env MIG_STRATEGY)");
+  cmd->add_option("--fail-on-init-error", o->fail_on_init_error,
+                  "fail when NVML cannot start (env FAIL_ON_INIT_ERROR; default true)")
+      ->expected(0, 1)
+      ->default_str("true")
+      ->option_text("[BOOL]");
+  cmd->add_option("--pass-device-specs", o->pass_device_specs,
+                  "pass the device nodes in Allocate (env PASS_DEVICE_SPECS; default false)")
+      ->expected(0, 1)
+      ->default_str("true")
+      ->option_text("[BOOL]");
+  cmd->add_option("--device-list-strategy", o->device_list_strategy,
+                  "envvar, volume-mounts, cdi-annotations, cdi-cri; repeat or comma-separate "
+                  "(env DEVICE_LIST_STRATEGY; default envvar)")
+      ->delimiter(',');
+  cmd->add_option("--device-id-strategy", o->device_id_strategy,
+                  "uuid or index (env DEVICE_ID_STRATEGY; default uuid)");
+  cmd->add_option("--cdi-annotation-prefix", o->cdi_annotation_prefix,
+                  "prefix of the CDI annotation (env CDI_ANNOTATION_PREFIX; default cdi.k8s.io/)");
+  cmd->add_option("--nvidia-driver-root", o->nvidia_driver_root,
+                  "root of the NVIDIA driver installation (env NVIDIA_DRIVER_ROOT; default /)");
+  cmd->add_option("--dev-root,--nvidia-dev-root", o->nvidia_dev_root,
+                  "root of the device nodes, prefix of DeviceSpec host paths (env "
+                  "NVIDIA_DEV_ROOT; default the driver root)");
+  cmd->add_option("--shared-devices-allocation-policy", o->shared_devices_allocation_policy,
+                  "distributed or packed (env SHARED_DEVICES_ALLOCATION_POLICY)");
+  cmd->add_option("--kubelet-dir", o->kubelet_dir, "the kubelet's device-plugins directory")
+      ->capture_default_str();
+  cmd->add_option("--kubelet-socket", o->kubelet_socket,
+                  "the kubelet's registration socket (env KUBELET_SOCKET; default "
+                  "<kubelet-dir>/kubelet.sock; \"\" serves without registering)");
+  cmd->add_option("--cdi-spec-dir", o->cdi_spec_dir,
+                  "where the CDI spec is written when a CDI strategy is used")
+      ->capture_default_str();
+  cmd->add_option("--health-recovery-period", o->recovery_period,
+                  "an unhealthy device is Healthy again after NVML answered normally this long "
+                  "(env HEALTH_RECOVERY_PERIOD; default 60s; 0 = never)");
+  cmd->callback([&global, &run, o] { run = [&global, o] { return RunDevicePlugin(global, *o); }; });
+}
+
+}  // namespace gpunode::cli

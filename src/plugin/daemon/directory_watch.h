@@ -1,0 +1,34 @@
+// inotify on the kubelet's device-plugins directory: which sockets appeared and which went away.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gpunode::plugin {
+
+struct DirectoryEvent {
+  std::string name;  // file name in the directory; empty for events about the directory itself
+  bool created = false;
+  bool deleted = false;
+  bool directory_gone = false;  // the directory was removed or moved: watch it again
+};
+
+class DirectoryWatch {
+ public:
+  static absl::StatusOr<DirectoryWatch> Open(const std::string& directory);
+  DirectoryWatch(DirectoryWatch&& other) noexcept;
+  DirectoryWatch& operator=(DirectoryWatch&& other) noexcept;
+  ~DirectoryWatch();
+
+  int fd() const { return fd_; }
+  // Reads the events that are ready (the fd is non-blocking).
+  std::vector<DirectoryEvent> Read();
+
+ private:
+  explicit DirectoryWatch(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace gpunode::plugin

@@ -1,0 +1,301 @@
+#include "plugin/daemon/plugin_daemon.h"
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/log.h"
+#include "plugin/cdi/cdi_spec.h"
+#include "plugin/rm/resources.h"
+#include "plugin/server/registration.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::plugin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kFirstRetry{100};
+constexpr std::chrono::milliseconds kMaxRetry{5000};
+
+bool IsSocket(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+std::optional<std::chrono::system_clock::time_point> ChangeTime(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_ctim.tv_sec) + std::chrono::nanoseconds(st.st_ctim.tv_nsec)));
+}
+
+std::string BaseName(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+}  // namespace
+
+struct PluginDaemon::Generation {
+  std::shared_ptr<PluginState> state;
+  std::unique_ptr<HealthBoard> board;
+  std::unique_ptr<HealthMonitor> monitor;
+  std::vector<std::unique_ptr<PluginServer>> servers;
+  // When each server's last successful Register started (wall clock, to compare with the
+  // kubelet socket's ctime); unset while it needs registering.
+  std::vector<std::optional<std::chrono::system_clock::time_point>> registered;
+
+  ~Generation() {
+    // Streams and servers use the board and the node; the monitor writes the board.
+    servers.clear();
+    monitor.reset();
+  }
+};
+
+PluginDaemon::PluginDaemon(const nvml::Library* library, DaemonOptions options, ConfigLoader loader,
+                           SignalFd signals)
+    : library_(library),
+      options_(std::move(options)),
+      loader_(std::move(loader)),
+      signals_(std::move(signals)) {}
+
+PluginDaemon::~PluginDaemon() { StopGeneration(); }
+
+absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGeneration(
+    const ResolvedConfig& resolved) {
+  const Config& config = resolved.config;
+  spdlog::info("Running with config: {}", ConfigJson(config));
+  for (const std::string& warning : resolved.warnings) spdlog::warn("config: {}", warning);
+
+  auto generation = std::make_unique<Generation>();
+  auto state = std::make_shared<PluginState>();
+  state->config = config;
+  if (library_ != nullptr) {
+    host::HostRoot host(options_.host_root);
+    absl::StatusOr<Node> node = ReadNode(*library_, host);
+    if (!node.ok()) {
+      if (config.fail_on_init_error) return node.status();
+      spdlog::error("cannot read the GPUs: {}; offering nothing (failOnInitError is false)",
+                    node.status().message());
+    } else {
+      state->node = std::move(*node);
+    }
+  }
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::vector<Resource>> resources = BuildResources(state->node, config, &warnings);
+  if (!resources.ok()) return resources.status();
+  for (const std::string& warning : warnings) spdlog::warn("{}", warning);
+  state->host = ReadHostDevices(host::HostRoot(options_.host_root), config.dev_root());
+
+  if (config.Uses(DeviceListStrategy::kCdiAnnotations) ||
+      config.Uses(DeviceListStrategy::kCdiCri)) {
+    CdiOptions cdi{.dev_root = config.dev_root()};
+    absl::Status st =
+        WriteCdiSpec(options_.cdi_spec_dir, CdiSpec(state->node, state->host, cdi), cdi.kind);
+    if (!st.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("a CDI device list strategy needs the CDI spec: ", st.message(),
+                       "; mount /var/run/cdi or set --cdi-spec-dir"));
+    }
+  }
+
+  generation->state = state;
+  generation->board = std::make_unique<HealthBoard>();
+  if (library_ != nullptr && options_.health.xids.enabled && !state->node.gpus.empty()) {
+    generation->monitor =
+        HealthMonitor::Start(*library_, state->node, *generation->board, options_.health);
+  } else if (!options_.health.xids.enabled) {
+    spdlog::warn("health checks are disabled (DP_DISABLE_HEALTHCHECKS)");
+  }
+  for (Resource& resource : *resources) {
+    std::string socket = absl::StrCat(options_.kubelet_dir, "/", resource.socket_name);
+    auto handler = std::make_shared<RequestHandler>(std::move(resource), state, *generation->board);
+    auto server = std::make_unique<PluginServer>(handler, *generation->board, socket);
+    if (absl::Status st = server->Start(); !st.ok()) return st;
+    spdlog::info("{}: {} devices", handler->resource().name, handler->resource().devices.size());
+    generation->servers.push_back(std::move(server));
+  }
+  generation->registered.assign(generation->servers.size(), std::nullopt);
+  if (generation->servers.empty()) spdlog::warn("No devices found. Waiting indefinitely.");
+  return generation;
+}
+
+void PluginDaemon::StopGeneration() { generation_.reset(); }
+
+void PluginDaemon::RemoveStaleSockets() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.kubelet_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (absl::StartsWith(name, "nvidia-") && absl::EndsWith(name, ".sock") &&
+        IsSocket(entry.path().string())) {
+      spdlog::info("removing the stale socket {}", entry.path().string());
+      unlink(entry.path().c_str());
+    }
+  }
+}
+
+void PluginDaemon::RestartServer(size_t i, const char* why) {
+  PluginServer& server = *generation_->servers[i];
+  spdlog::warn("{}: {}; serving {} again", server.handler().resource().name, why,
+               server.socket_path());
+  if (absl::Status st = server.Start(); !st.ok()) spdlog::error("{}", st.message());
+  generation_->registered[i].reset();
+}
+
+void PluginDaemon::TryRegister() {
+  next_register_.reset();
+  if (!generation_ || options_.kubelet_socket.empty()) return;
+  bool pending = false;
+  for (size_t i = 0; i < generation_->servers.size(); ++i) {
+    if (generation_->registered[i]) continue;
+    pending = true;
+    if (!IsSocket(options_.kubelet_socket)) break;  // the kubelet is not up: wait for its socket
+    const PluginServer& server = *generation_->servers[i];
+    const std::string& resource = server.handler().resource().name;
+    auto started = std::chrono::system_clock::now();
+    absl::Status st = RegisterWithKubelet(options_.kubelet_socket, BaseName(server.socket_path()),
+                                          resource, options_.register_timeout);
+    if (st.ok()) {
+      generation_->registered[i] = started;
+      spdlog::info("Registered device plugin for '{}' with Kubelet", resource);
+    } else {
+      spdlog::warn("{}", st.message());
+    }
+  }
+  bool all = std::all_of(generation_->registered.begin(), generation_->registered.end(),
+                         [](const auto& r) { return r.has_value(); });
+  if (!pending || all) {
+    backoff_ = std::chrono::milliseconds(0);
+    return;
+  }
+  // Retry with backoff; a new kubelet.sock also triggers an attempt at once.
+  backoff_ = backoff_.count() == 0 ? kFirstRetry : std::min(backoff_ * 2, kMaxRetry);
+  next_register_ = Clock::now() + backoff_;
+}
+
+void PluginDaemon::HandleDirectoryEvents() {
+  bool kubelet_restarted = false;
+  bool rewatch = false;
+  std::vector<bool> deleted(generation_ ? generation_->servers.size() : 0, false);
+  std::string kubelet_name = BaseName(options_.kubelet_socket);
+  for (const DirectoryEvent& event : watch_->Read()) {
+    if (event.directory_gone) rewatch = true;
+    if (event.created && !kubelet_name.empty() && event.name == kubelet_name)
+      kubelet_restarted = true;
+    if (event.deleted) {
+      for (size_t i = 0; i < deleted.size(); ++i) {
+        if (BaseName(generation_->servers[i]->socket_path()) == event.name) deleted[i] = true;
+      }
+    }
+  }
+  if (rewatch) {
+    absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.kubelet_dir);
+    if (watch.ok()) {
+      watch_ = std::move(*watch);
+    } else {
+      spdlog::error("{}", watch.status().message());
+    }
+  }
+  if (!generation_) return;
+  for (size_t i = 0; i < deleted.size(); ++i) {
+    // Our own restarts delete and recreate the file; only a socket that is gone needs work.
+    if (deleted[i] && !generation_->servers[i]->SocketExists())
+      RestartServer(i, "the socket was deleted");
+  }
+  if (kubelet_restarted) {
+    spdlog::warn("{} was created: the kubelet restarted; registering again",
+                 options_.kubelet_socket);
+    // A registration that started after this kubelet.sock was made reached the new kubelet
+    // (the deletions and the creation can arrive in separate reads); the others are redone.
+    std::optional<std::chrono::system_clock::time_point> born = ChangeTime(options_.kubelet_socket);
+    for (size_t i = 0; i < generation_->servers.size(); ++i) {
+      if (!generation_->servers[i]->SocketExists()) {
+        RestartServer(i, "the kubelet removed the socket");
+      }
+      std::optional<std::chrono::system_clock::time_point>& at = generation_->registered[i];
+      if (at && born && *at > *born) continue;
+      at.reset();
+    }
+    backoff_ = std::chrono::milliseconds(0);
+  }
+  if (kubelet_restarted || std::find(deleted.begin(), deleted.end(), true) != deleted.end())
+    TryRegister();
+}
+
+void PluginDaemon::Reload() {
+  absl::StatusOr<ResolvedConfig> config = loader_();
+  if (!config.ok()) {
+    spdlog::error("SIGHUP: not reloaded, keeping the running configuration: {}",
+                  config.status().message());
+    return;
+  }
+  spdlog::warn("SIGHUP: reloading the configuration and restarting the plugins");
+  StopGeneration();
+  absl::StatusOr<std::unique_ptr<Generation>> generation = StartGeneration(*config);
+  if (generation.ok()) {
+    generation_ = std::move(*generation);
+    running_config_ = std::move(*config);
+  } else {
+    spdlog::error(
+        "SIGHUP: the new configuration does not start ({}); going back to the "
+        "running one",
+        generation.status().message());
+    generation = StartGeneration(running_config_);
+    if (generation.ok()) {
+      generation_ = std::move(*generation);
+    } else {
+      spdlog::error("the running configuration does not start again either: {}",
+                    generation.status().message());
+    }
+  }
+  backoff_ = std::chrono::milliseconds(0);
+  TryRegister();
+}
+
+int PluginDaemon::PollTimeoutMs() const {
+  if (!next_register_) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next_register_ - Clock::now());
+  return static_cast<int>(std::max<int64_t>(0, left.count()));
+}
+
+absl::Status PluginDaemon::Run(const ResolvedConfig& config) {
+  absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.kubelet_dir);
+  if (!watch.ok()) return watch.status();
+  watch_ = std::move(*watch);
+  RemoveStaleSockets();
+  absl::StatusOr<std::unique_ptr<Generation>> generation = StartGeneration(config);
+  if (!generation.ok()) return generation.status();
+  generation_ = std::move(*generation);
+  running_config_ = config;
+  TryRegister();
+
+  while (true) {
+    struct pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {watch_->fd(), POLLIN, 0}};
+    int ready = poll(fds, 2, PollTimeoutMs());
+    if (ready < 0 && errno != EINTR) {
+      return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
+    }
+    while (std::optional<int> signal = signals_.Read()) {
+      if (*signal == SIGHUP) {
+        Reload();
+      } else {
+        spdlog::warn("received signal {}; removing our sockets and stopping", *signal);
+        StopGeneration();
+        return absl::OkStatus();
+      }
+    }
+    if (fds[1].revents != 0) HandleDirectoryEvents();
+    if (next_register_ && Clock::now() >= *next_register_) TryRegister();
+  }
+}
+
+}  // namespace gpunode::plugin

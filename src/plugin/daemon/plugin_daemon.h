@@ -1,0 +1,75 @@
+// The device plugin's life on a node: serve one socket per resource, register each with the
+// kubelet, follow kubelet restarts and deleted sockets (inotify), reload on SIGHUP and stop
+// cleanly on SIGTERM, SIGINT or SIGQUIT.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nvml/library.h"
+#include "plugin/config/sources.h"
+#include "plugin/daemon/directory_watch.h"
+#include "plugin/daemon/signal_fd.h"
+#include "plugin/health/health_board.h"
+#include "plugin/health/health_monitor.h"
+#include "plugin/server/plugin_server.h"
+
+namespace gpunode::plugin {
+
+struct DaemonOptions {
+  std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
+  // The kubelet's Registration socket; empty: serve without registering (as NVIDIA's
+  // --kubelet-socket "").
+  std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
+  // Where the CDI spec goes when a CDI strategy is on.
+  std::string cdi_spec_dir = "/var/run/cdi";
+  std::string host_root = "/";
+  HealthOptions health;
+  std::chrono::milliseconds register_timeout{std::chrono::seconds(5)};
+};
+
+// Reads the configuration again: the flags and environment of the start, the file as it is now.
+using ConfigLoader = std::function<absl::StatusOr<ResolvedConfig>()>;
+
+class PluginDaemon {
+ public:
+  // `library` is null when NVML could not be loaded and failOnInitError is off: the daemon then
+  // offers nothing and waits for a signal, as NVIDIA's plugin does.
+  PluginDaemon(const nvml::Library* library, DaemonOptions options, ConfigLoader loader,
+               SignalFd signals);
+  ~PluginDaemon();
+
+  // Returns OK after a clean stop; an error when the first start fails (InvalidArgument for
+  // bad input).
+  absl::Status Run(const ResolvedConfig& config);
+
+ private:
+  struct Generation;
+
+  absl::StatusOr<std::unique_ptr<Generation>> StartGeneration(const ResolvedConfig& config);
+  void StopGeneration();
+  void RemoveStaleSockets();
+  void Reload();
+  void HandleDirectoryEvents();
+  void RestartServer(size_t i, const char* why);
+  void TryRegister();
+  int PollTimeoutMs() const;
+
+  const nvml::Library* library_;
+  DaemonOptions options_;
+  ConfigLoader loader_;
+  SignalFd signals_;
+  std::optional<DirectoryWatch> watch_;
+  std::unique_ptr<Generation> generation_;
+  ResolvedConfig running_config_;
+  std::optional<std::chrono::steady_clock::time_point> next_register_;
+  std::chrono::milliseconds backoff_{0};
+};
+
+}  // namespace gpunode::plugin

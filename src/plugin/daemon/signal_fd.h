@@ -1,0 +1,29 @@
+// SIGHUP, SIGTERM, SIGINT and SIGQUIT delivered through a file descriptor, so the daemon's one
+// control loop handles them with the directory events instead of in a signal handler.
+#pragma once
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+
+namespace gpunode::plugin {
+
+class SignalFd {
+ public:
+  // Blocks the signals in the calling thread (and every thread it starts later). Call it before
+  // any other thread exists.
+  static absl::StatusOr<SignalFd> Open();
+  SignalFd(SignalFd&& other) noexcept;
+  SignalFd& operator=(SignalFd&&) = delete;
+  ~SignalFd();
+
+  int fd() const { return fd_; }
+  // The next pending signal, if any (the fd is non-blocking).
+  std::optional<int> Read();
+
+ private:
+  explicit SignalFd(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace gpunode::plugin

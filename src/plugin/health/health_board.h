@@ -1,0 +1,51 @@
+// The health of every GPU and MIG device, shared by the health monitor (which writes it) and the
+// ListAndWatch streams (which wait for it to change).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+
+namespace gpunode::plugin {
+
+// A MIG device by its parent's position in Node::gpus and its GPU and compute instance ids.
+struct MigKey {
+  size_t gpu = 0;
+  unsigned gi = 0;
+  unsigned ci = 0;
+  auto operator<=>(const MigKey&) const = default;
+};
+
+class HealthBoard {
+ public:
+  // A device is healthy when its GPU is, and for a MIG device, when the MIG device is too.
+  bool Healthy(size_t gpu, const std::optional<MigKey>& mig) const;
+
+  // Each returns true (and wakes the waiters) when the state changed.
+  bool SetGpu(size_t gpu, bool healthy);
+  bool SetMig(const MigKey& mig, bool healthy);
+
+  uint64_t generation() const;
+
+  // Blocks until the generation differs from `seen`, Interrupt() is called, or `timeout` passes;
+  // returns the generation then.
+  uint64_t WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const;
+
+  // Wakes every waiter (a stream that is shutting down checks its own flag).
+  void Interrupt();
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::set<size_t> unhealthy_gpus_;
+  std::set<MigKey> unhealthy_migs_;
+  uint64_t generation_ = 1;
+  uint64_t interrupts_ = 0;
+};
+
+}  // namespace gpunode::plugin

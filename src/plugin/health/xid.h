@@ -1,0 +1,33 @@
+// Which NVIDIA XIDs make a GPU unhealthy, and what each one means (for the log line an operator
+// reads when a device changes health).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gpunode::plugin {
+
+// XIDs caused by the application running on the GPU, not by the GPU: NVIDIA's plugin ignores them
+// and so does gpunode (13, 31, 43, 45, 68, 109).
+const std::set<uint64_t>& ApplicationXids();
+
+// "GPU has fallen off the bus" for 79; "see NVIDIA's XID catalog" for XIDs not listed here.
+std::string XidMeaning(uint64_t xid);
+
+struct XidPolicy {
+  bool enabled = true;         // false: no health checks at all
+  std::set<uint64_t> ignored;  // XIDs that never mark a device unhealthy
+
+  bool Critical(uint64_t xid) const { return enabled && !ignored.contains(xid); }
+};
+
+// From NVIDIA's variables: DP_DISABLE_HEALTHCHECKS ("all" or "xids" turns health checks off; a
+// comma-separated list of XIDs is ignored in addition to the application XIDs) and
+// DP_ENABLE_HEALTHCHECKS (XIDs that count even if ignored; "all" counts every XID). Either may be
+// null. An entry that is neither a keyword nor a number is an error naming the variable.
+absl::StatusOr<XidPolicy> XidPolicyFromEnvironment(const char* disable, const char* enable);
+
+}  // namespace gpunode::plugin

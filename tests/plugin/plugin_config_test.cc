@@ -1,0 +1,261 @@
+// The NVIDIA-compatible config: every key of NVIDIA's v1 file is accepted, anything else is an
+// error naming the key, its line and where it belongs; precedence is flag > env > file > default.
+#include <map>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "plugin/config/config_file.h"
+#include "plugin/config/sources.h"
+#include "plugin/health/xid.h"
+
+namespace gpunode::plugin {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<ConfigFile> Parse(const std::string& text) {
+  return ParseConfigFile(text, "config.yaml");
+}
+
+TEST(ConfigFile, EmptyFileIsAllDefaults) {
+  absl::StatusOr<ConfigFile> file = Parse("");
+  ASSERT_TRUE(file.ok()) << file.status();
+  Config config = Merge({&file->flags}, file->time_slicing);
+  EXPECT_EQ(config.mig_strategy, MigStrategy::kNone);
+  EXPECT_TRUE(config.fail_on_init_error);
+  EXPECT_FALSE(config.pass_device_specs);
+  EXPECT_THAT(config.device_list_strategies, ElementsAre(DeviceListStrategy::kEnvvar));
+  EXPECT_EQ(config.device_id_strategy, DeviceIdStrategy::kUuid);
+  EXPECT_EQ(config.dev_root(), "/");
+}
+
+// The example of NVIDIA's README, with GFD's flags and every plugin flag.
+TEST(ConfigFile, NvidiaFileLoadsUnchanged) {
+  absl::StatusOr<ConfigFile> file = Parse(R"(version: v1
+flags:
+  migStrategy: "mixed"
+  failOnInitError: true
+  nvidiaDriverRoot: "/run/nvidia/driver"
+  plugin:
+    passDeviceSpecs: false
+    deviceListStrategy: ["envvar", "cdi-annotations"]
+    deviceIDStrategy: "index"
+    cdiAnnotationPrefix: "cdi.k8s.io/"
+    nvidiaCTKPath: "/usr/bin/nvidia-ctk"
+    containerDriverRoot: "/driver-root"
+  gfd:
+    oneshot: false
+    noTimestamp: false
+    outputFile: /etc/kubernetes/node-feature-discovery/features.d/gfd
+    sleepInterval: 60s
+sharing:
+  timeSlicing:
+    renameByDefault: false
+    failRequestsGreaterThanOne: false
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 10
+)");
+  ASSERT_TRUE(file.ok()) << file.status();
+  Config config = Merge({&file->flags}, file->time_slicing);
+  EXPECT_EQ(config.mig_strategy, MigStrategy::kMixed);
+  EXPECT_EQ(config.nvidia_driver_root, "/run/nvidia/driver");
+  EXPECT_EQ(config.dev_root(), "/run/nvidia/driver");
+  EXPECT_THAT(config.device_list_strategies,
+              ElementsAre(DeviceListStrategy::kEnvvar, DeviceListStrategy::kCdiAnnotations));
+  EXPECT_EQ(config.device_id_strategy, DeviceIdStrategy::kIndex);
+  ASSERT_EQ(config.time_slicing.resources.size(), 1u);
+  EXPECT_EQ(config.time_slicing.resources[0].name, "nvidia.com/gpu");
+  EXPECT_EQ(config.time_slicing.resources[0].replicas, 10);
+}
+
+TEST(ConfigFile, JsonWorksToo) {
+  absl::StatusOr<ConfigFile> file =
+      Parse(R"({"version": "v1", "flags": {"migStrategy": "single", "plugin": )"
+            R"({"deviceListStrategy": "volume-mounts"}}})");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->flags.mig_strategy, MigStrategy::kSingle);
+  EXPECT_THAT(*file->flags.device_list_strategies, ElementsAre(DeviceListStrategy::kVolumeMounts));
+}
+
+TEST(ConfigFile, ShortResourceNameGetsTheDomain) {
+  absl::StatusOr<ConfigFile> file =
+      Parse("sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->time_slicing.resources[0].name, "nvidia.com/gpu");
+}
+
+TEST(ConfigFile, KeyInTheWrongSectionNamesWhereItBelongs) {
+  absl::StatusOr<ConfigFile> file = Parse("version: v1\nflags:\n  renameByDefault: true\n");
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().message(),
+            "config.yaml:3: flags.renameByDefault: unknown key; renameByDefault belongs under "
+            "sharing.timeSlicing or sharing.mps");
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigFile, PluginFlagOneLevelTooHigh) {
+  absl::StatusOr<ConfigFile> file = Parse("flags:\n  passDeviceSpecs: true\n");
+  ASSERT_FALSE(file.ok());
+  EXPECT_THAT(file.status().message(),
+              HasSubstr("config.yaml:2: flags.passDeviceSpecs: unknown key; passDeviceSpecs "
+                        "belongs under flags.plugin"));
+}
+
+TEST(ConfigFile, MisspelledKeySuggestsTheRightOne) {
+  absl::StatusOr<ConfigFile> file = Parse("flags:\n  migstrategy: mixed\n");
+  ASSERT_FALSE(file.ok());
+  EXPECT_THAT(file.status().message(), HasSubstr("did you mean migStrategy?"));
+  file = Parse("sharing:\n  timeSlicing:\n    bogus: 1\n");
+  ASSERT_FALSE(file.ok());
+  EXPECT_THAT(file.status().message(),
+              HasSubstr("config.yaml:3: sharing.timeSlicing.bogus: unknown key; known keys under "
+                        "sharing.timeSlicing: renameByDefault, failRequestsGreaterThanOne, "
+                        "resources"));
+}
+
+TEST(ConfigFile, ClearErrorsForBadValues) {
+  struct Case {
+    std::string yaml;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"version: v2\n", "config.yaml:1: version: unknown version \"v2\"; use v1"},
+      {"flags:\n  migStrategy: both\n",
+       "config.yaml:2: flags.migStrategy: \"both\" is not a MIG strategy; use none, single, mixed"},
+      {"flags:\n  plugin:\n    deviceListStrategy: [envvar, magic]\n",
+       "\"magic\" is not a device list strategy; use envvar, volume-mounts, cdi-annotations, "
+       "cdi-cri"},
+      {"flags:\n  plugin:\n    deviceIDStrategy: serial\n", "is not a device ID strategy"},
+      {"flags:\n  failOnInitError: \"true\"\n",
+       "config.yaml:2: flags.failOnInitError: \"true\" is not a boolean; write true or false "
+       "without quotes"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 1}\n",
+       "sharing.timeSlicing.resources[0].replicas: number of replicas must be >= 2, got 1"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu}\n",
+       "sharing.timeSlicing.resources[0].replicas: required"},
+      {"sharing:\n  timeSlicing:\n    renameByDefault: true\n",
+       "sharing.timeSlicing.resources: no resources specified"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - {name: example.com/gpu, replicas: 2}\n",
+       "is not an nvidia.com resource"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n"
+       "    - {name: nvidia.com/gpu, replicas: 3}\n",
+       "nvidia.com/gpu is listed twice"},
+      {"sharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 2}\n",
+       "sharing.mps: MPS sharing is not supported"},
+      {"flags:\n  migStrategy: mixed\n  migStrategy: none\n",
+       "config.yaml:3: flags.migStrategy: duplicate key"},
+      {"flags: [1, 2]\n", "flags: must be a mapping"},
+      {"flags:\n  plugin: {deviceListStrategy: []}\n", "empty list"},
+      {"flags: {migStrategy: mixed\n", "config.yaml:"},
+      {"flags:\n  nvidiaDriverRoot: \"/run/\xff\"\n",
+       "flags.nvidiaDriverRoot: must be UTF-8 text without control characters"},
+      // A control character in a key is written escaped; the message stays one line.
+      {"fl\x01" "ags: {}\n", "config.yaml:1: fl\\x01ags: unknown key"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ConfigFile> file = Parse(c.yaml);
+    ASSERT_FALSE(file.ok()) << c.yaml;
+    EXPECT_THAT(std::string(file.status().message()), HasSubstr(c.message)) << c.yaml;
+    EXPECT_EQ(std::string(file.status().message()).find('\n'), std::string::npos);
+  }
+}
+
+TEST(ConfigFile, UnsupportedButValidSettingsWarn) {
+  absl::StatusOr<ConfigFile> file = Parse(
+      "flags:\n  gdsEnabled: true\nresources:\n  gpus:\n  - {pattern: '*', name: gpu}\n"
+      "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2, rename: x}\n");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->warnings.size(), 3u);
+}
+
+class FakeEnvironment {
+ public:
+  explicit FakeEnvironment(std::map<std::string, std::string> values)
+      : values_(std::move(values)) {}
+  Environment get() const {
+    return [this](const char* name) -> const char* {
+      auto it = values_.find(name);
+      return it == values_.end() ? nullptr : it->second.c_str();
+    };
+  }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+TEST(ConfigSources, FlagBeatsEnvironmentBeatsFileBeatsDefault) {
+  std::string path = ::testing::TempDir() + "/precedence.yaml";
+  {
+    FILE* f = fopen(path.c_str(), "w");
+    fputs(
+        "flags:\n  migStrategy: single\n  plugin:\n    deviceIDStrategy: index\n"
+        "    passDeviceSpecs: true\n",
+        f);
+    fclose(f);
+  }
+  FakeEnvironment env(
+      std::map<std::string, std::string>{{"CONFIG_FILE", path},
+                                         {"MIG_STRATEGY", "mixed"},
+                                         {"DEVICE_ID_STRATEGY", "uuid"},
+                                         {"DEVICE_LIST_STRATEGY", "envvar,volume-mounts"}});
+  ConfigLayer flags;
+  flags.mig_strategy = MigStrategy::kNone;
+  absl::StatusOr<ResolvedConfig> resolved = ResolveConfig(flags, std::nullopt, env.get());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->config_file, path);
+  EXPECT_EQ(resolved->config.mig_strategy, MigStrategy::kNone);             // flag
+  EXPECT_EQ(resolved->config.device_id_strategy, DeviceIdStrategy::kUuid);  // env over file
+  EXPECT_TRUE(resolved->config.pass_device_specs);                          // file
+  EXPECT_THAT(resolved->config.device_list_strategies,
+              ElementsAre(DeviceListStrategy::kEnvvar, DeviceListStrategy::kVolumeMounts));
+  EXPECT_TRUE(resolved->config.fail_on_init_error);  // default
+}
+
+TEST(ConfigSources, BadEnvironmentNamesTheVariable) {
+  FakeEnvironment env(std::map<std::string, std::string>{{"PASS_DEVICE_SPECS", "maybe"}});
+  absl::StatusOr<ResolvedConfig> resolved = ResolveConfig({}, std::nullopt, env.get());
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_EQ(resolved.status().message(),
+            "environment variable PASS_DEVICE_SPECS: \"maybe\" is not a boolean; use true or "
+            "false");
+}
+
+TEST(ConfigSources, MissingFileIsAnError) {
+  FakeEnvironment env(std::map<std::string, std::string>{});
+  absl::StatusOr<ResolvedConfig> resolved =
+      ResolveConfig({}, std::string("/nonexistent/config.yaml"), env.get());
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_THAT(resolved.status().message(), HasSubstr("/nonexistent/config.yaml"));
+  EXPECT_EQ(resolved.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(XidPolicy, ApplicationXidsAreIgnored) {
+  absl::StatusOr<XidPolicy> policy = XidPolicyFromEnvironment(nullptr, nullptr);
+  ASSERT_TRUE(policy.ok());
+  for (uint64_t xid : {13, 31, 43, 45, 68, 109}) EXPECT_FALSE(policy->Critical(xid)) << xid;
+  for (uint64_t xid : {48, 79, 94, 95, 119}) EXPECT_TRUE(policy->Critical(xid)) << xid;
+  EXPECT_EQ(XidMeaning(79), "GPU has fallen off the bus");
+}
+
+TEST(XidPolicy, DisableAndEnableAsNvidia) {
+  EXPECT_FALSE(XidPolicyFromEnvironment("all", nullptr)->enabled);
+  EXPECT_FALSE(XidPolicyFromEnvironment("xids", nullptr)->enabled);
+  EXPECT_FALSE(XidPolicyFromEnvironment("all", "all")->enabled);
+  XidPolicy extra = *XidPolicyFromEnvironment("48, 79", nullptr);
+  EXPECT_FALSE(extra.Critical(48));
+  EXPECT_FALSE(extra.Critical(79));
+  EXPECT_FALSE(extra.Critical(13));
+  EXPECT_TRUE(extra.Critical(94));
+  XidPolicy forced = *XidPolicyFromEnvironment(nullptr, "13");
+  EXPECT_TRUE(forced.Critical(13));
+  EXPECT_FALSE(forced.Critical(31));
+  EXPECT_TRUE(XidPolicyFromEnvironment(nullptr, "all")->Critical(31));
+  absl::StatusOr<XidPolicy> bad = XidPolicyFromEnvironment("abc", nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("DP_DISABLE_HEALTHCHECKS"));
+}
+
+}  // namespace
+}  // namespace gpunode::plugin

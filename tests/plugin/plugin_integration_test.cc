@@ -1,0 +1,545 @@
+// `gpunode device-plugin` as the kubelet meets it: the real binary on simulated nodes, against a
+// kubelet double that registers, streams and allocates as the kubelet does. Every wait is for an
+// event (a registration, a ListAndWatch update, an exit), never a fixed sleep.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kubelet_double.h"
+#include "nlohmann/json.hpp"
+#include "plugin_process.h"
+#include "process.h"
+
+namespace gpunode {
+namespace {
+
+using testing::DeviceState;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kWait{15000};  // generous for sanitizer builds; events end waits early
+
+std::string Fixture(const std::string& relative) {
+  return std::string(GPUNODE_FIXTURES_DIR) + "/plugin/" + relative;
+}
+
+json Inventory(const std::string& sim) {
+  testing::ProcessResult r =
+      testing::RunProcess({GPUNODE_BINARY, "--sim", sim, "inventory", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+std::vector<std::string> Uuids(const json& inventory) {
+  std::vector<std::string> uuids;
+  for (const json& gpu : inventory["gpus"]) uuids.push_back(gpu["uuid"]);
+  return uuids;
+}
+
+testing::DevicePredicate AllHealthy(size_t count) {
+  return [count](const std::vector<DeviceState>& devices) {
+    return devices.size() == count && std::all_of(devices.begin(), devices.end(),
+                                                  [](auto& d) { return d.health == "Healthy"; });
+  };
+}
+
+// Exactly the devices whose ID starts with one of `prefixes` are Unhealthy, and each prefix
+// names at least one device.
+testing::DevicePredicate OnlyUnhealthy(std::vector<std::string> prefixes) {
+  return [prefixes](const std::vector<DeviceState>& devices) {
+    std::set<std::string> seen;
+    for (const DeviceState& d : devices) {
+      bool listed = false;
+      for (const std::string& p : prefixes) {
+        if (d.id.rfind(p, 0) == 0) {
+          listed = true;
+          seen.insert(p);
+        }
+      }
+      if ((d.health == "Unhealthy") != listed) return false;
+    }
+    return seen.size() == prefixes.size();
+  };
+}
+
+using Clock = std::chrono::system_clock;
+
+// The time of the first log line containing `text`: "2026-01-02T03:04:05.678Z info ...".
+std::optional<Clock::time_point> LogTime(const std::string& log, const std::string& text) {
+  size_t pos = log.find(text);
+  if (pos == std::string::npos) return std::nullopt;
+  size_t start = log.rfind('\n', pos);
+  start = start == std::string::npos ? 0 : start + 1;
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(log.c_str() + start, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon,
+                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return Clock::from_time_t(timegm(&tm)) + milliseconds(ms);
+}
+
+class DevicePluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/gpunode-dp-XXXXXX";  // unix socket paths must stay short
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    kubelet_ = std::make_unique<testing::KubeletDouble>(dir_);
+    ASSERT_TRUE(kubelet_->Start());
+  }
+  void TearDown() override {
+    plugin_.reset();
+    kubelet_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  testing::PluginProcess& Start(const std::string& sim, const std::vector<std::string>& args,
+                                const std::vector<std::string>& env = {},
+                                const std::vector<std::string>& global = {}) {
+    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim", sim, "--log-level", "info"};
+    argv.insert(argv.end(), global.begin(), global.end());
+    argv.insert(argv.end(), {"device-plugin", "--kubelet-dir", dir_, "--cdi-spec-dir", dir_});
+    argv.insert(argv.end(), args.begin(), args.end());
+    plugin_ = std::make_unique<testing::PluginProcess>(argv, env, dir_ + "/plugin.log");
+    return *plugin_;
+  }
+
+  testing::RegisteredPlugin Registered(const std::string& resource, int count = 1) {
+    std::optional<testing::RegisteredPlugin> r =
+        kubelet_->WaitForRegistration(resource, count, kWait);
+    EXPECT_TRUE(r.has_value()) << resource << " did not register; log:\n" << plugin_->Log();
+    return r.value_or(testing::RegisteredPlugin{});
+  }
+
+  testing::DeviceUpdate Await(const std::string& resource, const testing::DevicePredicate& p,
+                              size_t from = 0, size_t* index = nullptr) {
+    auto update = kubelet_->WaitForDevices(resource, p, kWait, from);
+    EXPECT_TRUE(update.has_value()) << "no such ListAndWatch update for " << resource << "; log:\n"
+                                    << plugin_->Log();
+    if (!update) return {};
+    if (index != nullptr) *index = update->first;
+    return update->second;
+  }
+
+  std::string dir_;
+  std::unique_ptr<testing::KubeletDouble> kubelet_;
+  std::unique_ptr<testing::PluginProcess> plugin_;
+};
+
+TEST_F(DevicePluginTest, RegistersEightHealthyH100sWithTheirNumaNodes) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  Start("dgx-h100", {});
+  testing::RegisteredPlugin reg = Registered("nvidia.com/gpu");
+  EXPECT_EQ(reg.version, "v1beta1");
+  EXPECT_EQ(reg.endpoint, "nvidia-gpu.sock");
+  EXPECT_TRUE(reg.options.get_preferred_allocation_available());
+  EXPECT_FALSE(reg.options.pre_start_required());
+  testing::DeviceUpdate update = Await("nvidia.com/gpu", AllHealthy(8));
+  ASSERT_EQ(update.devices.size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(update.devices[i].id, uuids[i]);
+    EXPECT_THAT(update.devices[i].numa_nodes, ElementsAre(i < 4 ? 0 : 1));
+  }
+  EXPECT_TRUE(kubelet_->RefusedRegistrations().empty());
+}
+
+TEST_F(DevicePluginTest, AllocateOnePerContainerReturnsTheUuids) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  Start("dgx-h100", {});
+  Registered("nvidia.com/gpu");
+  std::vector<v1beta1::ContainerAllocateResponse> responses;
+  grpc::Status st =
+      kubelet_->Allocate("nvidia.com/gpu", {{uuids[2], uuids[5]}, {uuids[7]}}, &responses);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(responses.size(), 2u);
+  EXPECT_THAT(responses[0].envs(),
+              UnorderedElementsAre(Pair("NVIDIA_VISIBLE_DEVICES", uuids[2] + "," + uuids[5])));
+  EXPECT_THAT(responses[1].envs(), UnorderedElementsAre(Pair("NVIDIA_VISIBLE_DEVICES", uuids[7])));
+  EXPECT_EQ(responses[0].devices_size(), 0);  // passDeviceSpecs is off by default
+
+  // A bad ID is an error for that request; the plugin keeps serving.
+  st = kubelet_->Allocate("nvidia.com/gpu", {{"GPU-not-here"}}, &responses);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("unknown device: GPU-not-here"));
+  st = kubelet_->Allocate("nvidia.com/gpu", {{uuids[0]}}, &responses);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
+TEST_F(DevicePluginTest, IndexStrategyVolumeMountsAndDeviceSpecsFromEnvironment) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  Start(
+      "dgx-h100", {},
+      {"DEVICE_ID_STRATEGY=index", "DEVICE_LIST_STRATEGY=volume-mounts", "PASS_DEVICE_SPECS=true"},
+      {"--host-root", Fixture("host")});
+  Registered("nvidia.com/gpu");
+  std::vector<v1beta1::ContainerAllocateResponse> responses;
+  grpc::Status st = kubelet_->Allocate("nvidia.com/gpu", {{uuids[1], uuids[3]}}, &responses);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const v1beta1::ContainerAllocateResponse& r = responses[0];
+  EXPECT_THAT(r.envs(), UnorderedElementsAre(
+                            Pair("NVIDIA_VISIBLE_DEVICES", "/var/run/nvidia-container-devices")));
+  ASSERT_EQ(r.mounts_size(), 2);
+  EXPECT_EQ(r.mounts(0).container_path(), "/var/run/nvidia-container-devices/1");
+  EXPECT_EQ(r.mounts(1).container_path(), "/var/run/nvidia-container-devices/3");
+  std::vector<std::string> specs;
+  for (const v1beta1::DeviceSpec& spec : r.devices()) specs.push_back(spec.container_path());
+  // nvidia-modeset is not in the fixture host: only present control devices are passed.
+  EXPECT_THAT(specs, ElementsAre("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                                 "/dev/nvidia1", "/dev/nvidia3"));
+}
+
+TEST_F(DevicePluginTest, CdiStrategiesAndTheSpecFile) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  Start("dgx-h100", {"--device-list-strategy", "cdi-annotations,cdi-cri"});
+  Registered("nvidia.com/gpu");
+  std::vector<v1beta1::ContainerAllocateResponse> responses;
+  ASSERT_TRUE(kubelet_->Allocate("nvidia.com/gpu", {{uuids[4]}}, &responses).ok());
+  ASSERT_EQ(responses[0].cdi_devices_size(), 1);
+  EXPECT_EQ(responses[0].cdi_devices(0).name(), "k8s.device-plugin.nvidia.com/gpu=" + uuids[4]);
+  ASSERT_EQ(responses[0].annotations_size(), 1);
+  EXPECT_THAT(responses[0].annotations().begin()->first,
+              StartsWith("cdi.k8s.io/nvidia-device-plugin_"));
+  std::ifstream in(dir_ + "/k8s.device-plugin.nvidia.com-gpu.json");
+  ASSERT_TRUE(in.good());
+  json spec = json::parse(in);
+  EXPECT_EQ(spec["kind"], "k8s.device-plugin.nvidia.com/gpu");
+  std::set<std::string> names;
+  for (const json& d : spec["devices"]) names.insert(d["name"]);
+  EXPECT_TRUE(names.contains(uuids[4]) && names.contains("4") && names.contains("all"));
+}
+
+TEST_F(DevicePluginTest, CdiGenerateWritesASpecForTheNode) {
+  testing::ProcessResult r = testing::RunProcess(
+      {GPUNODE_BINARY, "--sim", "a100-mig", "--host-root", Fixture("host"), "cdi", "generate"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json spec = json::parse(r.out);
+  EXPECT_EQ(spec["cdiVersion"], "0.5.0");
+  EXPECT_EQ(spec["kind"], "k8s.device-plugin.nvidia.com/gpu");
+  EXPECT_EQ(spec["containerEdits"]["env"], json::array({"NVIDIA_VISIBLE_DEVICES=void"}));
+  EXPECT_EQ(spec["containerEdits"]["deviceNodes"].size(), 3u);  // the fixture's control devices
+  std::map<std::string, json> devices;
+  for (const json& d : spec["devices"]) devices[d["name"]] = d;
+  // 8 GPUs by index and UUID, 18 MIG devices by "<gpu>:<slot>" and UUID, and "all".
+  EXPECT_EQ(devices.size(), 8u * 2 + 18u * 2 + 1);
+  EXPECT_EQ(devices["0"]["containerEdits"]["deviceNodes"][0]["path"], "/dev/nvidia0");
+  EXPECT_EQ(devices["0:0"]["containerEdits"]["deviceNodes"].size(), 3u);  // GPU + gi + ci caps
+}
+
+TEST_F(DevicePluginTest, TimeSlicingGivesFourReplicasPerGpu) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  Start("dgx-h100", {"--config-file", Fixture("time-slicing-4.yaml")});
+  Registered("nvidia.com/gpu");
+  testing::DeviceUpdate update = Await("nvidia.com/gpu", AllHealthy(32));
+  for (size_t i = 0; i < 32; ++i)
+    EXPECT_EQ(update.devices[i].id, uuids[i / 4] + "::" + std::to_string(i % 4));
+  std::vector<v1beta1::ContainerAllocateResponse> responses;
+  ASSERT_TRUE(
+      kubelet_->Allocate("nvidia.com/gpu", {{uuids[2] + "::1", uuids[2] + "::3"}}, &responses)
+          .ok());
+  EXPECT_THAT(responses[0].envs(), UnorderedElementsAre(Pair("NVIDIA_VISIBLE_DEVICES", uuids[2])));
+  // Distributed (the default): two replicas come from two GPUs.
+  std::vector<std::string> all;
+  for (const DeviceState& d : update.devices) all.push_back(d.id);
+  std::vector<std::string> ids;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation("nvidia.com/gpu", all, {}, 2, &ids).ok());
+  EXPECT_THAT(ids, ElementsAre(uuids[0] + "::0", uuids[1] + "::0"));
+}
+
+TEST_F(DevicePluginTest, RenamedStrictTimeSlicing) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  Start("dgx-h100", {"--config-file", Fixture("time-slicing-strict.yaml")});
+  testing::RegisteredPlugin reg = Registered("nvidia.com/gpu.shared");
+  EXPECT_EQ(reg.endpoint, "nvidia-gpu.shared.sock");
+  Await("nvidia.com/gpu.shared", AllHealthy(16));
+  std::vector<v1beta1::ContainerAllocateResponse> responses;
+  grpc::Status st = kubelet_->Allocate("nvidia.com/gpu.shared",
+                                       {{uuids[0] + "::0", uuids[1] + "::0"}}, &responses);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(),
+            "invalid allocation request for \"nvidia.com/gpu.shared\": invalid request: maximum "
+            "request size for shared resources is 1; found 2");
+}
+
+TEST_F(DevicePluginTest, MigMixedOnA100) {
+  Start("a100-mig", {"--mig-strategy", "mixed", "--pass-device-specs"}, {},
+        {"--host-root", Fixture("host")});
+  const std::map<std::string, size_t> expected = {
+      {"nvidia.com/gpu", 2},         {"nvidia.com/mig-1g.10gb", 9},
+      {"nvidia.com/mig-2g.20gb", 2}, {"nvidia.com/mig-3g.40gb", 3},
+      {"nvidia.com/mig-4g.40gb", 1}, {"nvidia.com/mig-1c.3g.40gb", 2},
+      {"nvidia.com/mig-7g.80gb", 1}};
+  for (const auto& [resource, count] : expected) {
+    testing::RegisteredPlugin reg = Registered(resource);
+    EXPECT_EQ(reg.endpoint, "nvidia-" + resource.substr(11) + ".sock");
+    testing::DeviceUpdate update = Await(resource, AllHealthy(count));
+    if (resource != "nvidia.com/gpu") {
+      for (const DeviceState& d : update.devices) EXPECT_THAT(d.id, StartsWith("MIG-"));
+    }
+  }
+  testing::DeviceUpdate mig = Await("nvidia.com/mig-7g.80gb", AllHealthy(1));
+  std::vector<v1beta1::ContainerAllocateResponse> responses;
+  grpc::Status st = kubelet_->Allocate("nvidia.com/mig-7g.80gb", {{mig.devices[0].id}}, &responses);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_THAT(responses[0].envs(),
+              UnorderedElementsAre(Pair("NVIDIA_VISIBLE_DEVICES", mig.devices[0].id)));
+  std::vector<std::string> specs;
+  for (const v1beta1::DeviceSpec& spec : responses[0].devices()) specs.push_back(spec.host_path());
+  ASSERT_EQ(specs.size(), 6u);  // 3 control devices, /dev/nvidia7, GI and CI capabilities
+  EXPECT_EQ(specs[3], "/dev/nvidia7");
+  EXPECT_THAT(specs[4], StartsWith("/dev/nvidia-caps/nvidia-cap"));
+}
+
+TEST_F(DevicePluginTest, MigSingleRefusesAMixedLayout) {
+  testing::ProcessResult r =
+      testing::RunProcess({GPUNODE_BINARY, "--sim", "a100-mig", "device-plugin", "--kubelet-dir",
+                           dir_, "--mig-strategy", "single"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("migStrategy single: all devices on the node must be configured "
+                               "with the same migEnabled value"));
+}
+
+// The kubelet's allocator scores as NVIDIA's: 100 per NVLink plus the PCIe path, whose level for
+// an NVLink pair is NODE within a socket and SYS across (what the simulator reports).
+long PairScore(const json& inventory, size_t a, size_t b) {
+  std::string label = inventory["topology"][a][b];
+  if (label.rfind("NV", 0) == 0) {
+    bool same_numa = inventory["gpus"][a]["numa_node"] == inventory["gpus"][b]["numa_node"];
+    return std::stol(label.substr(2)) * 100 + (same_numa ? 20 : 10);
+  }
+  const std::map<std::string, long> pcie = {
+      {"PIX", 50}, {"PXB", 40}, {"PHB", 30}, {"NODE", 20}, {"SYS", 10}};
+  return pcie.at(label);
+}
+
+long SetScore(const json& inventory, const std::vector<size_t>& set) {
+  long total = 0;
+  for (size_t i = 0; i < set.size(); ++i)
+    for (size_t j = i + 1; j < set.size(); ++j) total += PairScore(inventory, set[i], set[j]);
+  return total;
+}
+
+// Brute force over every subset of `available` with `size` members that holds `required`.
+long BestScore(const json& inventory, const std::vector<size_t>& available,
+               const std::vector<size_t>& required, size_t size) {
+  long best = -1;
+  for (uint32_t mask = 0; mask < (1u << available.size()); ++mask) {
+    if (static_cast<size_t>(__builtin_popcount(mask)) != size) continue;
+    std::vector<size_t> set;
+    for (size_t i = 0; i < available.size(); ++i)
+      if (mask & (1u << i)) set.push_back(available[i]);
+    if (!std::all_of(required.begin(), required.end(),
+                     [&](size_t r) { return std::find(set.begin(), set.end(), r) != set.end(); }))
+      continue;
+    best = std::max(best, SetScore(inventory, set));
+  }
+  return best;
+}
+
+TEST_F(DevicePluginTest, PreferredAllocationIsOptimalOnDgx1ForEverySize) {
+  json inventory = Inventory("dgx1-v100");
+  std::vector<std::string> uuids = Uuids(inventory);
+  Start("dgx1-v100", {});
+  Registered("nvidia.com/gpu");
+  auto positions = [&](const std::vector<std::string>& ids) {
+    std::vector<size_t> out;
+    for (const std::string& id : ids)
+      out.push_back(std::find(uuids.begin(), uuids.end(), id) - uuids.begin());
+    return out;
+  };
+  struct Case {
+    std::vector<size_t> available, required;
+  };
+  const std::vector<Case> cases = {{{0, 1, 2, 3, 4, 5, 6, 7}, {}},
+                                   {{0, 1, 2, 3, 4, 5, 6, 7}, {5}},
+                                   {{1, 2, 4, 5, 6, 7}, {}},
+                                   {{0, 2, 3, 4, 6, 7}, {6}}};
+  for (const Case& c : cases) {
+    std::vector<std::string> available, required;
+    for (size_t i : c.available) available.push_back(uuids[i]);
+    for (size_t i : c.required) required.push_back(uuids[i]);
+    for (size_t size = std::max<size_t>(1, c.required.size()); size <= c.available.size(); ++size) {
+      std::vector<std::string> ids;
+      grpc::Status st = kubelet_->GetPreferredAllocation("nvidia.com/gpu", available, required,
+                                                         static_cast<int>(size), &ids);
+      ASSERT_TRUE(st.ok()) << st.error_message();
+      std::vector<size_t> got = positions(ids);
+      ASSERT_EQ(got.size(), size);
+      std::set<size_t> unique(got.begin(), got.end());
+      EXPECT_EQ(unique.size(), size);
+      for (size_t g : got)
+        EXPECT_NE(std::find(c.available.begin(), c.available.end(), g), c.available.end());
+      for (size_t r : c.required) EXPECT_TRUE(unique.contains(r));
+      EXPECT_EQ(SetScore(inventory, got), BestScore(inventory, c.available, c.required, size))
+          << "size " << size << " required " << c.required.size();
+    }
+  }
+}
+
+TEST_F(DevicePluginTest, CriticalXidMakesTheGpuUnhealthyThenItRecovers) {
+  // The profile's name seeds its UUIDs: ask the same profile.
+  std::vector<std::string> uuids = Uuids(Inventory(Fixture("dgx-h100-xids.yaml")));
+  Start(Fixture("dgx-h100-xids.yaml"), {"--health-recovery-period", "1s"});
+  Registered("nvidia.com/gpu");
+  size_t at = 0;
+  testing::DeviceUpdate down = Await("nvidia.com/gpu", OnlyUnhealthy({uuids[3]}), 0, &at);
+  // The simulator sends the XID 1.7 s after nvmlInit, which the plugin logs (UTC, milliseconds).
+  std::optional<Clock::time_point> init = LogTime(plugin_->Log(), "NVML initialized");
+  ASSERT_TRUE(init.has_value()) << plugin_->Log();
+  auto update_wall = Clock::now() - (std::chrono::steady_clock::now() - down.at);
+  auto latency =
+      std::chrono::duration_cast<milliseconds>(update_wall - (*init + milliseconds(1700)));
+  RecordProperty("xid_to_unhealthy_ms", static_cast<int>(latency.count()));
+  // 2 ms for the log's millisecond truncation.
+  EXPECT_LE(latency.count(), 100 + 2) << "ListAndWatch carried the XID late";
+  EXPECT_GE(latency.count(), -2);
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[3], uuids[6]}), at + 1, &at);
+  Await("nvidia.com/gpu", AllHealthy(8), at + 1);
+  // XID 13 on GPU 1 is the application's fault: GPU 1 was never Unhealthy.
+  auto gpu1_down = kubelet_->WaitForDevices(
+      "nvidia.com/gpu",
+      [&](const std::vector<DeviceState>& devices) { return devices[1].health != "Healthy"; },
+      milliseconds(0));
+  EXPECT_FALSE(gpu1_down.has_value());
+  std::string log = plugin_->Log();
+  EXPECT_THAT(log, HasSubstr("XID 79 (GPU has fallen off the bus)"));
+  EXPECT_THAT(log, HasSubstr("XID 13 (graphics engine exception (usually the application))"));
+  EXPECT_THAT(log, HasSubstr("is Healthy again"));
+}
+
+TEST_F(DevicePluginTest, DisabledXidsAreIgnored) {
+  std::vector<std::string> uuids = Uuids(Inventory(Fixture("dgx-h100-xids.yaml")));
+  Start(Fixture("dgx-h100-xids.yaml"), {"--health-recovery-period", "0"},
+        {"DP_DISABLE_HEALTHCHECKS=79"});
+  Registered("nvidia.com/gpu");
+  // XID 48 on GPU 6 comes after XID 79 on GPU 3: when it shows, the 79 has been seen and ignored.
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[6]}));
+  auto gpu3_down = kubelet_->WaitForDevices(
+      "nvidia.com/gpu",
+      [&](const std::vector<DeviceState>& devices) { return devices[3].health != "Healthy"; },
+      milliseconds(0));
+  EXPECT_FALSE(gpu3_down.has_value());
+}
+
+TEST_F(DevicePluginTest, LostGpuLeavesTheOtherSevenHealthy) {
+  std::vector<std::string> uuids = Uuids(Inventory(Fixture("dgx-h100-lost.yaml")));
+  Start(Fixture("dgx-h100-lost.yaml"), {"--health-recovery-period", "500ms"});
+  Registered("nvidia.com/gpu");
+  size_t at = 0;
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[5]}), 0, &at);
+  // It answers again at 2.5 s; 500 ms later it is back.
+  testing::DeviceUpdate up = Await("nvidia.com/gpu", AllHealthy(8), at + 1);
+  EXPECT_GE(std::chrono::duration_cast<milliseconds>(up.at - plugin_->started()).count(), 3000);
+  // Meanwhile Allocate refuses the lost GPU and serves the others.
+  EXPECT_THAT(plugin_->Log(), HasSubstr("the GPU is lost"));
+}
+
+TEST_F(DevicePluginTest, KubeletRestartIsFollowedByRegistrationWithinOneSecond) {
+  Start("dgx-h100", {});
+  Registered("nvidia.com/gpu");
+  auto restarted = std::chrono::steady_clock::now();
+  ASSERT_TRUE(kubelet_->Restart());
+  testing::RegisteredPlugin again = Registered("nvidia.com/gpu", 2);
+  auto reregistered = std::chrono::duration_cast<milliseconds>(again.at - restarted).count();
+  RecordProperty("kubelet_restart_to_registered_ms", static_cast<int>(reregistered));
+  EXPECT_LT(reregistered, 1000);
+  EXPECT_EQ(again.endpoint, "nvidia-gpu.sock");
+  size_t at = 0;
+  Await("nvidia.com/gpu", AllHealthy(8), 0, &at);
+
+  // One registration per kubelet start, however the plugin's reads split the directory events.
+  EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 2);
+
+  // Our own socket deleted: served again and registered again.
+  int before = kubelet_->RegistrationCount("nvidia.com/gpu");
+  auto deleted = std::chrono::steady_clock::now();
+  ASSERT_EQ(unlink((dir_ + "/nvidia-gpu.sock").c_str()), 0);
+  testing::RegisteredPlugin third = Registered("nvidia.com/gpu", before + 1);
+  EXPECT_LT(std::chrono::duration_cast<milliseconds>(third.at - deleted).count(), 1000);
+  struct stat st {};
+  EXPECT_EQ(lstat((dir_ + "/nvidia-gpu.sock").c_str(), &st), 0);
+}
+
+TEST_F(DevicePluginTest, StaleSocketsAreRemovedAndSigtermStopsCleanly) {
+  // A socket file left by a plugin that died.
+  std::string stale = dir_ + "/nvidia-mig-1g.10gb.sock";
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", stale.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  close(fd);
+  Start("dgx-h100", {});
+  Registered("nvidia.com/gpu");
+  EXPECT_FALSE(fs::exists(stale));
+  plugin_->Signal(SIGTERM);
+  EXPECT_EQ(plugin_->Wait(kWait), 0) << plugin_->Log();
+  EXPECT_FALSE(fs::exists(dir_ + "/nvidia-gpu.sock"));
+}
+
+TEST_F(DevicePluginTest, SighupReloadsTheConfigAndRegistersAgain) {
+  std::string config = dir_ + "/config.yaml";
+  fs::copy_file(Fixture("time-slicing-4.yaml"), config);
+  Start("h200-1", {"--config-file", config});
+  Registered("nvidia.com/gpu");
+  Await("nvidia.com/gpu", AllHealthy(4));
+
+  // A broken file is refused and the running configuration stays.
+  std::ofstream(config) << "flags:\n  renameByDefault: true\n";
+  plugin_->Signal(SIGHUP);
+  EXPECT_TRUE(plugin_->WaitForLog("SIGHUP: not reloaded", kWait)) << plugin_->Log();
+  // Then a good one is taken.
+  std::ofstream(config) << "sharing:\n  timeSlicing:\n    resources:\n"
+                           "    - {name: nvidia.com/gpu, replicas: 2}\n";
+  plugin_->Signal(SIGHUP);
+  Registered("nvidia.com/gpu", 2);
+  Await("nvidia.com/gpu", AllHealthy(2));
+  EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 2);
+}
+
+TEST_F(DevicePluginTest, BadConfigIsRefusedWithOneLine) {
+  testing::ProcessResult r =
+      testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir",
+                           dir_, "--config-file", Fixture("rename-under-flags.yaml")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpunode: " + Fixture("rename-under-flags.yaml") +
+                       ":5: flags.renameByDefault: unknown key; renameByDefault belongs under "
+                       "sharing.timeSlicing or sharing.mps\n");
+  EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 0);
+
+  r = testing::RunProcess(
+      {GPUNODE_BINARY, "device-plugin", "--check-config", Fixture("rename-under-flags.yaml")});
+  EXPECT_EQ(r.exit_code, 2);
+  r = testing::RunProcess(
+      {GPUNODE_BINARY, "device-plugin", "--check-config", Fixture("time-slicing-4.yaml")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("valid"));
+  r = testing::RunProcess(
+      {GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir_},
+      {"MIG_STRATEGY=sometimes"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("environment variable MIG_STRATEGY: \"sometimes\""));
+}
+
+}  // namespace
+}  // namespace gpunode
