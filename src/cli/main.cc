@@ -41,6 +41,8 @@ int Main(int argc, char** argv) {
   AddInventoryCommand(app, global, run);
   AddDevicePluginCommand(app, global, run);
   AddCdiCommand(app, global, run);
+  AddExporterCommand(app, global, run);
+  AddLabelsCommand(app, global, run);
   AddClusterCommand(app, global, run);
   AddWebhookCommand(app, global, run);
   AddRuntimeCommand(app, global, run);

@@ -1,0 +1,106 @@
+// What the exporter spends per sample and per scrape at 8 and 64 simulated GPUs: rendering the
+// exposition, a whole sample (NVML reads + render), and serving /metrics over HTTP on loopback
+// with a kept connection (median and 99th percentile per request).
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "gpunode_sim.h"
+#include "host/host_root.h"
+#include "httplib.h"
+#include "metrics/gpu_reader.h"
+#include "metrics/metrics_server.h"
+#include "metrics/render.h"
+#include "metrics/sampler.h"
+#include "nvml/library.h"
+
+namespace gpunode::metrics {
+namespace {
+
+std::string SpecFor(int gpus) {
+  return gpus == 64 ? std::string(GPUNODE_FIXTURES_DIR) + "/metrics/sim-64.yaml" : "dgx-h100";
+}
+
+// The simulator is one per process: configure it, then load it as NVML.
+std::unique_ptr<nvml::Library> OpenSimulator(const std::string& spec) {
+  void* handle = dlopen(GPUNODE_SIM_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return nullptr;
+  auto configure =
+      reinterpret_cast<decltype(&gpunodeSimConfigure)>(dlsym(handle, "gpunodeSimConfigure"));
+  char error[1024] = {};
+  if (configure == nullptr || configure(spec.c_str(), "", error, sizeof error) != 0) {
+    dlclose(handle);
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library =
+      nvml::Library::Open({.library_path = GPUNODE_SIM_LIBRARY});
+  dlclose(handle);
+  return library.ok() ? std::move(*library) : nullptr;
+}
+
+void BM_Render(benchmark::State& state) {
+  std::unique_ptr<nvml::Library> library = OpenSimulator(SpecFor(static_cast<int>(state.range(0))));
+  if (library == nullptr) return state.SkipWithError("cannot load the simulator");
+  GpuReader reader(*library);
+  uint64_t errors = 0;
+  NodeReading node;
+  node.hostname = "bench-node";
+  node.driver_version = "550.90.07";
+  node.gpus = reader.Read(&errors);
+  std::string out;
+  for (auto _ : state) {
+    RenderExposition(node, &out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["bytes"] = static_cast<double>(out.size());
+}
+BENCHMARK(BM_Render)->Arg(8)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+void BM_Sample(benchmark::State& state) {
+  std::unique_ptr<nvml::Library> library = OpenSimulator(SpecFor(static_cast<int>(state.range(0))));
+  if (library == nullptr) return state.SkipWithError("cannot load the simulator");
+  host::HostRoot host("/");
+  Sampler sampler(*library, host, nullptr, nullptr, {.hostname = "bench-node"});
+  for (auto _ : state) sampler.SampleNow();
+}
+BENCHMARK(BM_Sample)->Arg(8)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+void BM_Scrape(benchmark::State& state) {
+  std::unique_ptr<nvml::Library> library = OpenSimulator(SpecFor(static_cast<int>(state.range(0))));
+  if (library == nullptr) return state.SkipWithError("cannot load the simulator");
+  host::HostRoot host("/");
+  Sampler sampler(*library, host, nullptr, nullptr, {.hostname = "bench-node"});
+  sampler.SampleNow();
+  MetricsServer server(sampler);
+  if (!server.Start({"127.0.0.1", 0}).ok()) return state.SkipWithError("cannot listen");
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_keep_alive(true);
+  std::vector<double> micros;
+  micros.reserve(1 << 16);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    httplib::Result res = client.Get("/metrics");
+    auto end = std::chrono::steady_clock::now();
+    if (!res || res->status != 200) return state.SkipWithError("scrape failed");
+    bytes = res->body.size();
+    micros.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+  }
+  std::sort(micros.begin(), micros.end());
+  auto at = [&](double q) { return micros[static_cast<size_t>(q * (micros.size() - 1))]; };
+  state.counters["p50_us"] = at(0.50);
+  state.counters["p99_us"] = at(0.99);
+  state.counters["bytes"] = static_cast<double>(bytes);
+  server.Stop();
+}
+BENCHMARK(BM_Scrape)->Arg(8)->Arg(64)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+
+}  // namespace
+}  // namespace gpunode::metrics
+
+BENCHMARK_MAIN();

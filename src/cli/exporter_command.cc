@@ -1,0 +1,136 @@
+// `gpunode exporter`: dcgm-exporter-compatible GPU metrics with pod attribution and zombie GPU
+// processes, served over plain HTTP or printed once.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "cli/command.h"
+#include "cli/nvml_session.h"
+#include "host/host_root.h"
+#include "metrics/attribution_watcher.h"
+#include "metrics/listen_address.h"
+#include "metrics/metrics_server.h"
+#include "metrics/sampler.h"
+#include "metrics/xid_watcher.h"
+
+namespace gpunode::cli {
+namespace {
+
+struct ExporterOptions {
+  std::string listen = ":9400";
+  std::string interval = "1s";
+  bool once = false;
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::string hostname;
+};
+
+absl::StatusOr<absl::Duration> ParseInterval(const std::string& text) {
+  absl::Duration interval;
+  if (!absl::ParseDuration(text, &interval)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--interval \"", text, "\": not a duration; give e.g. 1s, 500ms or 15s"));
+  }
+  if (interval < absl::Milliseconds(100) || interval > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--interval ", text, ": out of range; give a duration from 100ms to 1h"));
+  }
+  return interval;
+}
+
+// dcgm-exporter's rule: NODE_NAME (set from spec.nodeName), else the host name.
+std::string DefaultHostname() {
+  if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') return node;
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
+  absl::StatusOr<absl::Duration> interval = ParseInterval(options.interval);
+  if (!interval.ok()) return ReportError(interval.status());
+  absl::StatusOr<metrics::ListenAddress> address = metrics::ParseListenAddress(options.listen);
+  if (!address.ok()) return ReportError(address.status());
+
+  // Every thread started from here on (gRPC's included) inherits the blocked signals, so the
+  // main thread alone takes SIGTERM and shuts down in order.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
+  if (!library.ok()) return ReportError(library.status());
+  host::HostRoot host(global.host_root);
+
+  std::unique_ptr<metrics::AttributionWatcher> pods;
+  if (!options.pod_resources_socket.empty()) {
+    metrics::AttributionOptions pod_options;
+    pod_options.socket = options.pod_resources_socket;
+    pod_options.refresh = *interval;
+    pod_options.stale_after = std::max(3 * *interval, absl::Seconds(10));
+    pods = std::make_unique<metrics::AttributionWatcher>(host, pod_options);
+    pods->Refresh().IgnoreError();
+  }
+  metrics::XidWatcher xids(**library);
+  xids.Register();
+
+  metrics::SamplerOptions sampler_options;
+  sampler_options.hostname = options.hostname.empty() ? DefaultHostname() : options.hostname;
+  sampler_options.interval = *interval;
+  metrics::Sampler sampler(**library, host, &xids, pods.get(), sampler_options);
+
+  if (options.once) {
+    xids.Poll();
+    sampler.SampleNow();
+    std::cout << *sampler.Latest() << std::flush;
+    return kExitOk;
+  }
+
+  sampler.SampleNow();
+  metrics::MetricsServer server(sampler);
+  if (absl::Status st = server.Start(*address); !st.ok()) return ReportError(st);
+  xids.Start();
+  if (pods != nullptr) pods->Start();
+  sampler.Start();
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  server.Stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddExporterCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
+  auto options = std::make_shared<ExporterOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "exporter",
+      "serve GPU metrics (dcgm-exporter names and labels) with pod attribution and zombie GPU "
+      "processes on /metrics");
+  cmd->add_option("--listen", options->listen, "[HOST]:PORT to serve /metrics and /healthz on")
+      ->capture_default_str();
+  cmd->add_option("--interval", options->interval,
+                  "how often to sample NVML and the kubelet (100ms to 1h)")
+      ->capture_default_str();
+  cmd->add_flag("--once", options->once,
+                "print one scrape to stdout and exit (for node_exporter's textfile collector)");
+  cmd->add_option("--pod-resources-socket", options->pod_resources_socket,
+                  "the kubelet's PodResources socket, under --host-root; \"\" turns pod "
+                  "attribution and zombie detection off")
+      ->capture_default_str();
+  cmd->add_option("--hostname", options->hostname,
+                  "value of the Hostname label (default: $NODE_NAME, else the host name)");
+  cmd->callback([&global, &run, options] {
+    run = [&global, options] { return RunExporter(global, *options); };
+  });
+}
+
+}  // namespace gpunode::cli

@@ -1,0 +1,211 @@
+// `gpunode labels`: GPU feature discovery's node labels (and, opt-in, the operators' stable
+// scheme) written to NFD's local features file.
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "cli/command.h"
+#include "cli/nvml_session.h"
+#include "core/log.h"
+#include "host/host_root.h"
+#include "labels/gfd_labels.h"
+#include "labels/label_file.h"
+#include "labels/node_facts.h"
+#include "labels/plugin_config.h"
+#include "labels/stable_labels.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::cli {
+namespace {
+
+struct LabelsOptions {
+  std::string output = "/etc/kubernetes/node-feature-discovery/features.d/gfd";
+  bool oneshot = false;
+  std::string interval = "60s";
+  std::string config_file;
+  std::string mig_strategy;
+  std::string machine_type_file = "/sys/class/dmi/id/product_name";
+  bool no_timestamp = false;
+  bool stable_labels = false;
+  std::string stable_label_prefix;
+};
+
+// The first variable that is set, as GFD reads its settings: flag, then environment.
+const char* FirstEnv(std::initializer_list<const char*> names, std::string* which) {
+  for (const char* name : names) {
+    if (const char* value = std::getenv(name)) {
+      *which = name;
+      return value;
+    }
+  }
+  return nullptr;
+}
+
+bool EnvTrue(const char* value) {
+  std::string text = value == nullptr ? "" : value;
+  return text == "true" || text == "1" || text == "True" || text == "TRUE";
+}
+
+struct Settings {
+  labels::GfdOptions gfd;
+  absl::Duration interval;
+};
+
+absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI::App& cmd) {
+  Settings settings;
+  std::string which;
+
+  std::string config_file = options.config_file;
+  if (cmd.count("--config-file") == 0) {
+    if (const char* env = FirstEnv({"CONFIG_FILE", "GFD_CONFIG_FILE"}, &which)) config_file = env;
+  }
+  labels::PluginConfig config;
+  if (!config_file.empty()) {
+    absl::StatusOr<labels::PluginConfig> read = labels::ReadPluginConfig(config_file);
+    if (!read.ok()) return read.status();
+    config = std::move(*read);
+  }
+  settings.gfd.sharing = config.sharing;
+
+  settings.gfd.mig_strategy = config.mig_strategy.value_or(labels::MigStrategy::kNone);
+  std::string strategy_text = options.mig_strategy, strategy_source = "--mig-strategy";
+  if (cmd.count("--mig-strategy") == 0) {
+    if (const char* env = FirstEnv({"MIG_STRATEGY", "GFD_MIG_STRATEGY"}, &which)) {
+      strategy_text = env;
+      strategy_source = which;
+    }
+  }
+  if (!strategy_text.empty()) {
+    absl::StatusOr<labels::MigStrategy> strategy =
+        labels::ParseMigStrategy(strategy_text, strategy_source);
+    if (!strategy.ok()) return strategy.status();
+    settings.gfd.mig_strategy = *strategy;
+  }
+
+  std::string interval_text = options.interval, interval_source = "--interval";
+  if (cmd.count("--interval") == 0) {
+    if (const char* env = FirstEnv({"GFD_SLEEP_INTERVAL"}, &which)) {
+      interval_text = env;
+      interval_source = which;
+    }
+  }
+  if (!absl::ParseDuration(interval_text, &settings.interval) ||
+      settings.interval < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(interval_source, " \"", interval_text,
+                                                   "\": not a duration of 1s or more; give e.g. "
+                                                   "60s or 5m"));
+  }
+  return settings;
+}
+
+int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI::App& cmd) {
+  LabelsOptions options = given;
+  std::string which;
+  if (cmd.count("--output") == 0) {
+    if (const char* env = FirstEnv({"GFD_OUTPUT_FILE"}, &which)) options.output = env;
+  }
+  if (cmd.count("--oneshot") == 0) options.oneshot = EnvTrue(std::getenv("GFD_ONESHOT"));
+  if (cmd.count("--no-timestamp") == 0)
+    options.no_timestamp = EnvTrue(std::getenv("GFD_NO_TIMESTAMP"));
+  if (cmd.count("--machine-type-file") == 0) {
+    if (const char* env = FirstEnv({"GFD_MACHINE_TYPE_FILE"}, &which))
+      options.machine_type_file = env;
+  }
+  if (options.oneshot && cmd.count("--interval") > 0) {
+    return ReportError(absl::InvalidArgumentError(
+        "--oneshot and --interval exclude each other; give one of them"));
+  }
+  absl::StatusOr<Settings> settings = ResolveSettings(options, cmd);
+  if (!settings.ok()) return ReportError(settings.status());
+  bool to_stdout = options.output.empty() || options.output == "-";
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
+  if (!library.ok()) return ReportError(library.status());
+  host::HostRoot host(global.host_root);
+
+  for (bool first = true;; first = false) {
+    absl::StatusOr<labels::NodeFacts> facts = labels::ReadNodeFacts(**library);
+    if (!facts.ok()) return ReportError(facts.status());
+    labels::GfdOptions gfd = settings->gfd;
+    if (!options.machine_type_file.empty()) {
+      if (absl::StatusOr<std::string> machine = host.ReadAttribute(options.machine_type_file);
+          machine.ok()) {
+        gfd.machine_type = *machine;
+      } else {
+        // Common on VMs; GFD then says "unknown" too.
+        spdlog::info("gpu.machine: {}", machine.status().message());
+      }
+    }
+    if (!options.no_timestamp) gfd.timestamp = static_cast<int64_t>(std::time(nullptr));
+    labels::Labels all = labels::GfdLabels(*facts, gfd);
+    if (options.stable_labels) all.merge(labels::StableLabels(*facts, options.stable_label_prefix));
+    std::string text = labels::FormatLabels(all);
+    if (to_stdout) {
+      std::cout << text << std::flush;
+    } else if (absl::Status st = labels::WriteLabelFile(options.output, text); !st.ok()) {
+      // A bad --output is an input error; a later failure (a full disk) is retried next time.
+      if (first || options.oneshot) return ReportError(st);
+      spdlog::error("{}", st.message());
+    }
+    if (options.oneshot) return kExitOk;
+
+    timespec timeout{};
+    int64_t ms = absl::ToInt64Milliseconds(settings->interval);
+    timeout.tv_sec = ms / 1000;
+    timeout.tv_nsec = (ms % 1000) * 1000000;
+    if (sigtimedwait(&signals, nullptr, &timeout) >= 0) {
+      // Like GFD: labels of a labeller that stopped must not outlive it.
+      if (!to_stdout) std::remove(options.output.c_str());
+      return kExitOk;
+    }
+  }
+}
+
+}  // namespace
+
+void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
+  auto options = std::make_shared<LabelsOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "labels", "write GPU feature discovery's node labels to NFD's local features file");
+  cmd->add_option("-o,--output,--output-file", options->output,
+                  "the features file; - for stdout (env GFD_OUTPUT_FILE)")
+      ->capture_default_str();
+  cmd->add_flag("--oneshot", options->oneshot, "label once and exit (env GFD_ONESHOT)");
+  cmd->add_option("--interval,--sleep-interval", options->interval,
+                  "time between relabelings (env GFD_SLEEP_INTERVAL)")
+      ->capture_default_str();
+  cmd->add_option("--config-file", options->config_file,
+                  "the device plugin's config file, for sharing and the MIG strategy (env "
+                  "CONFIG_FILE, GFD_CONFIG_FILE)");
+  cmd->add_option("--mig-strategy", options->mig_strategy,
+                  "none, single or mixed (env MIG_STRATEGY, GFD_MIG_STRATEGY; default: the "
+                  "config file's, else none)");
+  cmd->add_option("--machine-type-file", options->machine_type_file,
+                  "the DMI product name file, under --host-root (env GFD_MACHINE_TYPE_FILE)")
+      ->capture_default_str();
+  cmd->add_flag("--no-timestamp", options->no_timestamp,
+                "leave out nvidia.com/gfd.timestamp (env GFD_NO_TIMESTAMP)");
+  cmd->add_flag("--stable-labels", options->stable_labels,
+                "also write accelerator=nvidia-<model>, gpu.count and gpu.memory=<GiB>g");
+  cmd->add_option("--stable-label-prefix", options->stable_label_prefix,
+                  "prefix of the stable labels' keys (default none: NFD puts them under "
+                  "feature.node.kubernetes.io/)");
+  cmd->callback([&global, &run, options, cmd] {
+    run = [&global, options, cmd] { return RunLabels(global, *options, *cmd); };
+  });
+}
+
+}  // namespace gpunode::cli

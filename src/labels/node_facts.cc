@@ -1,0 +1,55 @@
+#include "labels/node_facts.h"
+
+#include "core/log.h"
+#include "core/status_macros.h"
+#include "gpu/mig_profile.h"
+#include "nvml/status.h"
+#include "nvml/system.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::labels {
+
+absl::StatusOr<NodeFacts> ReadNodeFacts(const nvml::Library& library) {
+  NodeFacts facts;
+  if (absl::StatusOr<std::string> version = nvml::DriverVersion(library); version.ok())
+    facts.driver_version = *version;
+  if (absl::StatusOr<int> cuda = nvml::CudaDriverVersion(library); cuda.ok())
+    facts.cuda_driver_version = *cuda;
+  ASSIGN_OR_RETURN(unsigned count, nvml::DeviceCount(library));
+  for (unsigned index = 0; index < count; ++index) {
+    absl::StatusOr<nvml::Device> device = nvml::DeviceAt(library, index);
+    absl::StatusOr<std::string> name = device.ok() ? device->Name() : device.status();
+    if (!name.ok()) {
+      // A GPU that fell off the bus cannot be scheduled: it is not counted.
+      spdlog::warn("GPU {} left out of the labels: {}", index, name.status().message());
+      continue;
+    }
+    GpuFacts gpu;
+    gpu.index = index;
+    gpu.name = *name;
+    uint64_t total_bytes = 0;
+    if (absl::StatusOr<nvml::MemoryInfo> memory = device->Memory(); memory.ok()) {
+      total_bytes = memory->total_bytes;
+      gpu.memory_mib = memory->total_bytes / (1024 * 1024);
+    }
+    if (absl::StatusOr<nvml::ComputeCapability> cc = device->CudaComputeCapability(); cc.ok()) {
+      gpu.compute_major = cc->major;
+      gpu.compute_minor = cc->minor;
+    }
+    if (absl::StatusOr<bool> mig = device->MigEnabled(); mig.ok()) {
+      gpu.mig_capable = true;
+      gpu.mig_enabled = *mig;
+    }
+    if (gpu.mig_enabled) {
+      ASSIGN_OR_RETURN(std::vector<nvml::Device> migs, device->MigDevices());
+      for (const nvml::Device& mig : migs) {
+        ASSIGN_OR_RETURN(nvmlDeviceAttributes_t attributes, mig.Attributes());
+        gpu.migs.push_back({gpu::MigProfileName(attributes, total_bytes), attributes});
+      }
+    }
+    facts.gpus.push_back(std::move(gpu));
+  }
+  return facts;
+}
+
+}  // namespace gpunode::labels

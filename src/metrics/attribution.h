@@ -1,0 +1,71 @@
+// Which pods the kubelet gave each GPU device to, and the rule that decides whether a GPU process
+// belongs to an active pod (docs/METRICS.md, "Zombie GPU processes").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "metrics/cgroup.h"
+#include "metrics/device_plugin_checkpoint.h"
+
+namespace gpunode::metrics {
+
+// One ContainerDevices entry of a PodResources List answer. The resource name does not matter:
+// whatever resource an ID comes under (nvidia.com/gpu, .shared, mig-*, renamed), it names a device.
+struct ListedDevices {
+  std::string namespace_name;
+  std::string pod;
+  std::string container;
+  std::vector<std::string> device_ids;
+};
+
+// One device ID handed to one container of an active pod.
+struct DeviceAllocation {
+  std::string namespace_name;
+  std::string pod;
+  std::string container;
+  // "2" for the NVIDIA plugin's shared-GPU replica ID "GPU-…::2"; empty for a whole device.
+  std::string replica;
+  // UIDs the device manager checkpoint records for this (device ID, container); empty when the
+  // checkpoint could not be read or does not have the allocation yet.
+  std::vector<std::string> pod_uids;
+};
+
+class Attribution {
+ public:
+  Attribution() = default;
+  Attribution(const std::vector<ListedDevices>& listed,
+              const std::vector<CheckpointEntry>& checkpoint);
+
+  // The allocations of a GPU or MIG device, found by UUID ("GPU-…", "MIG-…") or, for a full GPU,
+  // by the index IDs of the plugin's deviceIDStrategy=index. Empty when no active pod holds it.
+  std::vector<const DeviceAllocation*> Of(std::string_view uuid,
+                                          std::optional<unsigned> index) const;
+
+ private:
+  // Keyed by the device ID without its "::replica" suffix.
+  absl::flat_hash_map<std::string, std::vector<DeviceAllocation>> by_device_;
+};
+
+enum class Ownership {
+  kPod,      // runs in a container of an active pod that holds the device
+  kOrphan,   // belongs to no active pod that holds the device: a zombie
+  kUnknown,  // cannot be decided (no /proc entry, or a shared GPU without the checkpoint)
+};
+
+struct ProcessVerdict {
+  Ownership ownership = Ownership::kUnknown;
+  const DeviceAllocation* allocation = nullptr;  // the holder, for kPod
+  std::string_view reason;                       // for kOrphan: not_in_pod, gpu_not_allocated,
+                                                 // gpu_allocated_to_other_pod
+};
+
+// `cgroup` is the process's /proc/PID/cgroup identity (nullopt when /proc has no such process);
+// `holders` the device's allocations from Attribution::Of.
+ProcessVerdict ClassifyProcess(const std::optional<CgroupIdentity>& cgroup,
+                               const std::vector<const DeviceAllocation*>& holders);
+
+}  // namespace gpunode::metrics

@@ -1,0 +1,78 @@
+#include "metrics/attribution_watcher.h"
+
+#include "core/log.h"
+#include "metrics/device_plugin_checkpoint.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::metrics {
+
+AttributionWatcher::AttributionWatcher(const host::HostRoot& host, AttributionOptions options)
+    : host_(host), options_(std::move(options)), client_(host.Resolve(options_.socket)) {}
+
+AttributionWatcher::~AttributionWatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::Status AttributionWatcher::Refresh() {
+  absl::StatusOr<std::vector<ListedDevices>> listed = client_.List(options_.timeout);
+  if (!listed.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++errors_;
+    // The first failure is worth a warning (no kubelet socket: no pod labels, no zombie count);
+    // repeating it every second is not.
+    if (!logged_failure_) spdlog::warn("{}", listed.status().message());
+    logged_failure_ = true;
+    return listed.status();
+  }
+  // The checkpoint only adds pod UIDs; without it attribution falls back to the device alone.
+  std::vector<CheckpointEntry> checkpoint;
+  if (absl::StatusOr<std::string> text = host_.ReadFile(options_.checkpoint); text.ok()) {
+    if (absl::StatusOr<std::vector<CheckpointEntry>> entries = ParseDevicePluginCheckpoint(*text);
+        entries.ok()) {
+      checkpoint = std::move(*entries);
+    } else {
+      spdlog::debug("{}: {}", options_.checkpoint, entries.status().message());
+    }
+  } else {
+    spdlog::debug("{}", text.status().message());
+  }
+  auto attribution = std::make_shared<const Attribution>(*listed, checkpoint);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (logged_failure_) spdlog::info("PodResources on {} answers again", client_.socket_path());
+  logged_failure_ = false;
+  current_ = std::move(attribution);
+  current_at_ = absl::Now();
+  return absl::OkStatus();
+}
+
+void AttributionWatcher::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void AttributionWatcher::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!wake_.wait_for(lock, absl::ToChronoMilliseconds(options_.refresh),
+                         [this] { return stop_; })) {
+    lock.unlock();
+    Refresh().IgnoreError();
+    lock.lock();
+  }
+}
+
+std::shared_ptr<const Attribution> AttributionWatcher::Current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Now() - current_at_ > options_.stale_after) return nullptr;
+  return current_;
+}
+
+uint64_t AttributionWatcher::errors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return errors_;
+}
+
+}  // namespace gpunode::metrics

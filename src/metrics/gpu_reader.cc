@@ -1,0 +1,183 @@
+#include "metrics/gpu_reader.h"
+
+#include "core/log.h"
+#include "gpu/mig_profile.h"
+#include "nvml/status.h"
+#include "nvml/system.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::metrics {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+
+// Collects one device's values; remembers whether the GPU turned out to be lost on the way.
+class FieldReader {
+ public:
+  FieldReader(FieldValues* values, uint64_t* errors) : values_(values), errors_(errors) {}
+
+  template <typename T>
+  std::optional<T> Get(const absl::StatusOr<T>& value) {
+    if (value.ok()) return *value;
+    Note(value.status());
+    return std::nullopt;
+  }
+
+  template <typename T>
+  void Set(Field field, const absl::StatusOr<T>& value) {
+    if (std::optional<T> v = Get(value)) (*values_)[field] = static_cast<double>(*v);
+  }
+
+  void Note(const absl::Status& status) {
+    if (nvml::IsGpuLost(status)) {
+      lost_ = true;
+    } else if (!nvml::IsNotSupported(status)) {
+      ++*errors_;
+      spdlog::debug("{}", status.message());
+    }
+  }
+
+  void MarkLost() { lost_ = true; }
+  bool lost() const { return lost_; }
+
+ private:
+  FieldValues* values_;
+  uint64_t* errors_;
+  bool lost_ = false;
+};
+
+void ReadMemory(FieldReader& reader, FieldValues& values, const nvml::Device& device) {
+  if (std::optional<nvml::MemoryInfo> memory = reader.Get(device.Memory())) {
+    // dcgm-exporter reports whole MiB.
+    values[kFbTotal] = static_cast<double>(memory->total_bytes / kMiB);
+    values[kFbUsed] = static_cast<double>(memory->used_bytes / kMiB);
+    values[kFbFree] = static_cast<double>(memory->free_bytes / kMiB);
+    if (memory->reserved_bytes)
+      values[kFbReserved] = static_cast<double>(*memory->reserved_bytes / kMiB);
+  }
+}
+
+void ReadProcesses(FieldReader& reader, const nvml::Device& device,
+                   std::vector<ProcessReading>* out) {
+  if (std::optional<std::vector<nvml::ProcessInfo>> processes =
+          reader.Get(device.ComputeProcesses())) {
+    for (const nvml::ProcessInfo& process : *processes) {
+      ProcessReading reading;
+      reading.pid = process.pid;
+      reading.used_memory_bytes = process.used_memory_bytes;
+      out->push_back(std::move(reading));
+    }
+  }
+}
+
+void ReadGpuFields(FieldReader& r, FieldValues& v, const nvml::Device& d) {
+  using nvml::ClockType;
+  using nvml::EccCounter;
+  using nvml::EccErrorType;
+  r.Set(kSmClock, d.ClockMhz(ClockType::kSm));
+  r.Set(kMemClock, d.ClockMhz(ClockType::kMemory));
+  r.Set(kMemoryTemp, d.MemoryTemperatureC());
+  r.Set(kGpuTemp, d.TemperatureC());
+  if (std::optional<unsigned> mw = r.Get(d.PowerUsageMilliwatts())) v[kPowerUsage] = *mw / 1000.0;
+  r.Set(kTotalEnergyConsumption, d.TotalEnergyMillijoules());
+  r.Set(kPcieReplayCounter, d.PcieReplayCounter());
+  if (std::optional<nvml::UtilizationRates> util = r.Get(d.Utilization())) {
+    v[kGpuUtil] = util->gpu_pct;
+    v[kMemCopyUtil] = util->memory_pct;
+  }
+  r.Set(kEncUtil, d.EncoderUtilizationPct());
+  r.Set(kDecUtil, d.DecoderUtilizationPct());
+  ReadMemory(r, v, d);
+  r.Set(kEccSbeVolTotal, d.EccErrors(EccErrorType::kCorrected, EccCounter::kVolatile));
+  r.Set(kEccDbeVolTotal, d.EccErrors(EccErrorType::kUncorrected, EccCounter::kVolatile));
+  r.Set(kEccSbeAggTotal, d.EccErrors(EccErrorType::kCorrected, EccCounter::kAggregate));
+  r.Set(kEccDbeAggTotal, d.EccErrors(EccErrorType::kUncorrected, EccCounter::kAggregate));
+  r.Set(kRetiredSbe, d.RetiredPageCount(nvml::RetirementCause::kMultipleSingleBitEcc));
+  r.Set(kRetiredDbe, d.RetiredPageCount(nvml::RetirementCause::kDoubleBitEcc));
+  if (std::optional<nvml::RemappedRows> rows = r.Get(d.Remapped())) {
+    v[kCorrectableRemappedRows] = rows->correctable;
+    v[kUncorrectableRemappedRows] = rows->uncorrectable;
+    v[kRowRemapFailure] = rows->failure_occurred ? 1 : 0;
+    v[kRowRemapPending] = rows->pending ? 1 : 0;
+  }
+}
+
+}  // namespace
+
+std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
+  std::vector<GpuReading> out;
+  absl::StatusOr<unsigned> counted = nvml::DeviceCount(library_);
+  // Without a count, keep reporting the GPUs seen before (as lost) rather than dropping them.
+  unsigned count = 0;
+  if (counted.ok()) {
+    count = *counted;
+  } else {
+    ++*errors;
+    spdlog::warn("{}", counted.status().message());
+  }
+  if (known_.size() < count) known_.resize(count);
+  out.reserve(known_.size());
+  for (unsigned index = 0; index < known_.size(); ++index) {
+    GpuReading gpu;
+    gpu.index = index;
+    FieldReader reader(&gpu.values, errors);
+    absl::StatusOr<nvml::Device> device =
+        index < count ? nvml::DeviceAt(library_, index) : absl::NotFoundError("GPU gone");
+    absl::StatusOr<std::string> uuid = device.ok() ? device->Uuid() : device.status();
+    Identity& known = known_[index];
+    if (!uuid.ok()) {
+      if (!nvml::IsGpuLost(uuid.status()))
+        spdlog::debug("GPU {}: {}", index, uuid.status().message());
+      gpu.lost = true;
+    } else {
+      known.uuid = *uuid;
+      if (std::optional<std::string> name = reader.Get(device->Name())) known.name = *name;
+      if (std::optional<nvml::PciInfo> pci = reader.Get(device->Pci()))
+        known.pci_bus_id = pci->bus_id;
+      ReadGpuFields(reader, gpu.values, *device);
+      gpu.mig_enabled = reader.Get(device->MigEnabled()).value_or(false);
+      if (gpu.mig_enabled) {
+        uint64_t parent_bytes =
+            gpu.values[kFbTotal] ? static_cast<uint64_t>(*gpu.values[kFbTotal]) * kMiB : 0;
+        // A MIG-enabled GPU is handed out by instance: its memory and processes are reported
+        // per MIG device (dcgm-exporter's GPU-instance entities), not for the whole GPU.
+        gpu.values[kFbTotal] = gpu.values[kFbUsed] = gpu.values[kFbFree] = gpu.values[kFbReserved] =
+            std::nullopt;
+        if (std::optional<std::vector<nvml::Device>> migs = reader.Get(device->MigDevices())) {
+          for (const nvml::Device& mig_device : *migs) {
+            MigReading mig;
+            FieldReader mig_reader(&mig.values, errors);
+            mig.uuid = mig_reader.Get(mig_device.Uuid()).value_or("");
+            mig.gpu_instance_id = mig_reader.Get(mig_device.GpuInstanceId()).value_or(0);
+            mig.compute_instance_id = mig_reader.Get(mig_device.ComputeInstanceId()).value_or(0);
+            if (std::optional<nvmlDeviceAttributes_t> attributes =
+                    mig_reader.Get(mig_device.Attributes())) {
+              mig.profile = gpu::MigProfileName(*attributes, parent_bytes);
+            }
+            ReadMemory(mig_reader, mig.values, mig_device);
+            ReadProcesses(mig_reader, mig_device, &mig.processes);
+            if (mig_reader.lost()) reader.MarkLost();
+            gpu.migs.push_back(std::move(mig));
+          }
+        }
+      } else {
+        ReadProcesses(reader, *device, &gpu.processes);
+      }
+      gpu.lost = reader.lost();
+    }
+    gpu.uuid = known.uuid;
+    gpu.name = known.name;
+    gpu.pci_bus_id = known.pci_bus_id;
+    if (gpu.lost) {
+      // Whatever was read before the GPU stopped answering is not trustworthy.
+      gpu.values = {};
+      gpu.migs.clear();
+      gpu.processes.clear();
+      gpu.mig_enabled = false;
+    }
+    out.push_back(std::move(gpu));
+  }
+  return out;
+}
+
+}  // namespace gpunode::metrics

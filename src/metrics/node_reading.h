@@ -1,0 +1,124 @@
+// One sample of the node, everything the exposition is rendered from: per-GPU and per-MIG-device
+// values by dcgm-exporter field, who holds each device, every GPU process with its owner, XIDs and
+// the exporter's own counters. Rendering it needs no NVML, kubelet or /proc.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "metrics/attribution.h"
+#include "metrics/exposition.h"
+
+namespace gpunode::metrics {
+
+// The dcgm-exporter fields gpunode reads from NVML, in exposition order.
+enum Field : uint8_t {
+  kSmClock,
+  kMemClock,
+  kMemoryTemp,
+  kGpuTemp,
+  kPowerUsage,
+  kTotalEnergyConsumption,
+  kPcieReplayCounter,
+  kGpuUtil,
+  kMemCopyUtil,
+  kEncUtil,
+  kDecUtil,
+  kFbFree,
+  kFbUsed,
+  kFbTotal,
+  kFbReserved,
+  kEccSbeVolTotal,
+  kEccDbeVolTotal,
+  kEccSbeAggTotal,
+  kEccDbeAggTotal,
+  kRetiredSbe,
+  kRetiredDbe,
+  kCorrectableRemappedRows,
+  kUncorrectableRemappedRows,
+  kRowRemapFailure,
+  kRowRemapPending,
+  kFieldCount,
+};
+
+struct FieldSpec {
+  std::string_view name;  // the dcgm-exporter metric name
+  MetricType type;
+  std::string_view help;
+  bool fractional;  // rendered with six decimals like dcgm-exporter's doubles
+};
+
+const std::array<FieldSpec, kFieldCount>& FieldSpecs();
+
+using FieldValues = std::array<std::optional<double>, kFieldCount>;
+
+// Pod labels of one series; `vgpu` tells apart the pods that share one GPU.
+struct PodLabels {
+  std::string namespace_name;
+  std::string pod;
+  std::string container;
+  std::string vgpu;
+};
+
+struct ProcessReading {
+  unsigned pid = 0;
+  std::optional<uint64_t> used_memory_bytes;
+  Ownership ownership = Ownership::kUnknown;
+  std::optional<PodLabels> pod;  // for kPod
+  std::string orphan_reason;     // for kOrphan
+  std::string pod_uid;           // from /proc/PID/cgroup, shown on orphans
+  std::string container_id;
+};
+
+// A full GPU or a MIG device.
+struct DeviceReading {
+  FieldValues values;
+  // One entry per pod the kubelet allocated the device to (several for a shared GPU).
+  std::vector<PodLabels> holders;
+  std::vector<ProcessReading> processes;
+};
+
+struct MigReading : DeviceReading {
+  std::string uuid;
+  std::string profile;  // "1g.10gb"
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+};
+
+struct GpuReading : DeviceReading {
+  unsigned index = 0;
+  bool lost = false;  // fell off the bus, or NVML cannot reach it: only the health series
+  std::string uuid;
+  std::string name;
+  std::string pci_bus_id;
+  bool mig_enabled = false;
+  std::vector<MigReading> migs;
+  // DCGM_FI_DEV_XID_ERRORS: the last XID (0 before any); empty when XIDs cannot be watched.
+  std::optional<uint64_t> last_xid;
+  std::map<uint64_t, uint64_t> xid_counts;  // XID -> events since the exporter started
+  // Zombie processes on this GPU and its MIG devices; empty when attribution is unavailable.
+  std::optional<unsigned> orphan_processes;
+};
+
+struct ExporterStats {
+  double sample_duration_seconds = 0;
+  double last_sample_timestamp_seconds = 0;
+  uint64_t samples_total = 0;
+  uint64_t nvml_errors_total = 0;
+  uint64_t pod_resources_errors_total = 0;
+  std::optional<bool> pod_resources_up;  // empty when attribution is off
+};
+
+struct NodeReading {
+  std::string hostname;
+  std::string driver_version;  // empty when the driver does not say
+  std::vector<GpuReading> gpus;
+  ExporterStats stats;
+};
+
+}  // namespace gpunode::metrics

@@ -1,0 +1,213 @@
+#include "metrics/render.h"
+
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpunode::metrics {
+namespace {
+
+// The label lists of one device: one per pod that holds it (or one without pod labels).
+struct DeviceSeries {
+  std::string base;                 // identity labels, as dcgm-exporter orders them
+  std::vector<std::string> series;  // base + pod labels, one per holder
+};
+
+// dcgm-exporter's order: gpu, UUID, pci_bus_id, device, modelName, [GPU_I_PROFILE, GPU_I_ID],
+// Hostname, label-type fields (DCGM_FI_DRIVER_VERSION), then pod attributes sorted by name.
+std::string IdentityLabels(const NodeReading& node, const GpuReading& gpu, const MigReading* mig) {
+  std::string labels;
+  std::string index = absl::StrCat(gpu.index);
+  AppendLabel("gpu", index, &labels);
+  AppendLabel("UUID", gpu.uuid, &labels);
+  AppendLabel("pci_bus_id", gpu.pci_bus_id, &labels);
+  AppendLabel("device", absl::StrCat("nvidia", gpu.index), &labels);
+  AppendLabel("modelName", gpu.name, &labels);
+  if (mig != nullptr) {
+    AppendLabel("GPU_I_PROFILE", mig->profile, &labels);
+    AppendLabel("GPU_I_ID", absl::StrCat(mig->gpu_instance_id), &labels);
+  }
+  AppendLabel("Hostname", node.hostname, &labels);
+  if (!node.driver_version.empty())
+    AppendLabel("DCGM_FI_DRIVER_VERSION", node.driver_version, &labels);
+  return labels;
+}
+
+void AppendPodLabels(const PodLabels& pod, std::string* labels) {
+  AppendLabel("container", pod.container, labels);
+  AppendLabel("namespace", pod.namespace_name, labels);
+  AppendLabel("pod", pod.pod, labels);
+  if (!pod.vgpu.empty()) AppendLabel("vgpu", pod.vgpu, labels);
+}
+
+DeviceSeries SeriesOf(std::string base, const std::vector<PodLabels>& holders) {
+  DeviceSeries out{std::move(base), {}};
+  if (holders.empty()) {
+    out.series.push_back(out.base);
+    return out;
+  }
+  for (const PodLabels& holder : holders) {
+    std::string labels = out.base;
+    AppendPodLabels(holder, &labels);
+    out.series.push_back(std::move(labels));
+  }
+  return out;
+}
+
+// Writes a family's header before its first sample only, so families without samples vanish.
+class LazyFamily {
+ public:
+  LazyFamily(ExpositionWriter& writer, std::string_view name, MetricType type,
+             std::string_view help)
+      : writer_(writer), name_(name), type_(type), help_(help) {}
+
+  template <typename T>
+  void Sample(std::string_view labels, std::string_view extra, T value) {
+    if (!started_) writer_.Family(name_, type_, help_);
+    started_ = true;
+    writer_.Sample(name_, labels, extra, value);
+  }
+
+ private:
+  ExpositionWriter& writer_;
+  std::string_view name_;
+  MetricType type_;
+  std::string_view help_;
+  bool started_ = false;
+};
+
+void WriteField(LazyFamily& family, const FieldSpec& spec, double value,
+                const std::vector<std::string>& series) {
+  for (const std::string& labels : series) {
+    if (spec.fractional) {
+      family.Sample(labels, "", value);
+    } else {
+      family.Sample(labels, "", static_cast<uint64_t>(value));
+    }
+  }
+}
+
+void WriteProcess(LazyFamily& family, const std::string& base, const ProcessReading& process,
+                  std::string* extra) {
+  if (!process.used_memory_bytes) return;
+  extra->clear();
+  AppendLabel("pid", absl::StrCat(process.pid), extra);
+  if (process.ownership == Ownership::kPod && process.pod) {
+    AppendPodLabels(*process.pod, extra);
+  } else if (process.ownership == Ownership::kOrphan) {
+    AppendLabel("orphan", "true", extra);
+    AppendLabel("reason", process.orphan_reason, extra);
+    if (!process.pod_uid.empty()) AppendLabel("pod_uid", process.pod_uid, extra);
+    if (!process.container_id.empty()) AppendLabel("container_id", process.container_id, extra);
+  }
+  family.Sample(base, *extra, *process.used_memory_bytes);
+}
+
+}  // namespace
+
+void RenderExposition(const NodeReading& node, std::string* out) {
+  out->clear();
+  ExpositionWriter writer(out);
+
+  // Label lists are built once per device and shared by all its families.
+  std::vector<DeviceSeries> gpu_series(node.gpus.size());
+  std::vector<std::vector<DeviceSeries>> mig_series(node.gpus.size());
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuReading& gpu = node.gpus[i];
+    // A MIG-enabled GPU is never handed out whole: its own series carry no pod.
+    gpu_series[i] = SeriesOf(IdentityLabels(node, gpu, nullptr),
+                             gpu.mig_enabled ? std::vector<PodLabels>{} : gpu.holders);
+    for (const MigReading& mig : gpu.migs)
+      mig_series[i].push_back(SeriesOf(IdentityLabels(node, gpu, &mig), mig.holders));
+  }
+
+  const std::array<FieldSpec, kFieldCount>& specs = FieldSpecs();
+  for (size_t f = 0; f < kFieldCount; ++f) {
+    const FieldSpec& spec = specs[f];
+    LazyFamily family(writer, spec.name, spec.type, spec.help);
+    for (size_t i = 0; i < node.gpus.size(); ++i) {
+      const GpuReading& gpu = node.gpus[i];
+      if (gpu.lost) continue;
+      if (gpu.values[f]) WriteField(family, spec, *gpu.values[f], gpu_series[i].series);
+      for (size_t m = 0; m < gpu.migs.size(); ++m) {
+        if (gpu.migs[m].values[f])
+          WriteField(family, spec, *gpu.migs[m].values[f], mig_series[i][m].series);
+      }
+    }
+    // dcgm-exporter lists the XID gauge after the utilizations, before the framebuffer.
+    if (f == kDecUtil) {
+      LazyFamily xid(writer, "DCGM_FI_DEV_XID_ERRORS", MetricType::kGauge,
+                     "Value of the last XID error encountered.");
+      for (size_t i = 0; i < node.gpus.size(); ++i) {
+        const GpuReading& gpu = node.gpus[i];
+        if (gpu.lost || !gpu.last_xid) continue;
+        for (const std::string& labels : gpu_series[i].series)
+          xid.Sample(labels, "", *gpu.last_xid);
+      }
+    }
+  }
+
+  LazyFamily health(
+      writer, "gpunode_gpu_health", MetricType::kGauge,
+      "1 when the GPU answers NVML, 0 when it fell off the bus or cannot be reached.");
+  for (size_t i = 0; i < node.gpus.size(); ++i)
+    health.Sample(gpu_series[i].base, "", uint64_t{node.gpus[i].lost ? 0u : 1u});
+
+  std::string extra;
+  LazyFamily xids(writer, "gpunode_xid_errors_total", MetricType::kCounter,
+                  "XID errors the GPU reported since the exporter started, by XID.");
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    for (const auto& [xid, count] : node.gpus[i].xid_counts) {
+      extra.clear();
+      AppendLabel("xid", absl::StrCat(xid), &extra);
+      xids.Sample(gpu_series[i].base, extra, count);
+    }
+  }
+
+  LazyFamily processes(writer, "gpunode_gpu_process_used_memory_bytes", MetricType::kGauge,
+                       "GPU memory used by a compute process, with its pod or, for a process "
+                       "that belongs to no active pod holding the GPU, orphan=\"true\".");
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuReading& gpu = node.gpus[i];
+    if (gpu.lost) continue;
+    for (const ProcessReading& process : gpu.processes)
+      WriteProcess(processes, gpu_series[i].base, process, &extra);
+    for (size_t m = 0; m < gpu.migs.size(); ++m) {
+      for (const ProcessReading& process : gpu.migs[m].processes)
+        WriteProcess(processes, mig_series[i][m].base, process, &extra);
+    }
+  }
+
+  LazyFamily orphans(writer, "gpunode_orphan_gpu_processes", MetricType::kGauge,
+                     "Compute processes on the GPU that belong to no active pod holding it.");
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    if (node.gpus[i].orphan_processes)
+      orphans.Sample(gpu_series[i].base, "", uint64_t{*node.gpus[i].orphan_processes});
+  }
+
+  const ExporterStats& stats = node.stats;
+  writer.Family("gpunode_exporter_sample_duration_seconds", MetricType::kGauge,
+                "Time the last sample of NVML, the kubelet and /proc took.");
+  writer.Sample("gpunode_exporter_sample_duration_seconds", "", "", stats.sample_duration_seconds);
+  writer.Family("gpunode_exporter_last_sample_timestamp_seconds", MetricType::kGauge,
+                "Unix time of the last sample.");
+  writer.Sample("gpunode_exporter_last_sample_timestamp_seconds", "", "",
+                stats.last_sample_timestamp_seconds);
+  writer.Family("gpunode_exporter_samples_total", MetricType::kCounter, "Samples taken.");
+  writer.Sample("gpunode_exporter_samples_total", "", "", stats.samples_total);
+  writer.Family("gpunode_exporter_sample_errors_total", MetricType::kCounter,
+                "Failed queries while sampling, by source (NVML errors other than "
+                "\"not supported\"; PodResources List failures).");
+  writer.Sample("gpunode_exporter_sample_errors_total", "source=\"nvml\",", "",
+                stats.nvml_errors_total);
+  writer.Sample("gpunode_exporter_sample_errors_total", "source=\"pod_resources\",", "",
+                stats.pod_resources_errors_total);
+  if (stats.pod_resources_up) {
+    writer.Family("gpunode_pod_resources_up", MetricType::kGauge,
+                  "1 when the kubelet's PodResources API answered recently enough to attribute "
+                  "GPUs and processes to pods.");
+    writer.Sample("gpunode_pod_resources_up", "", "", uint64_t{*stats.pod_resources_up ? 1u : 0u});
+  }
+}
+
+}  // namespace gpunode::metrics

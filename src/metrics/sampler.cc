@@ -1,0 +1,154 @@
+#include "metrics/sampler.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "core/log.h"
+#include "metrics/cgroup.h"
+#include "metrics/render.h"
+#include "nvml/system.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::metrics {
+namespace {
+
+PodLabels LabelsOf(const DeviceAllocation& allocation) {
+  return PodLabels{allocation.namespace_name, allocation.pod, allocation.container,
+                   allocation.replica};
+}
+
+}  // namespace
+
+Sampler::Sampler(const nvml::Library& library, const host::HostRoot& host, XidWatcher* xids,
+                 AttributionWatcher* pods, SamplerOptions options)
+    : library_(library),
+      host_(host),
+      xids_(xids),
+      pods_(pods),
+      options_(std::move(options)),
+      reader_(library) {
+  // The driver cannot change under a loaded NVML; read its version once.
+  if (absl::StatusOr<std::string> version = nvml::DriverVersion(library_); version.ok())
+    driver_version_ = *version;
+}
+
+Sampler::~Sampler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Sampler::Attribute(NodeReading& node) {
+  std::shared_ptr<const Attribution> attribution = pods_ ? pods_->Current() : nullptr;
+  if (attribution == nullptr) return;
+  auto classify = [&](std::vector<ProcessReading>& processes,
+                      const std::vector<const DeviceAllocation*>& holders,
+                      std::set<unsigned>* orphans) {
+    for (ProcessReading& process : processes) {
+      std::optional<CgroupIdentity> cgroup;
+      if (absl::StatusOr<std::string> text =
+              host_.ReadFile(absl::StrCat("/proc/", process.pid, "/cgroup"));
+          text.ok()) {
+        cgroup = ParseProcCgroup(*text);
+        process.pod_uid = cgroup->pod_uid;
+        process.container_id = cgroup->container_id;
+      }
+      ProcessVerdict verdict = ClassifyProcess(cgroup, holders);
+      process.ownership = verdict.ownership;
+      if (verdict.allocation != nullptr) process.pod = LabelsOf(*verdict.allocation);
+      if (verdict.ownership == Ownership::kOrphan) {
+        process.orphan_reason = std::string(verdict.reason);
+        orphans->insert(process.pid);
+      }
+    }
+  };
+  for (GpuReading& gpu : node.gpus) {
+    if (gpu.lost) continue;
+    std::set<unsigned> orphans;
+    if (!gpu.mig_enabled) {
+      std::vector<const DeviceAllocation*> holders = attribution->Of(gpu.uuid, gpu.index);
+      for (const DeviceAllocation* holder : holders) gpu.holders.push_back(LabelsOf(*holder));
+      classify(gpu.processes, holders, &orphans);
+    }
+    for (MigReading& mig : gpu.migs) {
+      std::vector<const DeviceAllocation*> holders = attribution->Of(mig.uuid, std::nullopt);
+      for (const DeviceAllocation* holder : holders) mig.holders.push_back(LabelsOf(*holder));
+      classify(mig.processes, holders, &orphans);
+    }
+    gpu.orphan_processes = static_cast<unsigned>(orphans.size());
+  }
+}
+
+void Sampler::SampleNow() {
+  absl::Time start = absl::Now();
+  NodeReading node;
+  node.hostname = options_.hostname;
+  node.driver_version = driver_version_;
+  node.gpus = reader_.Read(&nvml_errors_);
+  if (xids_ != nullptr) {
+    std::vector<XidCounts> xids = xids_->Snapshot();
+    for (GpuReading& gpu : node.gpus) {
+      if (gpu.index >= xids.size() || !xids[gpu.index].watched) continue;
+      gpu.last_xid = xids[gpu.index].last_xid;
+      gpu.xid_counts = xids[gpu.index].by_xid;
+    }
+  }
+  Attribute(node);
+  absl::Time end = absl::Now();
+  ExporterStats& stats = node.stats;
+  stats.sample_duration_seconds = absl::ToDoubleSeconds(end - start);
+  stats.last_sample_timestamp_seconds = absl::ToDoubleSeconds(end - absl::UnixEpoch());
+  stats.samples_total = ++samples_;
+  stats.nvml_errors_total = nvml_errors_;
+  if (pods_ != nullptr) {
+    stats.pod_resources_errors_total = pods_->errors();
+    stats.pod_resources_up = pods_->Current() != nullptr;
+  }
+
+  // Render into the buffer of an exposition no scrape holds any more, if there is one.
+  std::shared_ptr<std::string> text = spare_ != nullptr && spare_.use_count() == 1
+                                          ? std::move(spare_)
+                                          : std::make_shared<std::string>();
+  RenderExposition(node, text.get());
+  std::lock_guard<std::mutex> lock(mu_);
+  // The previous sample becomes the spare once scrapes still sending it let go.
+  spare_ = std::const_pointer_cast<std::string>(std::move(latest_));
+  latest_ = std::move(text);
+  latest_at_ = end;
+}
+
+void Sampler::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Sampler::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  absl::Time next = absl::Now() + options_.interval;
+  while (!stop_) {
+    wake_.wait_for(lock,
+                   absl::ToChronoMilliseconds(std::max(next - absl::Now(), absl::ZeroDuration())),
+                   [this] { return stop_; });
+    if (stop_) break;
+    lock.unlock();
+    SampleNow();
+    lock.lock();
+    // A steady cadence; a sample that overran its slot moves the schedule instead of piling up.
+    next += options_.interval;
+    if (absl::Time now = absl::Now(); next < now) next = now + options_.interval;
+  }
+}
+
+std::shared_ptr<const std::string> Sampler::Latest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return latest_;
+}
+
+absl::Time Sampler::LatestAt() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return latest_at_;
+}
+
+}  // namespace gpunode::metrics

@@ -1,0 +1,70 @@
+// Samples the node in the background and keeps the rendered exposition of the latest sample, so a
+// scrape only hands out a string and never waits on NVML, the kubelet or /proc.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/time/time.h"
+#include "host/host_root.h"
+#include "metrics/attribution_watcher.h"
+#include "metrics/gpu_reader.h"
+#include "metrics/xid_watcher.h"
+#include "nvml/library.h"
+
+namespace gpunode::metrics {
+
+struct SamplerOptions {
+  std::string hostname;
+  absl::Duration interval = absl::Seconds(1);
+};
+
+class Sampler {
+ public:
+  // `xids` and `pods` may be null (no XID watching; no pod attribution). They must outlive this.
+  Sampler(const nvml::Library& library, const host::HostRoot& host, XidWatcher* xids,
+          AttributionWatcher* pods, SamplerOptions options);
+  ~Sampler();
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  // Takes one sample now, on the caller's thread, and publishes it.
+  void SampleNow();
+  // Samples every `interval` on a background thread until destruction.
+  void Start();
+
+  // The exposition of the latest sample (empty before the first).
+  std::shared_ptr<const std::string> Latest() const;
+  // When the latest sample was taken (InfinitePast before the first).
+  absl::Time LatestAt() const;
+  absl::Duration interval() const { return options_.interval; }
+
+ private:
+  void Run();
+  void Attribute(NodeReading& node);
+
+  const nvml::Library& library_;
+  const host::HostRoot& host_;
+  XidWatcher* xids_;
+  AttributionWatcher* pods_;
+  const SamplerOptions options_;
+  GpuReader reader_;
+  std::string driver_version_;
+  uint64_t samples_ = 0;
+  uint64_t nvml_errors_ = 0;
+  // Rendering reuses the capacity of the string no scrape holds any more.
+  std::shared_ptr<std::string> spare_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::shared_ptr<const std::string> latest_;
+  absl::Time latest_at_ = absl::InfinitePast();
+  std::thread thread_;
+};
+
+}  // namespace gpunode::metrics

@@ -1,0 +1,326 @@
+// `gpunode labels` as users run it: the real binary on every built-in profile and every real
+// capture, with the device plugin's sharing configs, MIG strategies, the stable scheme, and bad
+// input.
+#include <signal.h>
+
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "labels/sanitize.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+#include "test_support.h"
+
+namespace gpunode {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using Labels = std::map<std::string, std::string>;
+
+const std::string kFixtures = GPUNODE_FIXTURES_DIR;
+const std::string kConfigs = kFixtures + "/metrics/labels";
+
+testing::ProcessResult Gpunode(const std::vector<std::string>& args,
+                               const std::vector<std::string>& env = {}) {
+  std::vector<std::string> argv = {GPUNODE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunProcess(argv, env);
+}
+
+Labels Parse(const std::string& text) {
+  Labels labels;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t eq = line.find('=');
+    EXPECT_NE(eq, std::string::npos) << line;
+    if (eq == std::string::npos) continue;
+    EXPECT_FALSE(labels.contains(line.substr(0, eq))) << "duplicate " << line;
+    labels[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return labels;
+}
+
+// Runs `labels --oneshot` into a file and returns what it wrote.
+Labels LabelsOf(const std::vector<std::string>& global, const std::vector<std::string>& extra = {},
+                const std::vector<std::string>& env = {}) {
+  testing::TempDir dir("gpunode-labels");
+  std::string out = dir.path() + "/gfd";
+  std::vector<std::string> args = global;
+  args.insert(args.end(), {"labels", "--oneshot", "--output", out});
+  args.insert(args.end(), extra.begin(), extra.end());
+  testing::ProcessResult r = Gpunode(args, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "");
+  // Written atomically: only the file is left in the directory.
+  int entries = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    ++entries;
+    EXPECT_EQ(entry.path().filename(), "gfd");
+  }
+  EXPECT_EQ(entries, 1);
+  EXPECT_EQ(fs::status(out).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                fs::perms::others_read);
+  return Parse(testing::ReadText(out));
+}
+
+json Inventory(const std::string& spec) {
+  testing::ProcessResult r = Gpunode({"--sim", spec, "inventory", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return json::parse(r.out);
+}
+
+void ExpectValidKubernetesLabels(const Labels& labels) {
+  for (const auto& [key, value] : labels) {
+    EXPECT_TRUE(labels::IsValidLabelValue(value)) << key << "=" << value;
+    std::string name = key.substr(key.find('/') + 1);
+    EXPECT_LE(name.size(), 63u) << key;
+    EXPECT_TRUE(labels::IsValidLabelValue(name) && !name.empty()) << key;
+  }
+}
+
+// What GFD would say about a node, from the inventory of the same spec.
+void ExpectGfdLabelsMatchInventory(const std::string& spec, const Labels& labels) {
+  json inv = Inventory(spec);
+  ExpectValidKubernetesLabels(labels);
+  const json& gpus = inv["gpus"];
+  ASSERT_FALSE(gpus.empty());
+  EXPECT_EQ(labels.at("nvidia.com/gpu.present"), "true");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.count"), std::to_string(gpus.size()));
+  const json* model = &gpus[0];
+  for (const json& gpu : gpus) {
+    if (gpu["mig_enabled"] != true) {
+      model = &gpu;
+      break;
+    }
+  }
+  EXPECT_EQ(labels.at("nvidia.com/gpu.product"),
+            labels::SanitizeLabelValue((*model)["name"].get<std::string>()));
+  if ((*model)["memory_total_mib"].is_null()) {
+    EXPECT_FALSE(labels.contains("nvidia.com/gpu.memory")) << "GFD leaves out an unknown size";
+  } else {
+    EXPECT_EQ(labels.at("nvidia.com/gpu.memory"),
+              std::to_string((*model)["memory_total_mib"].get<int>()));
+  }
+  EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), (*model)["mig_enabled"] == true ? "0" : "1");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.sharing-strategy"), "none");
+  // Family and compute capability come together, or not at all (a GPU that does not say).
+  EXPECT_EQ(labels.contains("nvidia.com/gpu.family"),
+            labels.contains("nvidia.com/gpu.compute.major"));
+  bool mig_capable = false;
+  for (const json& gpu : gpus) mig_capable |= !gpu["mig_enabled"].is_null();
+  EXPECT_EQ(labels.at("nvidia.com/mig.capable"), mig_capable ? "true" : "false");
+  EXPECT_FALSE(labels.contains("nvidia.com/mig.strategy"));
+  if (inv["driver_version"].is_null()) {
+    EXPECT_FALSE(labels.contains("nvidia.com/cuda.driver-version.full"));
+  } else {
+    std::string driver = inv["driver_version"];
+    EXPECT_EQ(labels.at("nvidia.com/cuda.driver-version.full"), driver);
+    EXPECT_EQ(labels.at("nvidia.com/cuda.driver-version.major"),
+              driver.substr(0, driver.find('.')));
+    EXPECT_EQ(labels.at("nvidia.com/cuda.driver.major"), driver.substr(0, driver.find('.')));
+  }
+  if (inv["cuda_driver_version"].is_null()) {
+    EXPECT_FALSE(labels.contains("nvidia.com/cuda.runtime-version.full"));
+  } else {
+    // GFD's "runtime" version is the driver's CUDA version.
+    EXPECT_EQ(labels.at("nvidia.com/cuda.runtime-version.full"), inv["cuda_driver_version"]);
+  }
+  long stamp = std::stol(labels.at("nvidia.com/gfd.timestamp"));
+  EXPECT_NEAR(static_cast<double>(stamp), static_cast<double>(std::time(nullptr)), 60);
+  EXPECT_EQ(labels.at("nvidia.com/gpu.machine"), "unknown");
+}
+
+class BuiltinProfile : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(BuiltinProfile, GfdLabels) {
+  const auto& [profile, family] = GetParam();
+  Labels labels = LabelsOf({"--sim", profile, "--host-root", "/nonexistent-host"});
+  ExpectGfdLabelsMatchInventory(profile, labels);
+  EXPECT_EQ(labels.at("nvidia.com/gpu.family"), family);
+}
+
+INSTANTIATE_TEST_SUITE_P(Labels, BuiltinProfile,
+                         ::testing::Values(std::pair{"dgx-h100", "hopper"},
+                                           std::pair{"dgx1-v100", "volta"},
+                                           std::pair{"a10-pcie-4", "ampere"},
+                                           std::pair{"a100-mig", "ampere"},
+                                           std::pair{"h200-1", "hopper"}),
+                         [](const auto& info) {
+                           std::string name = info.param.first;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+class Capture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Capture, GfdLabels) {
+  std::string spec = kFixtures + "/nvidia-smi-xml/" + GetParam();
+  Labels labels = LabelsOf({"--sim", spec, "--host-root", "/nonexistent-host"});
+  ExpectGfdLabelsMatchInventory(spec, labels);
+  // Under the mixed strategy every MIG device is counted under its profile's resource.
+  Labels mixed =
+      LabelsOf({"--sim", spec, "--host-root", "/nonexistent-host"}, {"--mig-strategy", "mixed"});
+  ExpectValidKubernetesLabels(mixed);
+  size_t mig_devices = 0;
+  json inventory = Inventory(spec);
+  for (const json& gpu : inventory["gpus"]) mig_devices += gpu["mig_devices"].size();
+  size_t counted = 0;
+  for (const auto& [key, value] : mixed) {
+    if (key.starts_with("nvidia.com/mig-") && key.ends_with(".count")) counted += std::stoul(value);
+  }
+  EXPECT_EQ(counted, mig_devices);
+  EXPECT_EQ(mixed.at("nvidia.com/mig.strategy"), "mixed");
+}
+
+INSTANTIATE_TEST_SUITE_P(Labels, Capture,
+                         ::testing::Values("a100-sxm4-mig.xml", "rtx-2080-win.xml", "rtx-3060.xml",
+                                           "rtx-4090-driver-535.xml", "rtx-pro-6000-driver-580.xml",
+                                           "tesla-p100.xml"),
+                         [](const auto& info) {
+                           std::string name = info.param.substr(0, info.param.size() - 4);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(Labels, TimeSlicingMarksTheProductShared) {
+  Labels labels =
+      LabelsOf({"--sim", "a10-pcie-4"}, {"--config-file", kConfigs + "/time-slicing.yaml"});
+  EXPECT_EQ(labels.at("nvidia.com/gpu.product"), "NVIDIA-A10-SHARED");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), "4");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.sharing-strategy"), "time-slicing");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.count"), "4");
+  // renameByDefault: the resource is nvidia.com/gpu.shared, the product keeps its name.
+  labels =
+      LabelsOf({"--sim", "a10-pcie-4"}, {"--config-file", kConfigs + "/time-slicing-renamed.json"});
+  EXPECT_EQ(labels.at("nvidia.com/gpu.product"), "NVIDIA-A10");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), "2");
+  // The same file through the environment, as GFD reads it.
+  labels =
+      LabelsOf({"--sim", "a10-pcie-4"}, {}, {"CONFIG_FILE=" + kConfigs + "/time-slicing.yaml"});
+  EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), "4");
+}
+
+TEST(Labels, MigStrategiesOnTheA100Node) {
+  // Mixed from the config file, MPS on one MIG profile.
+  Labels mixed = LabelsOf({"--sim", "a100-mig"}, {"--config-file", kConfigs + "/mps-mixed.yaml"});
+  EXPECT_EQ(mixed.at("nvidia.com/mig.strategy"), "mixed");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.count"), "9");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.replicas"), "3");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.sharing-strategy"), "mps");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.product"), "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb-SHARED");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.memory"), "9728");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.slices.gi"), "1");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-3g.40gb.replicas"), "1");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-3g.40gb.sharing-strategy"), "none");
+  EXPECT_EQ(mixed.at("nvidia.com/mig-7g.80gb.multiprocessors"), "98");
+  // Single: several profiles and MIG-disabled GPUs make an invalid layout, as GFD reports it.
+  // The flag beats the environment, which beats the file.
+  Labels single =
+      LabelsOf({"--sim", "a100-mig"},
+               {"--config-file", kConfigs + "/mps-mixed.yaml", "--mig-strategy", "single"},
+               {"MIG_STRATEGY=mixed"});
+  EXPECT_EQ(single.at("nvidia.com/mig.strategy"), "single");
+  EXPECT_EQ(single.at("nvidia.com/gpu.product"), "NVIDIA-A100-SXM4-80GB-MIG-INVALID");
+  EXPECT_EQ(single.at("nvidia.com/gpu.count"), "0");
+  EXPECT_EQ(single.at("nvidia.com/gpu.memory"), "0");
+  Labels from_env = LabelsOf({"--sim", "a100-mig"}, {}, {"GFD_MIG_STRATEGY=mixed"});
+  EXPECT_EQ(from_env.at("nvidia.com/mig.strategy"), "mixed");
+  // Single on a node without MIG is the same as none (plus the strategy label).
+  Labels plain = LabelsOf({"--sim", "h200-1"}, {"--mig-strategy", "single"});
+  EXPECT_EQ(plain.at("nvidia.com/gpu.product"), "NVIDIA-H200");
+  EXPECT_EQ(plain.at("nvidia.com/mig.strategy"), "single");
+}
+
+TEST(Labels, MachineTypeTimestampAndStableScheme) {
+  Labels labels = LabelsOf({"--sim", "a10-pcie-4", "--host-root", kConfigs + "/host"},
+                           {"--no-timestamp", "--stable-labels"});
+  EXPECT_EQ(labels.at("nvidia.com/gpu.machine"), "PowerEdge-XE9680");
+  EXPECT_FALSE(labels.contains("nvidia.com/gfd.timestamp"));
+  EXPECT_EQ(labels.at("accelerator"), "nvidia-a10");
+  EXPECT_EQ(labels.at("gpu.count"), "4");
+  EXPECT_EQ(labels.at("gpu.memory"), "24g");
+  labels =
+      LabelsOf({"--sim", "dgx-h100"}, {"--stable-labels", "--stable-label-prefix", "example.com/"});
+  EXPECT_EQ(labels.at("example.com/accelerator"), "nvidia-h100-80gb-hbm3");
+  EXPECT_EQ(labels.at("example.com/gpu.memory"), "80g");
+  EXPECT_EQ(labels.at("example.com/gpu.count"), "8");
+  // Off unless asked for.
+  EXPECT_FALSE(LabelsOf({"--sim", "h200-1"}).contains("accelerator"));
+}
+
+TEST(Labels, StdoutWithDash) {
+  testing::ProcessResult r = Gpunode({"--sim", "h200-1", "labels", "--oneshot", "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Parse(r.out).at("nvidia.com/gpu.product"), "NVIDIA-H200");
+}
+
+TEST(Labels, BadInputIsOneLineExit2AndNothingWritten) {
+  testing::TempDir dir("gpunode-labels-bad");
+  std::string out = dir.path() + "/gfd";
+  testing::WriteText(out, "previous=labels\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+    std::string names;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--config-file", kConfigs + "/bad-replicas.yaml"}, {}, "bad-replicas.yaml:6"},
+           {{"--config-file", kConfigs + "/bad-typo.yaml"}, {}, "replica: unknown field"},
+           {{"--config-file", dir.path() + "/missing.yaml"}, {}, "--config-file"},
+           {{}, {"CONFIG_FILE=" + kConfigs + "/bad-replicas.yaml"}, "bad-replicas.yaml"},
+           {{"--mig-strategy", "some"}, {}, "--mig-strategy"},
+           {{}, {"MIG_STRATEGY=all"}, "MIG_STRATEGY"},
+           {{"--interval", "often"}, {}, "--interval"},
+           {{"--interval", "10s", "--oneshot"}, {}, "--oneshot and --interval"},
+       }) {
+    std::vector<std::string> args = {"--sim", "a10-pcie-4", "labels", "--output", out};
+    if (std::find(c.args.begin(), c.args.end(), "--interval") == c.args.end())
+      args.push_back("--oneshot");
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    testing::ProcessResult r = Gpunode(args, c.env);
+    EXPECT_EQ(r.exit_code, 2) << c.names << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.names));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(testing::ReadText(out), "previous=labels\n") << c.names;
+  }
+  testing::ProcessResult r = Gpunode(
+      {"--sim", "a10-pcie-4", "labels", "--oneshot", "--output", dir.path() + "/no/such/gfd"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--output " + dir.path() + "/no/such/gfd"));
+  EXPECT_FALSE(fs::exists(dir.path() + "/no"));
+}
+
+TEST(Labels, IntervalModeRelabelsAndRemovesItsFileOnSigterm) {
+  testing::TempDir dir("gpunode-labels-daemon");
+  std::string out = dir.path() + "/gfd";
+  testing::BackgroundProcess labeller(
+      {GPUNODE_BINARY, "--sim", "a10-pcie-4", "labels", "--interval", "1s", "--output", out});
+  std::string first;
+  ASSERT_TRUE(testing::Eventually([&] {
+    first = testing::ReadText(out);
+    return first.find("nvidia.com/gfd.timestamp=") != std::string::npos;
+  })) << labeller.Stderr();
+  // Relabels: the timestamp moves on.
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        std::string now = testing::ReadText(out);
+        return !now.empty() && Parse(now).at("nvidia.com/gfd.timestamp") !=
+                                   Parse(first).at("nvidia.com/gfd.timestamp");
+      },
+      std::chrono::seconds(5)));
+  EXPECT_EQ(labeller.Stop(SIGTERM), 0) << labeller.Stderr();
+  EXPECT_FALSE(fs::exists(out)) << "the labels of a stopped labeller must go";
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+}  // namespace
+}  // namespace gpunode

@@ -1,0 +1,105 @@
+// A real Prometheus (Debian's) on loopback scrapes a real exporter; PromQL gives back the
+// simulated values, and the alerting expressions of deploy/ evaluate on them.
+#include <signal.h>
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "test_support.h"
+
+namespace gpunode {
+namespace {
+
+using json = nlohmann::json;
+
+class RealPrometheus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    exporter_port_ = testing::FreeLoopbackPort();
+    exporter_ = std::make_unique<testing::BackgroundProcess>(std::vector<std::string>{
+        GPUNODE_BINARY, "--sim", std::string(GPUNODE_FIXTURES_DIR) + "/metrics/zombie-node.yaml",
+        "exporter", "--listen", "127.0.0.1:" + std::to_string(exporter_port_), "--interval",
+        "200ms", "--pod-resources-socket", "", "--hostname", "node-9"});
+    prometheus_port_ = testing::FreeLoopbackPort();
+    testing::WriteText(dir_.path() + "/prometheus.yml",
+                       "global:\n"
+                       "  scrape_interval: 1s\n"
+                       "  evaluation_interval: 1s\n"
+                       "scrape_configs:\n"
+                       "  - job_name: gpunode-exporter\n"
+                       "    static_configs:\n"
+                       "      - targets: ['127.0.0.1:" +
+                           std::to_string(exporter_port_) + "']\n");
+    prometheus_ = std::make_unique<testing::BackgroundProcess>(std::vector<std::string>{
+        PROMETHEUS, "--config.file=" + dir_.path() + "/prometheus.yml",
+        "--storage.tsdb.path=" + dir_.path() + "/data",
+        "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_)});
+  }
+
+  // The instant vector of `query`, or an empty array.
+  json Query(const std::string& query) {
+    httplib_query_ = "/api/v1/query?query=" + Escape(query);
+    testing::HttpResult r = testing::HttpGet(prometheus_port_, httplib_query_);
+    if (r.status != 200) return json::array();
+    json body = json::parse(r.body, nullptr, false);
+    if (body.is_discarded() || body["status"] != "success") return json::array();
+    return body["data"]["result"];
+  }
+
+  static std::string Escape(const std::string& text) {
+    std::string out;
+    for (unsigned char c : text) {
+      if (std::isalnum(c) || c == '_' || c == '.' || c == '-') {
+        out.push_back(static_cast<char>(c));
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", c);
+        out += buf;
+      }
+    }
+    return out;
+  }
+
+  testing::TempDir dir_{"gpunode-prometheus"};
+  int exporter_port_ = 0, prometheus_port_ = 0;
+  std::unique_ptr<testing::BackgroundProcess> exporter_, prometheus_;
+  std::string httplib_query_;
+};
+
+TEST_F(RealPrometheus, ScrapesTheExporterAndAnswersPromQL) {
+  ASSERT_TRUE(testing::Eventually(
+      [&] { return testing::HttpGet(prometheus_port_, "/-/ready").status == 200; },
+      std::chrono::seconds(30)))
+      << prometheus_->Stderr();
+  json result;
+  ASSERT_TRUE(testing::Eventually(
+      [&] {
+        result = Query(R"(DCGM_FI_DEV_GPU_TEMP{gpu="2",Hostname="node-9"})");
+        return result.size() == 1;
+      },
+      std::chrono::seconds(30)))
+      << prometheus_->Stderr();
+  EXPECT_EQ(result[0]["value"][1], "35");
+  EXPECT_EQ(result[0]["metric"]["modelName"], "NVIDIA A10");
+  EXPECT_EQ(result[0]["metric"]["job"], "gpunode-exporter");
+
+  result = Query("up");
+  ASSERT_EQ(result.size(), 1u);
+  EXPECT_EQ(result[0]["value"][1], "1");
+  result = Query("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"}");
+  ASSERT_EQ(result.size(), 1u);
+  EXPECT_EQ(result[0]["value"][1], "60.5");
+  // The memory alert's expression has something to divide by.
+  result = Query("DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_TOTAL");
+  EXPECT_EQ(result.size(), 4u);
+  result = Query("count(gpunode_gpu_health == 1)");
+  ASSERT_EQ(result.size(), 1u);
+  EXPECT_EQ(result[0]["value"][1], "4");
+  EXPECT_EQ(exporter_->Stop(SIGTERM), 0);
+  prometheus_->Stop(SIGTERM);
+}
+
+}  // namespace
+}  // namespace gpunode
