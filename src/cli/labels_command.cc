@@ -18,8 +18,9 @@
 #include "labels/gfd_labels.h"
 #include "labels/label_file.h"
 #include "labels/node_facts.h"
-#include "labels/plugin_config.h"
+#include "labels/sharing.h"
 #include "labels/stable_labels.h"
+#include "plugin/config/config_file.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
@@ -62,19 +63,24 @@ absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI
   Settings settings;
   std::string which;
 
-  std::string config_file = options.config_file;
+  std::string config_file = options.config_file, config_source = "--config-file";
   if (cmd.count("--config-file") == 0) {
-    if (const char* env = FirstEnv({"CONFIG_FILE", "GFD_CONFIG_FILE"}, &which)) config_file = env;
+    if (const char* env = FirstEnv({"CONFIG_FILE", "GFD_CONFIG_FILE"}, &which)) {
+      config_file = env;
+      config_source = which;
+    }
   }
-  labels::PluginConfig config;
+  plugin::ConfigFile config;
   if (!config_file.empty()) {
-    absl::StatusOr<labels::PluginConfig> read = labels::ReadPluginConfig(config_file);
-    if (!read.ok()) return read.status();
+    absl::StatusOr<plugin::ConfigFile> read = plugin::ReadConfigFile(config_file);
+    if (!read.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(config_source, ": ", read.status().message()));
+    }
     config = std::move(*read);
   }
-  settings.gfd.sharing = config.sharing;
+  settings.gfd.sharing = labels::SharingFrom(config);
 
-  settings.gfd.mig_strategy = config.mig_strategy.value_or(labels::MigStrategy::kNone);
+  settings.gfd.mig_strategy = config.flags.mig_strategy.value_or(plugin::MigStrategy::kNone);
   std::string strategy_text = options.mig_strategy, strategy_source = "--mig-strategy";
   if (cmd.count("--mig-strategy") == 0) {
     if (const char* env = FirstEnv({"MIG_STRATEGY", "GFD_MIG_STRATEGY"}, &which)) {
@@ -83,9 +89,11 @@ absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI
     }
   }
   if (!strategy_text.empty()) {
-    absl::StatusOr<labels::MigStrategy> strategy =
-        labels::ParseMigStrategy(strategy_text, strategy_source);
-    if (!strategy.ok()) return strategy.status();
+    absl::StatusOr<plugin::MigStrategy> strategy = plugin::ParseMigStrategy(strategy_text);
+    if (!strategy.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(strategy_source, ": ", strategy.status().message()));
+    }
     settings.gfd.mig_strategy = *strategy;
   }
 

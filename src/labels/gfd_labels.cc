@@ -219,13 +219,13 @@ Labels GfdLabels(const NodeFacts& facts, const GfdOptions& options) {
   labels["nvidia.com/gpu.present"] = "true";
   ResourceLabels(facts, options, labels);
   switch (options.mig_strategy) {
-    case MigStrategy::kNone:
+    case plugin::MigStrategy::kNone:
       break;
-    case MigStrategy::kSingle:
+    case plugin::MigStrategy::kSingle:
       labels["nvidia.com/mig.strategy"] = "single";
       SingleStrategyLabels(facts, options, labels);
       break;
-    case MigStrategy::kMixed:
+    case plugin::MigStrategy::kMixed:
       labels["nvidia.com/mig.strategy"] = "mixed";
       MixedStrategyLabels(facts, options, labels);
       break;

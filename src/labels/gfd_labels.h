@@ -8,7 +8,8 @@
 #include <string>
 
 #include "labels/node_facts.h"
-#include "labels/plugin_config.h"
+#include "labels/sharing.h"
+#include "plugin/config/config.h"
 
 namespace gpunode::labels {
 
@@ -16,7 +17,7 @@ namespace gpunode::labels {
 using Labels = std::map<std::string, std::string>;
 
 struct GfdOptions {
-  MigStrategy mig_strategy = MigStrategy::kNone;
+  plugin::MigStrategy mig_strategy = plugin::MigStrategy::kNone;
   SharingConfig sharing;
   std::string machine_type;          // DMI product name; "" when it could not be read
   std::optional<int64_t> timestamp;  // gfd.timestamp (unix seconds); empty with --no-timestamp

@@ -274,9 +274,9 @@ TEST(Labels, BadInputIsOneLineExit2AndNothingWritten) {
   };
   for (const Case& c : std::vector<Case>{
            {{"--config-file", kConfigs + "/bad-replicas.yaml"}, {}, "bad-replicas.yaml:6"},
-           {{"--config-file", kConfigs + "/bad-typo.yaml"}, {}, "replica: unknown field"},
+           {{"--config-file", kConfigs + "/bad-typo.yaml"}, {}, "replica: unknown key"},
            {{"--config-file", dir.path() + "/missing.yaml"}, {}, "--config-file"},
-           {{}, {"CONFIG_FILE=" + kConfigs + "/bad-replicas.yaml"}, "bad-replicas.yaml"},
+           {{}, {"CONFIG_FILE=" + kConfigs + "/bad-replicas.yaml"}, "CONFIG_FILE: "},
            {{"--mig-strategy", "some"}, {}, "--mig-strategy"},
            {{}, {"MIG_STRATEGY=all"}, "MIG_STRATEGY"},
            {{"--interval", "often"}, {}, "--interval"},

@@ -1,11 +1,12 @@
-// The labels' parts: the plugin config reader, value sanitizing, GPU families and the stable
-// scheme's names and sizes.
+// The labels' parts: the sharing settings from the plugin config, value sanitizing, GPU families
+// and the stable scheme's names and sizes.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "labels/gfd_labels.h"
-#include "labels/plugin_config.h"
 #include "labels/sanitize.h"
+#include "labels/sharing.h"
 #include "labels/stable_labels.h"
+#include "plugin/config/config_file.h"
 
 namespace gpunode::labels {
 namespace {
@@ -13,13 +14,17 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-TEST(PluginConfig, TimeSlicingAndMigStrategy) {
-  absl::StatusOr<PluginConfig> config = ParsePluginConfig(R"(
+plugin::ConfigFile Parse(const std::string& text) {
+  absl::StatusOr<plugin::ConfigFile> file = plugin::ParseConfigFile(text, "config.yaml");
+  EXPECT_TRUE(file.ok()) << file.status();
+  return file.ok() ? *file : plugin::ConfigFile{};
+}
+
+TEST(Sharing, TimeSlicingResources) {
+  SharingConfig sharing = SharingFrom(Parse(R"(
 version: v1
 flags:
   migStrategy: mixed
-  failOnInitError: true
-  plugin: {passDeviceSpecs: true}
 sharing:
   timeSlicing:
     renameByDefault: false
@@ -30,82 +35,31 @@ sharing:
       - name: nvidia.com/mig-1g.10gb
         replicas: 2
         devices: all
-)",
-                                                          "config.yaml");
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->mig_strategy, MigStrategy::kMixed);
-  EXPECT_EQ(config->sharing.strategy, "time-slicing");
-  ASSERT_EQ(config->sharing.resources.size(), 2u);
-  EXPECT_EQ(config->sharing.resources[0].name, "nvidia.com/gpu");
-  EXPECT_EQ(config->sharing.resources[0].replicas, 4);
-  EXPECT_FALSE(config->sharing.resources[0].renamed);
-  ASSERT_NE(config->sharing.Find("nvidia.com/mig-1g.10gb"), nullptr);
-  EXPECT_EQ(config->sharing.Find("nvidia.com/gpu.shared"), nullptr);
+)"));
+  EXPECT_EQ(sharing.strategy, "time-slicing");
+  ASSERT_EQ(sharing.resources.size(), 2u);
+  EXPECT_EQ(sharing.resources[0].name, "nvidia.com/gpu");
+  EXPECT_EQ(sharing.resources[0].replicas, 4);
+  EXPECT_FALSE(sharing.resources[0].renamed);
+  ASSERT_NE(sharing.Find("nvidia.com/mig-1g.10gb"), nullptr);
+  EXPECT_EQ(sharing.Find("nvidia.com/gpu.shared"), nullptr);
 }
 
-TEST(PluginConfig, MpsWinsOverTimeSlicingAndJsonWorks) {
-  absl::StatusOr<PluginConfig> config = ParsePluginConfig(
-      R"({"sharing": {"timeSlicing": {"resources": [{"name": "gpu", "replicas": 2}]},
-                      "mps": {"renameByDefault": true,
-                              "resources": [{"name": "gpu", "replicas": 3}]}}})",
-      "config.json");
-  ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->sharing.strategy, "mps");
-  EXPECT_EQ(config->sharing.resources[0].replicas, 3);
-  EXPECT_TRUE(config->sharing.resources[0].renamed);
-  EXPECT_FALSE(config->mig_strategy.has_value());
+TEST(Sharing, MpsWinsOverTimeSlicingAndJsonWorks) {
+  SharingConfig sharing = SharingFrom(
+      Parse(R"({"sharing": {"timeSlicing": {"resources": [{"name": "gpu", "replicas": 2}]},
+                           "mps": {"renameByDefault": true,
+                                   "resources": [{"name": "gpu", "replicas": 3}]}}})"));
+  EXPECT_EQ(sharing.strategy, "mps");
+  ASSERT_EQ(sharing.resources.size(), 1u);
+  EXPECT_EQ(sharing.resources[0].replicas, 3);
+  EXPECT_TRUE(sharing.resources[0].renamed);
 }
 
-TEST(PluginConfig, EmptyFileIsTheDefault) {
-  absl::StatusOr<PluginConfig> config = ParsePluginConfig("", "empty.yaml");
-  ASSERT_TRUE(config.ok());
-  EXPECT_EQ(config->sharing.strategy, "none");
-  EXPECT_TRUE(ParsePluginConfig("version: \"\"\n", "v.yaml").ok());
-}
-
-TEST(PluginConfig, ErrorsNameFileLineFieldAndFix) {
-  struct Case {
-    const char* text;
-    const char* expected;
-  };
-  for (const Case& c : std::vector<Case>{
-           {"version: v2\n", "c.yaml:1: version: unknown version \"v2\"; give v1"},
-           {"flags:\n  migStrategy: many\n",
-            "c.yaml:2: flags.migStrategy: \"many\" is not a MIG strategy; give none, single or "
-            "mixed"},
-           {"sharing:\n  timeSlicing:\n    resources:\n      - name: gpu\n        replicas: 1\n",
-            "c.yaml:5: sharing.timeSlicing.resources[0].replicas: number of replicas must be >= 2"},
-           {"sharing:\n  timeSlicing:\n    resources:\n      - name: gpu\n        replica: 4\n",
-            "c.yaml:5: sharing.timeSlicing.resources[0].replica: unknown field; known: name, "
-            "rename, devices, replicas"},
-           {"sharing:\n  timeSlicing:\n    resources: []\n",
-            "c.yaml:3: sharing.timeSlicing.resources: no resources specified"},
-           {"sharing:\n  timeSlicing:\n    renameByDefault: yes please\n",
-            "c.yaml:3: sharing.timeSlicing.renameByDefault: \"yes please\" is not a boolean"},
-           {"sharing:\n  timeSlicing:\n    resources:\n      - name: GPU!\n        replicas: 2\n",
-            "c.yaml:4: sharing.timeSlicing.resources[0].name: \"GPU!\" is not a valid resource"},
-           {"sharing:\n  timeSlicing:\n    resources:\n      - name: gpu\n        replicas: two\n",
-            "c.yaml:5: sharing.timeSlicing.resources[0].replicas: is not an integer"},
-           {"sharing:\n  timeslicing: {}\n", "c.yaml:2: sharing.timeslicing: unknown field"},
-           {"versoin: v1\n", "c.yaml:1: versoin: unknown field; known: version, flags"},
-           {"version: v1\nversion: v1\n", "c.yaml:2: version: given twice"},
-           {"sharing: [1, 2]\n", "c.yaml:1: sharing: is not a map"},
-           {"flags: {migStrategy: [a]}\n", "c.yaml:1: flags.migStrategy: is not a string"},
-           {"a: [1,\n", "c.yaml:2: not valid YAML or JSON"},
-       }) {
-    absl::StatusOr<PluginConfig> config = ParsePluginConfig(c.text, "c.yaml");
-    ASSERT_FALSE(config.ok()) << c.text;
-    EXPECT_THAT(std::string(config.status().message()), StartsWith(c.expected)) << c.text;
-    EXPECT_THAT(std::string(config.status().message()), HasSubstr("; "));
-    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
-  }
-}
-
-TEST(PluginConfig, MissingFileNamesTheFlag) {
-  absl::StatusOr<PluginConfig> config = ReadPluginConfig("/nonexistent/config.yaml");
-  ASSERT_FALSE(config.ok());
-  EXPECT_THAT(std::string(config.status().message()),
-              StartsWith("--config-file: /nonexistent/config.yaml: cannot open"));
+TEST(Sharing, NoSharingSectionIsNone) {
+  SharingConfig sharing = SharingFrom(Parse("version: v1\nflags: {migStrategy: single}\n"));
+  EXPECT_EQ(sharing.strategy, "none");
+  EXPECT_TRUE(sharing.resources.empty());
 }
 
 TEST(Sanitize, GfdRulesThenKubernetesRules) {

@@ -142,8 +142,8 @@ TEST(ConfigFile, ClearErrorsForBadValues) {
       {"sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n"
        "    - {name: nvidia.com/gpu, replicas: 3}\n",
        "nvidia.com/gpu is listed twice"},
-      {"sharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 2}\n",
-       "sharing.mps: MPS sharing is not supported"},
+      {"sharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 1}\n",
+       "sharing.mps.resources[0].replicas: number of replicas must be >= 2, got 1"},
       {"flags:\n  migStrategy: mixed\n  migStrategy: none\n",
        "config.yaml:3: flags.migStrategy: duplicate key"},
       {"flags: [1, 2]\n", "flags: must be a mapping"},
@@ -152,7 +152,9 @@ TEST(ConfigFile, ClearErrorsForBadValues) {
       {"flags:\n  nvidiaDriverRoot: \"/run/\xff\"\n",
        "flags.nvidiaDriverRoot: must be UTF-8 text without control characters"},
       // A control character in a key is written escaped; the message stays one line.
-      {"fl\x01" "ags: {}\n", "config.yaml:1: fl\\x01ags: unknown key"},
+      {"fl\x01"
+       "ags: {}\n",
+       "config.yaml:1: fl\\x01ags: unknown key"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<ConfigFile> file = Parse(c.yaml);
@@ -220,6 +222,36 @@ TEST(ConfigSources, BadEnvironmentNamesTheVariable) {
   EXPECT_EQ(resolved.status().message(),
             "environment variable PASS_DEVICE_SPECS: \"maybe\" is not a boolean; use true or "
             "false");
+}
+
+TEST(ConfigFile, MpsIsReadWithTheRulesOfTimeSlicing) {
+  absl::StatusOr<ConfigFile> file = Parse(
+      "sharing:\n  mps:\n    renameByDefault: true\n    resources:\n"
+      "    - {name: gpu, replicas: 3}\n");
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(file->mps.has_value());
+  EXPECT_TRUE(file->mps->rename_by_default);
+  ASSERT_EQ(file->mps->resources.size(), 1u);
+  EXPECT_EQ(file->mps->resources[0].name, "nvidia.com/gpu");
+  EXPECT_EQ(file->mps->resources[0].replicas, 3);
+  EXPECT_EQ(file->mps_line, 2);
+  EXPECT_TRUE(file->time_slicing.resources.empty());
+}
+
+TEST(ConfigSources, MpsIsRefusedByThePlugin) {
+  std::string path = ::testing::TempDir() + "/mps.yaml";
+  {
+    FILE* f = fopen(path.c_str(), "w");
+    fputs("version: v1\nsharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 2}\n", f);
+    fclose(f);
+  }
+  FakeEnvironment env(std::map<std::string, std::string>{});
+  absl::StatusOr<ResolvedConfig> resolved = ResolveConfig({}, path, env.get());
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_EQ(resolved.status().message(),
+            path +
+                ":3: sharing.mps: MPS sharing is not supported by gpunode device-plugin; "
+                "remove it or use sharing.timeSlicing");
 }
 
 TEST(ConfigSources, MissingFileIsAnError) {

@@ -398,22 +398,23 @@ class Parser {
     RETURN_IF_ERROR(CheckMap(key_node, value, "sharing", "sharing"));
     for (const auto& entry : value) {
       const std::string key = entry.first.Scalar();
+      if (entry.second.IsNull()) continue;
       if (key == "mps") {
-        if (entry.second.IsNull()) continue;
-        return Error(entry.first, "sharing.mps",
-                     "MPS sharing is not supported by gpunode device-plugin; remove it or use "
-                     "sharing.timeSlicing");
+        out_.mps.emplace();
+        out_.mps_line = entry.first.Mark().line + 1;
+        RETURN_IF_ERROR(ReplicatedSection(entry.first, entry.second, "sharing.mps", *out_.mps));
+      } else {
+        RETURN_IF_ERROR(
+            ReplicatedSection(entry.first, entry.second, "sharing.timeSlicing", out_.time_slicing));
       }
-      RETURN_IF_ERROR(TimeSlicingSection(entry.first, entry.second));
     }
     return absl::OkStatus();
   }
 
-  absl::Status TimeSlicingSection(const YAML::Node& key_node, const YAML::Node& value) {
-    const std::string section = "sharing.timeSlicing";
-    if (value.IsNull()) return absl::OkStatus();
+  // sharing.timeSlicing and sharing.mps hold the same keys.
+  absl::Status ReplicatedSection(const YAML::Node& key_node, const YAML::Node& value,
+                                 const std::string& section, TimeSlicing& ts) {
     RETURN_IF_ERROR(CheckMap(key_node, value, section, section));
-    TimeSlicing& ts = out_.time_slicing;
     bool has_resources = false;
     for (const auto& entry : value) {
       const std::string key = entry.first.Scalar();
@@ -426,7 +427,7 @@ class Parser {
         ts.fail_requests_greater_than_one = on.value_or(false);
       } else if (key == "resources") {
         has_resources = true;
-        RETURN_IF_ERROR(TimeSlicedResources(entry.first, entry.second, path));
+        RETURN_IF_ERROR(TimeSlicedResources(entry.first, entry.second, section, ts));
       }
     }
     if (!has_resources || ts.resources.empty()) {
@@ -438,14 +439,15 @@ class Parser {
   }
 
   absl::Status TimeSlicedResources(const YAML::Node& key_node, const YAML::Node& value,
-                                   const std::string& path) {
+                                   const std::string& section, TimeSlicing& ts) {
+    const std::string path = Join(section, "resources");
     if (value.IsNull()) return absl::OkStatus();
     if (!value.IsSequence()) return Error(key_node, path, "must be a list");
     std::set<std::string> names;
     size_t i = 0;
     for (const YAML::Node& item : value) {
       std::string item_path = absl::StrCat(path, "[", i++, "]");
-      RETURN_IF_ERROR(CheckMap(key_node, item, "sharing.timeSlicing.resources[]", item_path));
+      RETURN_IF_ERROR(CheckMap(key_node, item, absl::StrCat(path, "[]"), item_path));
       const YAML::Node& at = item.Mark().is_null() ? key_node : item;
       TimeSlicedResource resource;
       ASSIGN_OR_RETURN(std::optional<std::string> name,
@@ -454,16 +456,19 @@ class Parser {
         return Error(at, Join(item_path, "name"), "required; e.g. name: nvidia.com/gpu");
       }
       ASSIGN_OR_RETURN(resource.name, ResourceName(at, *name, Join(item_path, "name")));
+      // Errors about the count point at its own line when it is there.
+      const YAML::Node replicas_node = Field(item, "replicas");
+      const YAML::Node& replicas_at = replicas_node.Mark().is_null() ? at : replicas_node;
       ASSIGN_OR_RETURN(std::optional<int64_t> replicas,
-                       Int(at, Field(item, "replicas"), Join(item_path, "replicas")));
+                       Int(replicas_at, replicas_node, Join(item_path, "replicas")));
       if (!replicas) return Error(at, Join(item_path, "replicas"), "required; e.g. replicas: 4");
       if (*replicas < 2) {
-        return Error(at, Join(item_path, "replicas"),
+        return Error(replicas_at, Join(item_path, "replicas"),
                      absl::StrCat("number of replicas must be >= 2, got ", *replicas,
                                   "; leave the resource out to not share it"));
       }
       if (*replicas > 1000) {
-        return Error(at, Join(item_path, "replicas"),
+        return Error(replicas_at, Join(item_path, "replicas"),
                      absl::StrCat(*replicas, " replicas is more than 1000 per GPU; use fewer"));
       }
       resource.replicas = static_cast<int>(*replicas);
@@ -482,7 +487,7 @@ class Parser {
         return Error(at, Join(item_path, "name"),
                      absl::StrCat(resource.name, " is listed twice; keep one entry"));
       }
-      out_.time_slicing.resources.push_back(std::move(resource));
+      ts.resources.push_back(std::move(resource));
     }
     return absl::OkStatus();
   }

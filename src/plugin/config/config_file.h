@@ -3,6 +3,7 @@
 // and where it belongs, where NVIDIA's plugin ignores it silently.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,10 @@ namespace gpunode::plugin {
 struct ConfigFile {
   ConfigLayer flags;
   TimeSlicing time_slicing;
+  // sharing.mps, read with the same rules as timeSlicing: the labels report it as the sharing
+  // strategy, and the device plugin refuses it (ResolveConfig).
+  std::optional<TimeSlicing> mps;
+  int mps_line = 0;
   // Settings NVIDIA's plugin accepts that gpunode reads but does not act on (GFD's flags excepted),
   // one line each, for the log.
   std::vector<std::string> warnings;

@@ -71,6 +71,12 @@ absl::StatusOr<ResolvedConfig> ResolveConfig(const ConfigLayer& flags,
   if (!resolved.config_file.empty()) {
     ASSIGN_OR_RETURN(file, ReadConfigFile(resolved.config_file));
   }
+  if (file.mps) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        resolved.config_file, ":", file.mps_line,
+        ": sharing.mps: MPS sharing is not supported by gpunode device-plugin; remove it or use "
+        "sharing.timeSlicing"));
+  }
   resolved.config = Merge({&flags, &environment, &file.flags}, file.time_slicing);
   resolved.warnings = std::move(file.warnings);
   return resolved;
