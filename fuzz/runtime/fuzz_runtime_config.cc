@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime/containerd_config.h"
-#include "runtime/import_chain.h"
+#include "containerd/containerd_config.h"
+#include "containerd/import_chain.h"
 #include "runtime/imports_splice.h"
 #include "runtime/nvidia_handler.h"
 #include "runtime/toml_text_edit.h"
@@ -16,22 +16,23 @@ namespace {
 constexpr char kPath[] = "/etc/containerd/config.toml";
 constexpr char kDropIn[] = "/etc/containerd/conf.d/99-nvidia.toml";
 
-void CheckSplice(const gpunode::runtime::ContainerdConfig& config) {
+void CheckSplice(const gpunode::containerd::ContainerdConfig& config) {
   absl::StatusOr<std::string> spliced = gpunode::runtime::SpliceImport(config, kDropIn);
   if (!spliced.ok()) {
     if (absl::IsInternal(spliced.status())) std::abort();
     return;
   }
-  absl::StatusOr<gpunode::runtime::ContainerdConfig> again =
-      gpunode::runtime::ParseContainerdConfig(kPath, *spliced);
+  absl::StatusOr<gpunode::containerd::ContainerdConfig> again =
+      gpunode::containerd::ParseContainerdConfig(kPath, *spliced);
   if (!again.ok() || again->version != config.version) std::abort();
-  absl::StatusOr<std::vector<std::string>> imports = gpunode::runtime::ImportsOf(kPath, again->doc);
+  absl::StatusOr<std::vector<std::string>> imports =
+      gpunode::containerd::ImportsOf(kPath, again->doc);
   if (!imports.ok() || imports->empty() || imports->back() != kDropIn) std::abort();
 }
 
-void CheckInPlace(const gpunode::runtime::ContainerdConfig& config, size_t size) {
-  std::string plugin = gpunode::runtime::CriPluginId(config.version);
-  const toml::table* cri = gpunode::runtime::FindTable(config.doc, {"plugins", plugin});
+void CheckInPlace(const gpunode::containerd::ContainerdConfig& config, size_t size) {
+  std::string plugin = gpunode::containerd::CriPluginId(config.version);
+  const toml::table* cri = gpunode::containerd::FindTable(config.doc, {"plugins", plugin});
   gpunode::runtime::HandlerRequest request;
   request.set_as_default = size % 2 == 0;
   request.enable_cdi = size % 3 == 0;
@@ -48,8 +49,8 @@ void CheckInPlace(const gpunode::runtime::ContainerdConfig& config, size_t size)
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<gpunode::runtime::ContainerdConfig> config =
-      gpunode::runtime::ParseContainerdConfig(kPath, text);
+  absl::StatusOr<gpunode::containerd::ContainerdConfig> config =
+      gpunode::containerd::ParseContainerdConfig(kPath, text);
   if (!config.ok()) return 0;
   CheckSplice(*config);
   CheckInPlace(*config, size);

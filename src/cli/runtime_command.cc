@@ -4,15 +4,15 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
+#include "containerd/containerd_live.h"
 #include "runtime/configure.h"
-#include "runtime/containerd_live.h"
 #include "runtime/revert.h"
 
 namespace gpunode::cli {
 namespace {
 
 struct StatusOptions {
-  std::string socket = runtime::kDefaultContainerdSocket;
+  std::string socket = containerd::kDefaultContainerdSocket;
   std::string handler = "nvidia";
   std::string output = "table";
   int timeout_ms = 5000;
@@ -106,13 +106,13 @@ int RunRevert(const runtime::ConfigureOptions& options) {
 }
 
 int RunStatus(const StatusOptions& options) {
-  absl::StatusOr<runtime::CriRuntimeStatus> status =
-      runtime::QueryCriStatus(options.socket, std::chrono::milliseconds(options.timeout_ms));
+  absl::StatusOr<containerd::CriRuntimeStatus> status =
+      containerd::QueryCriStatus(options.socket, std::chrono::milliseconds(options.timeout_ms));
   if (!status.ok()) {
     std::cerr << "gpunode: " << status.status().message() << "\n";
     return kExitFailures;
   }
-  const runtime::CriHandler* handler = runtime::FindHandler(*status, options.handler);
+  const containerd::CriHandler* handler = containerd::FindHandler(*status, options.handler);
   if (options.output == "json") {
     nlohmann::json out = {{"socket", options.socket},
                           {"default_runtime", status->default_runtime},
@@ -123,14 +123,14 @@ int RunStatus(const StatusOptions& options) {
                             {"runtime_type", handler ? handler->runtime_type : ""},
                             {"options", handler ? handler->options : nlohmann::json::object()},
                             {"default", status->default_runtime == options.handler}}}};
-    for (const runtime::CriCondition& c : status->conditions) {
+    for (const containerd::CriCondition& c : status->conditions) {
       out["conditions"].push_back(
           {{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message}});
     }
     std::cout << out.dump(2) << "\n";
   } else {
     std::cout << "containerd at unix://" << options.socket << "\n";
-    for (const runtime::CriCondition& c : status->conditions) {
+    for (const containerd::CriCondition& c : status->conditions) {
       std::cout << "  " << c.type << ": " << (c.status ? "true" : "false");
       if (!c.reason.empty()) std::cout << " (" << c.reason << ": " << c.message << ")";
       std::cout << "\n";

@@ -7,12 +7,12 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "containerd/containerd_config.h"
+#include "containerd/import_chain.h"
 #include "core/file_io.h"
 #include "core/status_macros.h"
 #include "runtime/backup_ledger.h"
-#include "runtime/containerd_config.h"
 #include "runtime/drop_in.h"
-#include "runtime/import_chain.h"
 #include "runtime/imports_splice.h"
 #include "runtime/toml_text_edit.h"
 
@@ -27,17 +27,17 @@ mode_t FileMode(const std::string& path, mode_t fallback) {
 }
 
 std::string PluginKey(const std::string& plugin) {
-  return absl::StrCat("plugins.", FormatTomlKey(plugin));
+  return absl::StrCat("plugins.", containerd::FormatTomlKey(plugin));
 }
 
 // The CRI table containerd ends up with from the files merged before the drop-in (before 2.1 each
 // file that sets the plugin replaces its whole table), refusing when a later file would hide it.
-absl::StatusOr<toml::table> CriBeforeDropIn(const ImportChain& chain, const std::string& plugin,
-                                            const std::string& drop_in) {
+absl::StatusOr<toml::table> CriBeforeDropIn(const containerd::ImportChain& chain,
+                                            const std::string& plugin, const std::string& drop_in) {
   toml::table source;
   for (size_t i = 0; i < chain.files.size(); ++i) {
     if (i == chain.drop_in_index) continue;
-    const toml::table* cri = FindTable(chain.files[i].doc, {"plugins", plugin});
+    const toml::table* cri = containerd::FindTable(chain.files[i].doc, {"plugins", plugin});
     if (cri == nullptr) continue;
     if (i > chain.drop_in_index) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -50,12 +50,13 @@ absl::StatusOr<toml::table> CriBeforeDropIn(const ImportChain& chain, const std:
   return source;
 }
 
-absl::StatusOr<std::string> InPlaceText(const ContainerdConfig& main, const std::string& plugin,
+absl::StatusOr<std::string> InPlaceText(const containerd::ContainerdConfig& main,
+                                        const std::string& plugin,
                                         const std::optional<Ledger>& ledger,
                                         const HandlerRequest& handler) {
-  ASSIGN_OR_RETURN(ImportChain chain, ResolveImportChain(main, ""));
+  ASSIGN_OR_RETURN(containerd::ImportChain chain, containerd::ResolveImportChain(main, ""));
   for (size_t i = 1; i < chain.files.size(); ++i) {
-    if (FindTable(chain.files[i].doc, {"plugins", plugin}) != nullptr) {
+    if (containerd::FindTable(chain.files[i].doc, {"plugins", plugin}) != nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           chain.files[i].path, ": sets ", PluginKey(plugin), " and replaces that table of ",
           main.path, " when containerd merges it; configure that file instead (--config ",
@@ -67,11 +68,11 @@ absl::StatusOr<std::string> InPlaceText(const ContainerdConfig& main, const std:
   if (ledger) {
     if (const LedgerEntry* entry = ledger->Find(main.path); entry && entry->existed) {
       ASSIGN_OR_RETURN(std::string backup, core::ReadFile(entry->backup));
-      ASSIGN_OR_RETURN(original, ParseToml(backup, entry->backup));
+      ASSIGN_OR_RETURN(original, containerd::ParseToml(backup, entry->backup));
     }
   }
-  const toml::table* current_cri = FindTable(main.doc, {"plugins", plugin});
-  const toml::table* original_cri = FindTable(original, {"plugins", plugin});
+  const toml::table* current_cri = containerd::FindTable(main.doc, {"plugins", plugin});
+  const toml::table* original_cri = containerd::FindTable(original, {"plugins", plugin});
   ASSIGN_OR_RETURN(toml::table cri,
                    WithNvidiaHandler(current_cri ? *current_cri : toml::table{},
                                      original_cri ? *original_cri : toml::table{}, handler));
@@ -192,28 +193,30 @@ absl::StatusOr<ConfigureResult> Configure(const ConfigureOptions& requested) {
   RETURN_IF_ERROR(ValidateOptions(requested, !requested.drop_in.empty()));
   // Absolute paths in the ledger, so revert works from any directory.
   ConfigureOptions options = requested;
-  options.config_path = NormalPath(requested.config_path);
-  ASSIGN_OR_RETURN(ContainerdConfig main, LoadContainerdConfig(options.config_path));
+  options.config_path = containerd::NormalPath(requested.config_path);
+  ASSIGN_OR_RETURN(containerd::ContainerdConfig main,
+                   containerd::LoadContainerdConfig(options.config_path));
   ASSIGN_OR_RETURN(std::optional<Ledger> ledger, ReadLedger(options.config_path));
   const std::string mode = options.in_place ? kModeInPlace : kModeDropIn;
   const std::string drop_in =
-      options.in_place ? ""
-                       : NormalPath(options.drop_in.empty() ? DefaultDropInPath(options.config_path)
-                                                            : options.drop_in);
+      options.in_place
+          ? ""
+          : containerd::NormalPath(options.drop_in.empty() ? DefaultDropInPath(options.config_path)
+                                                           : options.drop_in);
   if (ledger && (ledger->mode != mode || ledger->drop_in != drop_in)) {
     return absl::FailedPreconditionError(absl::StrCat(
         options.config_path, ": gpunode configured it in ", ledger->mode, " mode",
         ledger->drop_in.empty() ? "" : absl::StrCat(" (", ledger->drop_in, ")"),
         "; run `gpunode runtime revert --config ", options.config_path, "` first to switch"));
   }
-  const std::string plugin = CriPluginId(main.version);
+  const std::string plugin = containerd::CriPluginId(main.version);
 
   std::vector<std::pair<std::string, std::string>> outputs;
   if (options.in_place) {
     ASSIGN_OR_RETURN(std::string text, InPlaceText(main, plugin, ledger, options.handler));
     outputs.emplace_back(main.path, std::move(text));
   } else {
-    ASSIGN_OR_RETURN(ImportChain chain, ResolveImportChain(main, drop_in));
+    ASSIGN_OR_RETURN(containerd::ImportChain chain, containerd::ResolveImportChain(main, drop_in));
     ASSIGN_OR_RETURN(toml::table source, CriBeforeDropIn(chain, plugin, drop_in));
     ASSIGN_OR_RETURN(toml::table cri, WithNvidiaHandler(source, source, options.handler));
     // The drop-in goes first so that the import never points at a missing file.

@@ -7,11 +7,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "runtime/containerd_config.h"
+#include "containerd/containerd_config.h"
 
 namespace gpunode::runtime {
 
-absl::StatusOr<std::string> SpliceImport(const ContainerdConfig& config,
+absl::StatusOr<std::string> SpliceImport(const containerd::ContainerdConfig& config,
                                          const std::string& import_path);
 
 }  // namespace gpunode::runtime

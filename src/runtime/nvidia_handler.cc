@@ -1,7 +1,7 @@
 #include "runtime/nvidia_handler.h"
 
 #include "absl/strings/str_cat.h"
-#include "runtime/toml_document.h"
+#include "containerd/toml_document.h"
 
 namespace gpunode::runtime {
 namespace {
@@ -48,7 +48,7 @@ void RestoreIfOurs(toml::table& table, const toml::table* original, const std::s
 }  // namespace
 
 std::string InheritedRuntime(const toml::table& cri, const std::string& handler) {
-  const toml::table* runtimes = FindTable(cri, {"containerd", "runtimes"});
+  const toml::table* runtimes = containerd::FindTable(cri, {"containerd", "runtimes"});
   if (runtimes == nullptr) return "";
   std::string default_name =
       cri["containerd"]["default_runtime_name"].value_or(std::string(kBuiltinDefaultRuntime));
@@ -64,8 +64,9 @@ absl::StatusOr<toml::table> WithNvidiaHandler(const toml::table& current,
                                               const toml::table& original,
                                               const HandlerRequest& request) {
   toml::table cri = current;
-  toml::table* containerd = EnsureTable(cri, {"containerd"});
-  toml::table* runtimes = containerd == nullptr ? nullptr : EnsureTable(*containerd, {"runtimes"});
+  toml::table* containerd = containerd::EnsureTable(cri, {"containerd"});
+  toml::table* runtimes =
+      containerd == nullptr ? nullptr : containerd::EnsureTable(*containerd, {"runtimes"});
   if (runtimes == nullptr) {
     return absl::InvalidArgumentError(
         "containerd.runtimes of the CRI plugin is not a table; fix the config first");
@@ -82,7 +83,7 @@ absl::StatusOr<toml::table> WithNvidiaHandler(const toml::table& current,
     Overlay(handler, *(*runtimes)[source].as_table());
   }
   handler.insert_or_assign("runtime_type", kRuncV2RuntimeType);
-  toml::table* options = EnsureTable(handler, {"options"});
+  toml::table* options = containerd::EnsureTable(handler, {"options"});
   if (options == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "containerd.runtimes.", request.name, ".options is not a table; fix the config first"));
@@ -90,7 +91,7 @@ absl::StatusOr<toml::table> WithNvidiaHandler(const toml::table& current,
   options->insert_or_assign("BinaryName", request.binary);
   runtimes->insert_or_assign(request.name, std::move(handler));
 
-  const toml::table* original_containerd = FindTable(original, {"containerd"});
+  const toml::table* original_containerd = containerd::FindTable(original, {"containerd"});
   if (request.set_as_default) {
     containerd->insert_or_assign("default_runtime_name", request.name);
   } else {

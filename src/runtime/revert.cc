@@ -8,10 +8,10 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "containerd/import_chain.h"
 #include "core/file_io.h"
 #include "core/status_macros.h"
 #include "runtime/backup_ledger.h"
-#include "runtime/import_chain.h"
 
 namespace gpunode::runtime {
 namespace {
@@ -56,7 +56,7 @@ absl::StatusOr<RevertAction> Plan(const LedgerEntry& entry, const std::string& l
 absl::StatusOr<RevertResult> Revert(const ConfigureOptions& options) {
   RETURN_IF_ERROR(ValidateOptions(options, !options.drop_in.empty()));
   RevertResult result;
-  const std::string config_path = NormalPath(options.config_path);
+  const std::string config_path = containerd::NormalPath(options.config_path);
   result.ledger_path = LedgerPath(config_path);
   ASSIGN_OR_RETURN(std::optional<Ledger> ledger, ReadLedger(config_path));
   if (!ledger) return result;

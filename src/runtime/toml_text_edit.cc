@@ -66,7 +66,7 @@ size_t KeySegmentLength(std::string_view s) {
   return i;
 }
 
-void MinHeaderLine(const toml::table& table, const LineIndex& lines, size_t& min_line) {
+void MinHeaderLine(const toml::table& table, const containerd::LineIndex& lines, size_t& min_line) {
   for (auto&& [key, child] : table) {
     auto visit_table = [&](const toml::table& sub) {
       if (sub.is_inline()) return;
@@ -84,7 +84,7 @@ void MinHeaderLine(const toml::table& table, const LineIndex& lines, size_t& min
   }
 }
 
-toml::table* FindMutableTable(toml::table& root, const TomlPath& path) {
+toml::table* FindMutableTable(toml::table& root, const containerd::TomlPath& path) {
   toml::table* table = &root;
   for (const std::string& key : path) {
     toml::node* next = table->get(key);
@@ -98,7 +98,7 @@ toml::table* FindMutableTable(toml::table& root, const TomlPath& path) {
 
 TomlTextEdit::TomlTextEdit(std::string path, std::string text)
     : path_(std::move(path)), text_(std::move(text)), lines_(text_) {
-  absl::StatusOr<toml::table> doc = ParseToml(text_, path_);
+  absl::StatusOr<toml::table> doc = containerd::ParseToml(text_, path_);
   parsed_ = doc.status();
   if (doc.ok()) {
     doc_ = std::move(*doc);
@@ -106,11 +106,12 @@ TomlTextEdit::TomlTextEdit(std::string path, std::string text)
   }
 }
 
-absl::Status TomlTextEdit::Unsupported(const TomlPath& table_path, const std::string& key,
-                                       std::string_view why) const {
-  TomlPath full = table_path;
+absl::Status TomlTextEdit::Unsupported(const containerd::TomlPath& table_path,
+                                       const std::string& key, std::string_view why) const {
+  containerd::TomlPath full = table_path;
   full.push_back(key);
-  return absl::UnimplementedError(absl::StrCat(path_, ": cannot splice ", FormatTomlPath(full),
+  return absl::UnimplementedError(absl::StrCat(path_, ": cannot splice ",
+                                               containerd::FormatTomlPath(full),
                                                " into this file: ", std::string(why)));
 }
 
@@ -121,10 +122,10 @@ void TomlTextEdit::AddSplice(size_t offset, size_t length, std::string text) {
   splices_.push_back({offset, length, std::move(text), splices_.size()});
 }
 
-absl::Status TomlTextEdit::Set(const TomlPath& table_path, const std::string& key,
+absl::Status TomlTextEdit::Set(const containerd::TomlPath& table_path, const std::string& key,
                                const toml::node& value) {
   if (!parsed_.ok()) return parsed_;
-  toml::table* target = EnsureTable(expected_, table_path);
+  toml::table* target = containerd::EnsureTable(expected_, table_path);
   if (target == nullptr) return Unsupported(table_path, key, "a parent key is not a table");
   value.visit([&](const auto& v) { target->insert_or_assign(key, v); });
 
@@ -147,7 +148,7 @@ absl::Status TomlTextEdit::Set(const TomlPath& table_path, const std::string& ke
   return SetIn(table_path, table, key, value);
 }
 
-absl::Status TomlTextEdit::SetIn(const TomlPath& table_path, const toml::table* table,
+absl::Status TomlTextEdit::SetIn(const containerd::TomlPath& table_path, const toml::table* table,
                                  const std::string& key, const toml::node& value) {
   const toml::node* existing = table == nullptr ? nullptr : table->get(key);
   if (existing == nullptr) return InsertKey(table_path, table, key, value);
@@ -157,7 +158,7 @@ absl::Status TomlTextEdit::SetIn(const TomlPath& table_path, const toml::table* 
   if (existing_table != nullptr && !existing_table->is_inline()) {
     const toml::table* wanted = value.as_table();
     if (wanted == nullptr) return Unsupported(table_path, key, "it is a [table], not a value");
-    TomlPath sub_path = table_path;
+    containerd::TomlPath sub_path = table_path;
     sub_path.push_back(key);
     for (auto&& [sub_key, sub_value] : *wanted) {
       if (absl::Status st = SetIn(sub_path, existing_table, std::string(sub_key.str()), sub_value);
@@ -185,7 +186,7 @@ absl::Status TomlTextEdit::SetIn(const TomlPath& table_path, const toml::table* 
     std::string added;
     for (size_t i = old_array->size(); i < new_array->size(); ++i) {
       absl::StrAppend(&added, added.empty() && old_array->empty() ? "" : ", ",
-                      FormatTomlValue(*new_array->get(i)));
+                      containerd::FormatTomlValue(*new_array->get(i)));
     }
     size_t at = old_array->empty() ? lines_.Offset(old_array->source().begin) + 1
                                    : lines_.Offset(old_array->back().source().end);
@@ -194,14 +195,15 @@ absl::Status TomlTextEdit::SetIn(const TomlPath& table_path, const toml::table* 
   }
   size_t begin = lines_.Offset(existing->source().begin);
   size_t end = lines_.Offset(existing->source().end);
-  AddSplice(begin, end - begin, FormatTomlValue(value));
+  AddSplice(begin, end - begin, containerd::FormatTomlValue(value));
   return absl::OkStatus();
 }
 
-absl::Status TomlTextEdit::InsertKey(const TomlPath& table_path, const toml::table* table,
-                                     const std::string& key, const toml::node& value) {
+absl::Status TomlTextEdit::InsertKey(const containerd::TomlPath& table_path,
+                                     const toml::table* table, const std::string& key,
+                                     const toml::node& value) {
   auto append_section = [&] {
-    toml::table* section = EnsureTable(appended_, table_path);
+    toml::table* section = containerd::EnsureTable(appended_, table_path);
     value.visit([&](const auto& v) { section->insert_or_assign(key, v); });
     return absl::OkStatus();
   };
@@ -219,7 +221,8 @@ absl::Status TomlTextEdit::InsertKey(const TomlPath& table_path, const toml::tab
   if (kind == TableKind::kDotted) {
     return Unsupported(table_path, key, "its table is declared by dotted keys");
   }
-  std::string line = absl::StrCat(FormatTomlKey(key), " = ", FormatTomlValue(value), "\n");
+  std::string line =
+      absl::StrCat(containerd::FormatTomlKey(key), " = ", containerd::FormatTomlValue(value), "\n");
   if (table_path.empty()) {
     AddSplice(RootInsertOffset(), 0, line);
   } else {
@@ -252,10 +255,10 @@ size_t TomlTextEdit::RootInsertOffset() const {
   return text_.size();
 }
 
-absl::Status TomlTextEdit::Remove(const TomlPath& table_path, const std::string& key) {
+absl::Status TomlTextEdit::Remove(const containerd::TomlPath& table_path, const std::string& key) {
   if (!parsed_.ok()) return parsed_;
   if (toml::table* target = FindMutableTable(expected_, table_path)) target->erase(key);
-  const toml::table* table = FindTable(doc_, table_path);
+  const toml::table* table = containerd::FindTable(doc_, table_path);
   if (table == nullptr) return absl::OkStatus();
   auto it = table->find(key);
   if (it == table->end()) return absl::OkStatus();
@@ -310,10 +313,11 @@ absl::StatusOr<std::string> TomlTextEdit::Finish() const {
   if (!appended_.empty()) {
     if (!out.empty() && out.back() != '\n') out += newlines("\n");
     if (!out.empty()) out += newlines("\n");
-    out += newlines("# Added by gpunode runtime configure.\n" + FormatTomlDocument(appended_));
+    out += newlines("# Added by gpunode runtime configure.\n" +
+                    containerd::FormatTomlDocument(appended_));
   }
 
-  absl::StatusOr<toml::table> reparsed = ParseToml(out, path_);
+  absl::StatusOr<toml::table> reparsed = containerd::ParseToml(out, path_);
   if (!reparsed.ok() || !(*reparsed == expected_)) {
     return absl::InternalError(
         absl::StrCat(path_, ": the spliced text would not read back as intended (",

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/toml_document.h"
+#include "containerd/toml_document.h"
 #include "toml++/toml.h"
 
 namespace gpunode::runtime {
@@ -27,11 +27,12 @@ class TomlTextEdit {
   // [header], and a table that has no header of its own gets a new section at the end of the file.
   // Tables are compared key by key, so only what differs is written. Shapes it cannot edit safely
   // (arrays of tables, keys defined by dotted keys or inline tables) are Unimplemented.
-  absl::Status Set(const TomlPath& table_path, const std::string& key, const toml::node& value);
+  absl::Status Set(const containerd::TomlPath& table_path, const std::string& key,
+                   const toml::node& value);
 
   // Deletes a `key = value` line. Unimplemented if the key shares its line with anything but a
   // comment, or is a [table].
-  absl::Status Remove(const TomlPath& table_path, const std::string& key);
+  absl::Status Remove(const containerd::TomlPath& table_path, const std::string& key);
 
   // The edited text. Internal if it does not parse back to the intended document (a bug, never
   // written anywhere).
@@ -48,21 +49,21 @@ class TomlTextEdit {
   };
   enum class TableKind { kHeader, kImplicit, kInline, kDotted, kArrayElement };
 
-  absl::Status SetIn(const TomlPath& table_path, const toml::table* table, const std::string& key,
-                     const toml::node& value);
-  absl::Status InsertKey(const TomlPath& table_path, const toml::table* table,
+  absl::Status SetIn(const containerd::TomlPath& table_path, const toml::table* table,
+                     const std::string& key, const toml::node& value);
+  absl::Status InsertKey(const containerd::TomlPath& table_path, const toml::table* table,
                          const std::string& key, const toml::node& value);
   TableKind Classify(const toml::table& table) const;
   size_t RootInsertOffset() const;
   void AddSplice(size_t offset, size_t length, std::string text);
-  absl::Status Unsupported(const TomlPath& table_path, const std::string& key,
+  absl::Status Unsupported(const containerd::TomlPath& table_path, const std::string& key,
                            std::string_view why) const;
 
   std::string path_;
   std::string text_;
   absl::Status parsed_;
   toml::table doc_;
-  LineIndex lines_;
+  containerd::LineIndex lines_;
   toml::table expected_;
   toml::table appended_;  // new sections, written together at the end of the file
   std::vector<Splice> splices_;

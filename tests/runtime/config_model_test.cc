@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "containerd/containerd_config.h"
+#include "containerd/containerd_live.h"
+#include "containerd/import_chain.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/containerd_config.h"
-#include "runtime/containerd_live.h"
-#include "runtime/import_chain.h"
 #include "runtime/nvidia_handler.h"
 
 namespace gpunode::runtime {
@@ -20,20 +20,22 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 TEST(ContainerdConfig, VersionDecidesTheCriPlugin) {
-  EXPECT_EQ(ParseContainerdConfig("c", "[plugins.cri]\n").value().version, 1);
-  EXPECT_EQ(ParseContainerdConfig("c", "version = 2\n").value().version, 2);
-  EXPECT_EQ(ParseContainerdConfig("c", "version = 3\n").value().version, 3);
-  EXPECT_TRUE(ParseContainerdConfig("c", "# only a comment\n").value().blank);
-  EXPECT_EQ(ParseContainerdConfig("c", "").value().version, kDefaultConfigVersion);
-  EXPECT_EQ(CriPluginId(1), "cri");
-  EXPECT_EQ(CriPluginId(2), "io.containerd.grpc.v1.cri");
-  EXPECT_EQ(CriPluginId(3), "io.containerd.cri.v1.runtime");
-  EXPECT_EQ(CriPluginId(4), "io.containerd.cri.v1.runtime");
+  EXPECT_EQ(containerd::ParseContainerdConfig("c", "[plugins.cri]\n").value().version, 1);
+  EXPECT_EQ(containerd::ParseContainerdConfig("c", "version = 2\n").value().version, 2);
+  EXPECT_EQ(containerd::ParseContainerdConfig("c", "version = 3\n").value().version, 3);
+  EXPECT_TRUE(containerd::ParseContainerdConfig("c", "# only a comment\n").value().blank);
+  EXPECT_EQ(containerd::ParseContainerdConfig("c", "").value().version,
+            containerd::kDefaultConfigVersion);
+  EXPECT_EQ(containerd::CriPluginId(1), "cri");
+  EXPECT_EQ(containerd::CriPluginId(2), "io.containerd.grpc.v1.cri");
+  EXPECT_EQ(containerd::CriPluginId(3), "io.containerd.cri.v1.runtime");
+  EXPECT_EQ(containerd::CriPluginId(4), "io.containerd.cri.v1.runtime");
 }
 
 TEST(ContainerdConfig, BadVersionsAndGeneratedFilesAreRefused) {
   auto message = [](const std::string& text) {
-    absl::StatusOr<ContainerdConfig> config = ParseContainerdConfig("/etc/c.toml", text);
+    absl::StatusOr<containerd::ContainerdConfig> config =
+        containerd::ParseContainerdConfig("/etc/c.toml", text);
     EXPECT_TRUE(absl::IsInvalidArgument(config.status()));
     return std::string(config.status().message());
   };
@@ -137,10 +139,12 @@ TEST_F(ImportChainTest, FollowsContainerdsOrder) {
   Write("d/1.toml", "imports = [\"../nested/n.toml\"]\n");
   Write("nested/n.toml", "");
   Write("b.toml", "");
-  ContainerdConfig main = LoadContainerdConfig(main_path).value();
-  ImportChain chain = ResolveImportChain(main, (dir_ / "conf.d/99-nvidia.toml").string()).value();
+  containerd::ContainerdConfig main = containerd::LoadContainerdConfig(main_path).value();
+  containerd::ImportChain chain =
+      containerd::ResolveImportChain(main, (dir_ / "conf.d/99-nvidia.toml").string()).value();
   std::vector<std::string> names;
-  for (const ImportedFile& file : chain.files) names.push_back(fs::path(file.path).filename());
+  for (const containerd::ImportedFile& file : chain.files)
+    names.push_back(fs::path(file.path).filename());
   EXPECT_THAT(names,
               ElementsAre("config.toml", "1.toml", "2.toml", "b.toml", "99-nvidia.toml", "n.toml"));
   EXPECT_EQ(chain.drop_in_index, 4u);
@@ -152,9 +156,10 @@ TEST_F(ImportChainTest, AGlobCanAlreadyCoverTheDropIn) {
       Write("config.toml", "imports = [\"" + (dir_ / "conf.d").string() + "/*.toml\"]\n");
   Write("conf.d/10-a.toml", "");
   Write("conf.d/99-nvidia.toml", "stale = true\n");
-  ImportChain chain = ResolveImportChain(LoadContainerdConfig(main_path).value(),
-                                         (dir_ / "conf.d/99-nvidia.toml").string())
-                          .value();
+  containerd::ImportChain chain =
+      containerd::ResolveImportChain(containerd::LoadContainerdConfig(main_path).value(),
+                                     (dir_ / "conf.d/99-nvidia.toml").string())
+          .value();
   EXPECT_TRUE(chain.drop_in_already_imported);
   EXPECT_EQ(chain.drop_in_index, 2u);
   EXPECT_TRUE(chain.files[2].doc.empty());  // never read: gpunode rewrites it
@@ -162,29 +167,29 @@ TEST_F(ImportChainTest, AGlobCanAlreadyCoverTheDropIn) {
 
 TEST_F(ImportChainTest, AMissingImportIsRefused) {
   std::string main_path = Write("config.toml", "imports = [\"gone.toml\"]\n");
-  absl::StatusOr<ImportChain> chain =
-      ResolveImportChain(LoadContainerdConfig(main_path).value(), (dir_ / "x.toml").string());
+  absl::StatusOr<containerd::ImportChain> chain = containerd::ResolveImportChain(
+      containerd::LoadContainerdConfig(main_path).value(), (dir_ / "x.toml").string());
   EXPECT_TRUE(absl::IsInvalidArgument(chain.status()));
   EXPECT_THAT(std::string(chain.status().message()), HasSubstr("gone.toml"));
 }
 
 TEST(CriConfig, ReadsHandlersFromContainerdsStatusDocument) {
   // Shape of containerd 1.6's info["config"] (abridged).
-  CriRuntimeStatus status;
-  ASSERT_TRUE(
-      ParseCriConfig(R"({"containerd":{"snapshotter":"overlayfs","defaultRuntimeName":"runc",
+  containerd::CriRuntimeStatus status;
+  ASSERT_TRUE(containerd::ParseCriConfig(
+                  R"({"containerd":{"snapshotter":"overlayfs","defaultRuntimeName":"runc",
       "runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2","options":{"SystemdCgroup":true}},
       "nvidia":{"runtimeType":"io.containerd.runc.v2","runtimePath":"",
       "options":{"BinaryName":"/usr/bin/nvidia-container-runtime"}}}},"sandboxImage":"pause"})",
-                     status)
-          .ok());
+                  status)
+                  .ok());
   EXPECT_EQ(status.default_runtime, "runc");
-  const CriHandler* nvidia = FindHandler(status, "nvidia");
+  const containerd::CriHandler* nvidia = containerd::FindHandler(status, "nvidia");
   ASSERT_NE(nvidia, nullptr);
   EXPECT_EQ(nvidia->runtime_type, "io.containerd.runc.v2");
   EXPECT_EQ(nvidia->options["BinaryName"], "/usr/bin/nvidia-container-runtime");
-  EXPECT_EQ(FindHandler(status, "kata"), nullptr);
-  EXPECT_TRUE(absl::IsInvalidArgument(ParseCriConfig("not json", status)));
+  EXPECT_EQ(containerd::FindHandler(status, "kata"), nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(containerd::ParseCriConfig("not json", status)));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The real containerd from Debian, started on a temporary socket and state directory, asked over
 // CRI whether the nvidia handler is loaded: through `gpunode runtime status`, the way operators
 // and doctor's runtime.containerd-live check meet it.
-#include "runtime/containerd_live.h"
+#include "containerd/containerd_live.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -60,7 +60,7 @@ class Containerd {
   bool AwaitCri(const std::string& socket, std::chrono::seconds limit) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (runtime::QueryCriStatus(socket, std::chrono::milliseconds(500)).ok()) return true;
+      if (containerd::QueryCriStatus(socket, std::chrono::milliseconds(500)).ok()) return true;
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;

@@ -11,7 +11,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Edit(const std::string& text, const TomlPath& path, const std::string& key,
+std::string Edit(const std::string& text, const containerd::TomlPath& path, const std::string& key,
                  const toml::node& value) {
   TomlTextEdit edit("test.toml", text);
   absl::Status st = edit.Set(path, key, value);
@@ -113,14 +113,16 @@ TEST(TomlTextEdit, ParseErrorNamesFileLineAndColumn) {
 }
 
 TEST(SpliceImport, BlankFileGetsVersionAndImports) {
-  absl::StatusOr<ContainerdConfig> config = ParseContainerdConfig("/c.toml", "# nothing yet\n");
+  absl::StatusOr<containerd::ContainerdConfig> config =
+      containerd::ParseContainerdConfig("/c.toml", "# nothing yet\n");
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(SpliceImport(*config, "/d/99.toml").value(),
             "# nothing yet\nversion = 2\nimports = [ \"/d/99.toml\" ]\n");
 }
 
 TEST(SpliceImport, ImportsThatAreNotAnArrayOfStringsAreRefused) {
-  absl::StatusOr<ContainerdConfig> config = ParseContainerdConfig("/c.toml", "imports = \"x\"\n");
+  absl::StatusOr<containerd::ContainerdConfig> config =
+      containerd::ParseContainerdConfig("/c.toml", "imports = \"x\"\n");
   ASSERT_TRUE(config.ok());
   absl::StatusOr<std::string> out = SpliceImport(*config, "/d/99.toml");
   EXPECT_TRUE(absl::IsInvalidArgument(out.status()));

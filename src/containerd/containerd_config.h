@@ -5,10 +5,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "runtime/toml_document.h"
+#include "containerd/toml_document.h"
 #include "toml++/toml.h"
 
-namespace gpunode::runtime {
+namespace gpunode::containerd {
 
 // The version gpunode writes into a config that has nothing in it yet.
 inline constexpr int kDefaultConfigVersion = 2;
@@ -36,4 +36,4 @@ absl::StatusOr<ContainerdConfig> ParseContainerdConfig(const std::string& path, 
 // v1 "cri", v2 "io.containerd.grpc.v1.cri", v3 and later "io.containerd.cri.v1.runtime".
 std::string CriPluginId(int version);
 
-}  // namespace gpunode::runtime
+}  // namespace gpunode::containerd

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/containerd_config.h"
+#include "containerd/containerd_config.h"
 #include "toml++/toml.h"
 
-namespace gpunode::runtime {
+namespace gpunode::containerd {
 
 struct ImportedFile {
   std::string path;
@@ -37,4 +37,4 @@ absl::StatusOr<std::vector<std::string>> ImportsOf(const std::string& path, cons
 // and writes paths in.
 std::string NormalPath(const std::string& path);
 
-}  // namespace gpunode::runtime
+}  // namespace gpunode::containerd

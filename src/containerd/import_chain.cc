@@ -1,4 +1,4 @@
-#include "runtime/import_chain.h"
+#include "containerd/import_chain.h"
 
 #include <fnmatch.h>
 #include <glob.h>
@@ -13,7 +13,7 @@
 #include "core/file_io.h"
 #include "core/status_macros.h"
 
-namespace gpunode::runtime {
+namespace gpunode::containerd {
 namespace {
 
 namespace fs = std::filesystem;
@@ -133,4 +133,4 @@ absl::StatusOr<ImportChain> ResolveImportChain(const ContainerdConfig& main,
   return chain;
 }
 
-}  // namespace gpunode::runtime
+}  // namespace gpunode::containerd

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "toml++/toml.h"
 
-namespace gpunode::runtime {
+namespace gpunode::containerd {
 
 // A path of keys from the document root to a table, e.g. {"plugins", "io.containerd.grpc.v1.cri"}.
 using TomlPath = std::vector<std::string>;
@@ -49,4 +49,4 @@ std::string FormatTomlValue(const toml::node& value);
 // A whole document with [section] headers, the way containerd configs are usually written.
 std::string FormatTomlDocument(const toml::table& table);
 
-}  // namespace gpunode::runtime
+}  // namespace gpunode::containerd

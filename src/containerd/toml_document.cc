@@ -1,10 +1,10 @@
-#include "runtime/toml_document.h"
+#include "containerd/toml_document.h"
 
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 
-namespace gpunode::runtime {
+namespace gpunode::containerd {
 namespace {
 
 // Basic strings only: containerd configs in the wild quote with "", and a literal string cannot
@@ -132,4 +132,4 @@ std::string FormatTomlDocument(const toml::table& table) {
   return text;
 }
 
-}  // namespace gpunode::runtime
+}  // namespace gpunode::containerd

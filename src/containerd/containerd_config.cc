@@ -1,4 +1,4 @@
-#include "runtime/containerd_config.h"
+#include "containerd/containerd_config.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "core/file_io.h"
 #include "core/status_macros.h"
 
-namespace gpunode::runtime {
+namespace gpunode::containerd {
 namespace {
 
 // Line (1-based) of the first occurrence of `needle`, compared case-insensitively; 0 if absent.
@@ -113,4 +113,4 @@ std::string CriPluginId(int version) {
   return "io.containerd.cri.v1.runtime";
 }
 
-}  // namespace gpunode::runtime
+}  // namespace gpunode::containerd

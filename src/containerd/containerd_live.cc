@@ -1,4 +1,4 @@
-#include "runtime/containerd_live.h"
+#include "containerd/containerd_live.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "cri/api.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
-namespace gpunode::runtime {
+namespace gpunode::containerd {
 namespace {
 
 absl::Status FromGrpc(const grpc::Status& status, const std::string& socket) {
@@ -91,4 +91,4 @@ const CriHandler* FindHandler(const CriRuntimeStatus& status, const std::string&
   return nullptr;
 }
 
-}  // namespace gpunode::runtime
+}  // namespace gpunode::containerd

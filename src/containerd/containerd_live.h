@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 
-namespace gpunode::runtime {
+namespace gpunode::containerd {
 
 inline constexpr char kDefaultContainerdSocket[] = "/run/containerd/containerd.sock";
 
@@ -46,4 +46,4 @@ const CriHandler* FindHandler(const CriRuntimeStatus& status, const std::string&
 // Parses the verbose "config" document into `status` (exposed for tests of other runtimes' shapes).
 absl::Status ParseCriConfig(const std::string& config_json, CriRuntimeStatus& status);
 
-}  // namespace gpunode::runtime
+}  // namespace gpunode::containerd
