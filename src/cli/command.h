@@ -36,5 +36,6 @@ void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
 void AddClusterCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddWebhookCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddRuntimeCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 
 }  // namespace gpunode::cli

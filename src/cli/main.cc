@@ -46,6 +46,7 @@ int Main(int argc, char** argv) {
   AddClusterCommand(app, global, run);
   AddWebhookCommand(app, global, run);
   AddRuntimeCommand(app, global, run);
+  AddDoctorCommand(app, global, run);
 
   try {
     app.parse(argc, argv);

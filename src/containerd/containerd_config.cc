@@ -70,8 +70,9 @@ absl::StatusOr<int> ReadVersion(const std::string& path, const toml::table& doc)
 
 }  // namespace
 
-absl::StatusOr<ContainerdConfig> ParseContainerdConfig(const std::string& path, std::string text) {
-  RETURN_IF_ERROR(RefuseGenerated(path, text));
+absl::StatusOr<ContainerdConfig> ParseContainerdConfig(const std::string& path, std::string text,
+                                                       ConfigUse use) {
+  if (use == ConfigUse::kEdit) RETURN_IF_ERROR(RefuseGenerated(path, text));
   ContainerdConfig config;
   config.path = path;
   config.text = std::move(text);
@@ -85,7 +86,7 @@ absl::StatusOr<ContainerdConfig> ParseContainerdConfig(const std::string& path, 
   return config;
 }
 
-absl::StatusOr<ContainerdConfig> LoadContainerdConfig(const std::string& path) {
+absl::StatusOr<ContainerdConfig> LoadContainerdConfig(const std::string& path, ConfigUse use) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec) && !ec) {
     std::string dir = std::filesystem::path(path).parent_path().string();
@@ -95,14 +96,14 @@ absl::StatusOr<ContainerdConfig> LoadContainerdConfig(const std::string& path) {
           ": neither the file nor its directory exists; pass --config with the path of "
           "containerd's config.toml"));
     }
-    return ParseContainerdConfig(path, "");
+    return ParseContainerdConfig(path, "", use);
   }
   absl::StatusOr<std::string> text = core::ReadFile(path);
   if (!text.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(text.status().message(), "; gpunode needs to read the config (run as root?)"));
   }
-  ASSIGN_OR_RETURN(ContainerdConfig config, ParseContainerdConfig(path, std::move(*text)));
+  ASSIGN_OR_RETURN(ContainerdConfig config, ParseContainerdConfig(path, std::move(*text), use));
   config.exists = true;
   return config;
 }

@@ -24,13 +24,18 @@ struct ContainerdConfig {
   bool blank = true;
 };
 
+// Editing refuses files a platform regenerates (an edit would be lost); reading them is fine.
+enum class ConfigUse { kEdit, kRead };
+
 // Reads and checks a config. A missing file is a blank config (gpunode creates it); an unreadable
-// one, a TOML syntax error, a non-integer version, a template or a file its platform regenerates is
-// an InvalidArgument naming the file and the fix.
-absl::StatusOr<ContainerdConfig> LoadContainerdConfig(const std::string& path);
+// one, a TOML syntax error, a non-integer version, and for kEdit a template or a file its platform
+// regenerates, is an InvalidArgument naming the file and the fix.
+absl::StatusOr<ContainerdConfig> LoadContainerdConfig(const std::string& path,
+                                                      ConfigUse use = ConfigUse::kEdit);
 
 // The same checks on text already in memory.
-absl::StatusOr<ContainerdConfig> ParseContainerdConfig(const std::string& path, std::string text);
+absl::StatusOr<ContainerdConfig> ParseContainerdConfig(const std::string& path, std::string text,
+                                                       ConfigUse use = ConfigUse::kEdit);
 
 // The plugin table that holds the CRI runtime settings for a config version:
 // v1 "cri", v2 "io.containerd.grpc.v1.cri", v3 and later "io.containerd.cri.v1.runtime".

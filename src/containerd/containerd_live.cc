@@ -10,18 +10,24 @@
 namespace gpunode::containerd {
 namespace {
 
-absl::Status FromGrpc(const grpc::Status& status, const std::string& socket) {
+absl::Status FromGrpc(const grpc::Status& status, const std::string& socket,
+                      const char* call = "Status") {
   auto code = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
                   ? absl::StatusCode::kUnavailable
                   : absl::StatusCode::kInternal;
-  return absl::Status(code, absl::StrCat("unix://", socket, ": CRI RuntimeService/Status: ",
+  return absl::Status(code, absl::StrCat("unix://", socket, ": CRI RuntimeService/", call, ": ",
                                          status.error_message(), " (is containerd running?)"));
 }
 
 std::string StringOr(const nlohmann::json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::unique_ptr<::runtime::v1::RuntimeService::Stub> Connect(const std::string& socket) {
+  return ::runtime::v1::RuntimeService::NewStub(
+      grpc::CreateChannel(absl::StrCat("unix://", socket), grpc::InsecureChannelCredentials()));
 }
 
 }  // namespace
@@ -48,12 +54,22 @@ absl::Status ParseCriConfig(const std::string& config_json, CriRuntimeStatus& st
   return absl::OkStatus();
 }
 
+absl::StatusOr<CriVersion> QueryCriVersion(const std::string& socket,
+                                           std::chrono::milliseconds timeout) {
+  std::unique_ptr<::runtime::v1::RuntimeService::Stub> stub = Connect(socket);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  ::runtime::v1::VersionRequest request;
+  request.set_version("v1");
+  ::runtime::v1::VersionResponse response;
+  grpc::Status rpc = stub->Version(&context, request, &response);
+  if (!rpc.ok()) return FromGrpc(rpc, socket, "Version");
+  return CriVersion{response.runtime_name(), response.runtime_version()};
+}
+
 absl::StatusOr<CriRuntimeStatus> QueryCriStatus(const std::string& socket,
                                                 std::chrono::milliseconds timeout) {
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(absl::StrCat("unix://", socket), grpc::InsecureChannelCredentials());
-  std::unique_ptr<::runtime::v1::RuntimeService::Stub> stub =
-      ::runtime::v1::RuntimeService::NewStub(channel);
+  std::unique_ptr<::runtime::v1::RuntimeService::Stub> stub = Connect(socket);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   ::runtime::v1::StatusRequest request;

@@ -35,6 +35,16 @@ struct CriRuntimeStatus {
   std::vector<std::string> reported_handlers;
 };
 
+struct CriVersion {
+  std::string runtime_name;     // "containerd"
+  std::string runtime_version;  // "v1.6.20", "1.7.24~ds1"
+};
+
+// Calls RuntimeService/Version on unix://`socket`. Unavailable when nothing answers within
+// `timeout`.
+absl::StatusOr<CriVersion> QueryCriVersion(const std::string& socket,
+                                           std::chrono::milliseconds timeout);
+
 // Calls Status(verbose=true) on unix://`socket`. Unavailable when nothing answers within
 // `timeout`; InvalidArgument when the reply's "config" is not the JSON containerd writes.
 absl::StatusOr<CriRuntimeStatus> QueryCriStatus(const std::string& socket,

@@ -21,15 +21,26 @@ namespace fs = std::filesystem;
 // containerd's resolveImports: globs as written (so relative to its working directory), plain
 // paths cleaned and taken against the importing file's directory. A glob also matches the
 // drop-in gpunode is about to create, in its sorted place.
+// `path` under `root` ("/" leaves it as it is).
+std::string Under(const std::string& root, const std::string& path) {
+  if (root.empty() || root == "/") return path;
+  return (fs::path(root) / fs::path(path).relative_path()).string();
+}
+
 std::vector<std::string> Resolve(const std::string& parent, const std::vector<std::string>& imports,
-                                 const std::string& drop_in) {
+                                 const std::string& drop_in, const std::string& root) {
   std::vector<std::string> out;
   for (const std::string& import : imports) {
     if (absl::StrContains(import, "*")) {
       std::vector<std::string> matches;
       glob_t found{};
-      if (::glob(import.c_str(), 0, nullptr, &found) == 0) {
-        for (size_t i = 0; i < found.gl_pathc; ++i) matches.emplace_back(found.gl_pathv[i]);
+      std::string pattern = Under(root, import);
+      if (::glob(pattern.c_str(), 0, nullptr, &found) == 0) {
+        for (size_t i = 0; i < found.gl_pathc; ++i) {
+          std::string match = found.gl_pathv[i];
+          matches.push_back(pattern == import ? match
+                                              : match.substr(pattern.size() - import.size()));
+        }
       }
       ::globfree(&found);
       if (!drop_in.empty() && ::fnmatch(import.c_str(), drop_in.c_str(), FNM_PATHNAME) == 0 &&
@@ -47,13 +58,14 @@ std::vector<std::string> Resolve(const std::string& parent, const std::vector<st
 }
 
 absl::StatusOr<ImportChain> Walk(const ContainerdConfig& main, const std::string& drop_in,
-                                 const std::vector<std::string>& main_imports) {
+                                 const std::vector<std::string>& main_imports,
+                                 const std::string& root) {
   ImportChain chain;
   std::string drop_in_normal = drop_in.empty() ? "" : NormalPath(drop_in);
   std::deque<std::pair<std::string, std::string>> pending;  // path, importing file
   std::set<std::string> loaded = {main.path};
   chain.files.push_back({main.path, main.doc});
-  for (const std::string& path : Resolve(main.path, main_imports, drop_in_normal)) {
+  for (const std::string& path : Resolve(main.path, main_imports, drop_in_normal, root)) {
     pending.emplace_back(path, main.path);
   }
   bool found = false;
@@ -67,7 +79,7 @@ absl::StatusOr<ImportChain> Walk(const ContainerdConfig& main, const std::string
       found = true;
       continue;
     }
-    absl::StatusOr<std::string> text = core::ReadFile(path);
+    absl::StatusOr<std::string> text = core::ReadFile(Under(root, path));
     if (!text.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           parent, ": imports ", path, ", which cannot be read (", text.status().message(),
@@ -75,7 +87,7 @@ absl::StatusOr<ImportChain> Walk(const ContainerdConfig& main, const std::string
     }
     ASSIGN_OR_RETURN(toml::table doc, ParseToml(*text, path));
     ASSIGN_OR_RETURN(std::vector<std::string> imports, ImportsOf(path, doc));
-    for (const std::string& next : Resolve(path, imports, drop_in_normal)) {
+    for (const std::string& next : Resolve(path, imports, drop_in_normal, root)) {
       pending.emplace_back(next, path);
     }
     chain.files.push_back({path, std::move(doc)});
@@ -123,12 +135,13 @@ absl::StatusOr<std::vector<std::string>> ImportsOf(const std::string& path,
 }
 
 absl::StatusOr<ImportChain> ResolveImportChain(const ContainerdConfig& main,
-                                               const std::string& drop_in) {
+                                               const std::string& drop_in,
+                                               const std::string& root) {
   ASSIGN_OR_RETURN(std::vector<std::string> imports, ImportsOf(main.path, main.doc));
-  ASSIGN_OR_RETURN(ImportChain chain, Walk(main, drop_in, imports));
+  ASSIGN_OR_RETURN(ImportChain chain, Walk(main, drop_in, imports, root));
   if (drop_in.empty() || chain.drop_in_already_imported) return chain;
   imports.push_back(drop_in);
-  ASSIGN_OR_RETURN(chain, Walk(main, drop_in, imports));
+  ASSIGN_OR_RETURN(chain, Walk(main, drop_in, imports, root));
   chain.drop_in_already_imported = false;
   return chain;
 }

@@ -26,9 +26,11 @@ struct ImportChain {
 // The chain with `drop_in` in it: where an existing import already reaches it, else appended to
 // the main file's imports, as gpunode will write them. An import that cannot be read or parsed
 // (containerd would not start) is an InvalidArgument naming it. An empty `drop_in` gives the chain
-// as it is, with drop_in_index past its end.
+// as it is, with drop_in_index past its end. With a `root` other than "/", paths (main.path, the
+// imports, the chain's paths) are host paths and files are read and globbed under `root`.
 absl::StatusOr<ImportChain> ResolveImportChain(const ContainerdConfig& main,
-                                               const std::string& drop_in);
+                                               const std::string& drop_in,
+                                               const std::string& root = "/");
 
 // The main file's `imports` as strings; InvalidArgument if the key is not an array of strings.
 absl::StatusOr<std::vector<std::string>> ImportsOf(const std::string& path, const toml::table& doc);

@@ -5,11 +5,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "containerd/cri_runtimes.h"
 #include "toml++/toml.h"
 
 namespace gpunode::runtime {
 
-inline constexpr char kRuncV2RuntimeType[] = "io.containerd.runc.v2";
+using containerd::kRuncV2RuntimeType;
 
 struct HandlerRequest {
   std::string name = "nvidia";

@@ -1,0 +1,84 @@
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "cli/command.h"
+#include "cli/nvml_session.h"
+#include "doctor/doctor.h"
+#include "doctor/report.h"
+#include "host/host_root.h"
+
+namespace gpunode::cli {
+namespace {
+
+struct DoctorFlags {
+  std::string output = "table";
+  std::string cuda;
+  bool in_container = false;
+  std::string kubelet_dir = "/var/lib/kubelet";
+  std::string containerd_config = "/etc/containerd/config.toml";
+  std::string containerd_socket;
+};
+
+int RunDoctor(const GlobalOptions& global, const DoctorFlags& flags) {
+  doctor::DoctorOptions options;
+  if (!flags.cuda.empty()) {
+    absl::StatusOr<doctor::CudaVersion> cuda = doctor::ParseCudaVersion(flags.cuda);
+    if (!cuda.ok()) return ReportError(cuda.status());
+    options.cuda = *cuda;
+  }
+  options.in_container = flags.in_container;
+  options.kubelet_dir = flags.kubelet_dir;
+  options.containerd_config = flags.containerd_config;
+  options.containerd_socket = flags.containerd_socket;
+  if (const char* visible = std::getenv("NVIDIA_VISIBLE_DEVICES"))
+    options.visible_devices = visible;
+
+  // NVML failing is a finding (driver.nvml), not the end of the run; a bad --sim SPEC is still
+  // a usage error.
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
+  if (!library.ok() && !global.sim.empty() && absl::IsInvalidArgument(library.status())) {
+    return ReportError(library.status());
+  }
+  host::HostRoot host(global.host_root);
+  doctor::Context context(host, library.ok() ? library->get() : nullptr,
+                          library.ok() ? absl::OkStatus() : library.status(), std::move(options));
+  std::vector<doctor::Finding> findings = doctor::RunDoctor(context);
+  if (flags.output == "json") {
+    std::cout << doctor::RenderJson(findings).dump(2) << "\n";
+  } else {
+    std::cout << doctor::RenderTable(findings, ::isatty(STDOUT_FILENO) == 1);
+  }
+  return doctor::Summarize(findings).fail == 0 ? kExitOk : kExitFailures;
+}
+
+}  // namespace
+
+void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
+  auto flags = std::make_shared<DoctorFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "doctor",
+      "check every layer of this GPU node (pci, driver, runtime, plugin, kubelet) and "
+      "name the broken one");
+  cmd->add_option("-o,--output", flags->output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--cuda", flags->cuda,
+                  "the CUDA version the workloads need, e.g. 12.4 (checks the driver against it)");
+  cmd->add_flag("--in-container", flags->in_container,
+                "run inside a pod: check NVIDIA_VISIBLE_DEVICES against what NVML sees");
+  cmd->add_option("--kubelet-dir", flags->kubelet_dir, "the kubelet's root directory")
+      ->capture_default_str();
+  cmd->add_option("--containerd-config", flags->containerd_config, "containerd's config file")
+      ->capture_default_str();
+  cmd->add_option("--containerd-socket", flags->containerd_socket,
+                  "containerd's CRI socket (default /run/containerd/containerd.sock under "
+                  "--host-root)");
+  cmd->callback(
+      [&global, &run, flags] { run = [&global, flags] { return RunDoctor(global, *flags); }; });
+}
+
+}  // namespace gpunode::cli

@@ -1,0 +1,18 @@
+#include "doctor/checks.h"
+
+#include "doctor/doctor.h"
+
+namespace gpunode::doctor {
+
+std::vector<Check> AllChecks() {
+  std::vector<Check> all;
+  for (auto layer : {PciChecks, DriverChecks, RuntimeChecks, PluginChecks, KubeletChecks,
+                     ContainerChecks, TopologyChecks}) {
+    for (Check& check : layer()) all.push_back(std::move(check));
+  }
+  return all;
+}
+
+std::vector<Finding> RunDoctor(const Context& context) { return RunChecks(AllChecks(), context); }
+
+}  // namespace gpunode::doctor

@@ -1,0 +1,58 @@
+// What the checks look at: the host (through a HostRoot), NVML when it opened, and the options of
+// the run. Readings several checks share are made once, on first use.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "doctor/cuda_versions.h"
+#include "gpu/node_snapshot.h"
+#include "host/host_root.h"
+#include "host/pci.h"
+#include "nvml/library.h"
+
+namespace gpunode::doctor {
+
+struct DoctorOptions {
+  std::optional<CudaVersion> cuda;  // --cuda: what the workloads need
+  bool in_container = false;
+  std::string kubelet_dir = "/var/lib/kubelet";                   // a host path
+  std::string containerd_config = "/etc/containerd/config.toml";  // a host path
+  // A path on this machine; empty means /run/containerd/containerd.sock under the host root.
+  std::string containerd_socket;
+  // NVIDIA_VISIBLE_DEVICES as the pod sees it (read only with in_container).
+  std::optional<std::string> visible_devices;
+  std::chrono::milliseconds rpc_timeout{2000};
+};
+
+class Context {
+ public:
+  // `nvml` may be null; `nvml_status` then says why it did not open.
+  Context(const host::HostRoot& host, const nvml::Library* nvml, absl::Status nvml_status,
+          DoctorOptions options);
+
+  const host::HostRoot& host() const { return host_; }
+  const nvml::Library* nvml() const { return nvml_; }
+  const absl::Status& nvml_status() const { return nvml_status_; }
+  const DoctorOptions& options() const { return options_; }
+
+  const absl::StatusOr<std::vector<host::PciDevice>>& PciGpus() const;
+  // Requires nvml() != nullptr.
+  const absl::StatusOr<gpu::NodeSnapshot>& Node() const;
+  std::string ContainerdSocket() const;
+  std::string DevicePluginDir() const;  // a host path
+
+ private:
+  const host::HostRoot& host_;
+  const nvml::Library* nvml_;
+  absl::Status nvml_status_;
+  DoctorOptions options_;
+  mutable std::optional<absl::StatusOr<std::vector<host::PciDevice>>> pci_;
+  mutable std::optional<absl::StatusOr<gpu::NodeSnapshot>> node_;
+};
+
+}  // namespace gpunode::doctor

@@ -1,0 +1,154 @@
+// kubelet.*: whether the kubelet took the plugin's devices, and may take them at all.
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "doctor/checks.h"
+#include "doctor/parsers.h"
+#include "yaml-cpp/yaml.h"
+
+namespace gpunode::doctor {
+namespace {
+
+constexpr char kGpuResource[] = "nvidia.com/gpu";
+
+Finding Registered(const Context& context) {
+  std::string path = context.DevicePluginDir() + "/kubelet_internal_checkpoint";
+  std::string fix =
+      "check the device plugin's log and plugin.socket; the kubelet lists a "
+      "resource once a plugin registers and streams its devices";
+  absl::StatusOr<std::string> text = context.host().ReadFile(path);
+  if (!text.ok()) {
+    return Fail("the kubelet has no device plugin checkpoint: no plugin ever registered",
+                std::string(text.status().message()), fix);
+  }
+  absl::StatusOr<KubeletCheckpoint> checkpoint = ParseKubeletCheckpoint(*text);
+  if (!checkpoint.ok()) {
+    return Fail("the kubelet's checkpoint does not parse",
+                absl::StrCat(path, ": ", checkpoint.status().message()),
+                "the kubelet rewrites it at the next device update; restart the device plugin");
+  }
+  size_t gpus = context.Node()->gpus.size();
+  std::vector<std::string> listed;
+  for (const auto& [resource, ids] : checkpoint->registered) {
+    if (absl::StartsWith(resource, "nvidia.com/")) {
+      listed.push_back(absl::StrCat(resource, ": ", ids.size()));
+    }
+  }
+  std::string evidence = absl::StrCat(
+      path, ": ", listed.empty() ? "no nvidia.com resource" : absl::StrJoin(listed, ", "),
+      "; NVML: ", gpus, " GPU(s)");
+  auto gpu = checkpoint->registered.find(kGpuResource);
+  if (gpu == checkpoint->registered.end()) {
+    if (!listed.empty()) return Ok("the kubelet lists NVIDIA resources (MIG or renamed)", evidence);
+    return Fail("the kubelet lists no nvidia.com resource", evidence, fix);
+  }
+  size_t count = gpu->second.size();
+  if (count == 0) {
+    return Fail("nvidia.com/gpu is registered with 0 healthy devices", evidence,
+                "the plugin reports every GPU unhealthy or lists none: read its log (XID "
+                "errors, NVML failures) and restart it");
+  }
+  if (gpus == 0 || count < gpus || count % gpus != 0) {
+    return Fail(absl::StrCat("the kubelet lists ", count, " nvidia.com/gpu device(s) for ", gpus,
+                             " GPU(s)"),
+                evidence,
+                "unhealthy GPUs are left out: read the plugin's log; with sharing, replicas "
+                "multiply the count");
+  }
+  std::string replicas = count == gpus ? "" : absl::StrCat(" (", count / gpus, " replicas each)");
+  return Ok(absl::StrCat("nvidia.com/gpu registered with ", count, " device(s)", replicas),
+            evidence);
+}
+
+// The kubelet's arguments, from the first /proc/<pid>/cmdline whose program is "kubelet".
+std::optional<std::vector<std::string>> KubeletArgs(const Context& context) {
+  absl::StatusOr<std::vector<std::string>> entries = context.host().ListDir("/proc");
+  if (!entries.ok()) return std::nullopt;
+  for (const std::string& pid : *entries) {
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    absl::StatusOr<std::string> cmdline = context.host().ReadFile("/proc/" + pid + "/cmdline");
+    if (!cmdline.ok() || cmdline->empty()) continue;
+    std::vector<std::string> args = absl::StrSplit(*cmdline, '\0', absl::SkipEmpty());
+    if (args.empty()) continue;
+    std::string program = args[0].substr(args[0].rfind('/') + 1);
+    if (program == "kubelet") return args;
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> GateInFlag(const std::string& gates) {
+  for (absl::string_view gate : absl::StrSplit(gates, ',')) {
+    std::vector<absl::string_view> kv = absl::StrSplit(gate, '=');
+    if (kv.size() == 2 && kv[0] == "DevicePlugins") return kv[1] != "false";
+  }
+  return std::nullopt;
+}
+
+Finding FeatureGates(const Context& context) {
+  std::optional<std::vector<std::string>> args = KubeletArgs(context);
+  std::string config_path = context.options().kubelet_dir + "/config.yaml";
+  std::vector<std::string> evidence;
+  std::optional<bool> enabled;
+  if (args) {
+    for (size_t i = 1; i < args->size(); ++i) {
+      const std::string& arg = (*args)[i];
+      std::string next = i + 1 < args->size() ? (*args)[i + 1] : "";
+      if (absl::StartsWith(arg, "--feature-gates=")) {
+        enabled = GateInFlag(arg.substr(arg.find('=') + 1));
+      } else if (arg == "--feature-gates") {
+        enabled = GateInFlag(next);
+      } else if (absl::StartsWith(arg, "--config=")) {
+        config_path = arg.substr(arg.find('=') + 1);
+      } else if (arg == "--config") {
+        config_path = next;
+      }
+    }
+    evidence.push_back("kubelet command line");
+    if (enabled) {
+      evidence.back() += absl::StrCat(": DevicePlugins=", *enabled ? "true" : "false");
+      if (!*enabled) {
+        return Fail(
+            "the kubelet runs with --feature-gates DevicePlugins=false: no device plugin "
+            "can register",
+            evidence.back(), "remove DevicePlugins=false from the kubelet's flags");
+      }
+    }
+  }
+  absl::StatusOr<std::string> text = context.host().ReadFile(config_path);
+  if (text.ok()) {
+    try {
+      YAML::Node gates = YAML::Load(*text)["featureGates"];
+      if (gates && gates.IsMap() && gates["DevicePlugins"]) {
+        bool on = gates["DevicePlugins"].as<bool>();
+        evidence.push_back(absl::StrCat(config_path, ": featureGates.DevicePlugins: ", on));
+        if (!on) {
+          return Fail("the kubelet's config disables the DevicePlugins feature gate",
+                      evidence.back(),
+                      absl::StrCat("remove DevicePlugins: false from featureGates in ", config_path,
+                                   " and restart the kubelet"));
+        }
+      } else {
+        evidence.push_back(config_path + ": DevicePlugins not set (on by default)");
+      }
+    } catch (const YAML::Exception& e) {
+      evidence.push_back(absl::StrCat(config_path, ": not YAML (", e.what(), ")"));
+    }
+  }
+  if (!args && !text.ok()) {
+    return Skip("no kubelet process and no kubelet config found",
+                absl::StrCat("/proc/*/cmdline, ", config_path));
+  }
+  return Ok("the DevicePlugins feature gate is not disabled", absl::StrJoin(evidence, "; "));
+}
+
+}  // namespace
+
+std::vector<Check> KubeletChecks() {
+  return {
+      {"kubelet", "kubelet.registered", {"driver.nvml"}, Registered},
+      {"kubelet", "kubelet.feature-gates", {}, FeatureGates},
+  };
+}
+
+}  // namespace gpunode::doctor

@@ -1,0 +1,141 @@
+// plugin.*: the device plugin sockets in the kubelet's device-plugins directory.
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "doctor/checks.h"
+#include "grpcpp/grpcpp.h"
+
+namespace gpunode::doctor {
+namespace {
+
+constexpr char kKubeletSocket[] = "kubelet.sock";
+
+struct Socket {
+  std::string name;
+  std::string path;  // on this machine
+};
+
+absl::StatusOr<std::vector<Socket>> Sockets(const Context& context) {
+  std::string dir = context.DevicePluginDir();
+  absl::StatusOr<std::vector<std::string>> names = context.host().ListDir(dir);
+  if (!names.ok()) return names.status();
+  std::vector<Socket> sockets;
+  for (const std::string& name : *names) {
+    absl::StatusOr<struct stat> st = context.host().Stat(absl::StrCat(dir, "/", name));
+    if (st.ok() && S_ISSOCK(st->st_mode)) {
+      sockets.push_back({name, context.host().Resolve(absl::StrCat(dir, "/", name))});
+    }
+  }
+  return sockets;
+}
+
+// Whether anything accepts connections on the socket; a socket file left by a process that
+// exited refuses them.
+bool Listening(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) {
+    ::close(fd);
+    return false;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+absl::Status AskOptions(const std::string& path, std::chrono::milliseconds timeout) {
+  auto stub = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel(absl::StrCat("unix://", path), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext rpc;
+  rpc.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1beta1::Empty request;
+  v1beta1::DevicePluginOptions options;
+  grpc::Status status = stub->GetDevicePluginOptions(&rpc, request, &options);
+  if (!status.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(path, ": GetDevicePluginOptions: ", status.error_message()));
+  }
+  return absl::OkStatus();
+}
+
+// NVIDIA's plugin (and gpunode's) serves nvidia.com/<name> on nvidia-<name>.sock.
+std::string ResourceOf(const std::string& socket) {
+  std::string name = socket.substr(std::string("nvidia-").size());
+  return "nvidia.com/" + name.substr(0, name.size() - std::string(".sock").size());
+}
+
+Finding PluginSocket(const Context& context) {
+  absl::StatusOr<std::vector<Socket>> sockets = Sockets(context);
+  std::string fix =
+      "kubectl -n <namespace> get pods -l app=nvidia-device-plugin; deploy the "
+      "device plugin (gpunode device-plugin or NVIDIA's) as a DaemonSet";
+  if (!sockets.ok()) {
+    return Fail("cannot read the kubelet's device-plugins directory",
+                std::string(sockets.status().message()),
+                "give --kubelet-dir if the kubelet uses another root-dir");
+  }
+  std::vector<std::string> answering;
+  std::vector<std::string> silent;
+  for (const Socket& socket : *sockets) {
+    if (!absl::StartsWith(socket.name, "nvidia-") || !absl::EndsWith(socket.name, ".sock"))
+      continue;
+    absl::Status answer = AskOptions(socket.path, context.options().rpc_timeout);
+    if (answer.ok()) {
+      answering.push_back(absl::StrCat(ResourceOf(socket.name), " on ", socket.name));
+    } else {
+      silent.push_back(std::string(answer.message()));
+    }
+  }
+  if (!answering.empty()) {
+    return Ok(absl::StrCat("device plugin answering: ", absl::StrJoin(answering, ", ")),
+              context.DevicePluginDir());
+  }
+  if (!silent.empty()) {
+    return Fail("an NVIDIA device plugin socket exists but nobody answers on it",
+                absl::StrJoin(silent, "; "), fix);
+  }
+  return Fail("no NVIDIA device plugin socket (nvidia-*.sock) in the kubelet's directory",
+              context.DevicePluginDir(), fix);
+}
+
+Finding StaleSockets(const Context& context) {
+  absl::StatusOr<std::vector<Socket>> sockets = Sockets(context);
+  if (!sockets.ok()) {
+    return Skip("the kubelet's device-plugins directory cannot be read",
+                std::string(sockets.status().message()));
+  }
+  std::vector<std::string> stale;
+  for (const Socket& socket : *sockets) {
+    if (socket.name == kKubeletSocket) continue;  // the kubelet's own: never judged, never touched
+    if (!Listening(socket.path)) stale.push_back(socket.name);
+  }
+  if (!stale.empty()) {
+    return Warn(absl::StrCat(stale.size(), " socket(s) nobody serves"),
+                absl::StrCat(context.DevicePluginDir(), ": ", absl::StrJoin(stale, ", ")),
+                "restart the plugin that owned them (its pod); the kubelet removes stale sockets "
+                "when it restarts; never remove kubelet.sock");
+  }
+  return Ok(absl::StrCat("every plugin socket answers (", sockets->size(), " socket(s))"));
+}
+
+}  // namespace
+
+std::vector<Check> PluginChecks() {
+  return {
+      {"plugin", "plugin.socket", {}, PluginSocket},
+      {"plugin", "plugin.stale-sockets", {}, StaleSockets},
+  };
+}
+
+}  // namespace gpunode::doctor
