@@ -3,17 +3,12 @@
 // and doctor's runtime.containerd-live check meet it.
 #include "containerd/containerd_live.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
+#include "containerd_process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -31,68 +26,7 @@ testing::ProcessResult Gpunode(std::vector<std::string> args) {
   return testing::RunProcess(args);
 }
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-// containerd running on `config` until destroyed (SIGTERM, then wait).
-class Containerd {
- public:
-  Containerd(const fs::path& config, const fs::path& log) : log_(log) {
-    // Opened before fork: the child of a process with gRPC threads may only make
-    // async-signal-safe calls until exec.
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      ::execl(GPUNODE_CONTAINERD, "containerd", "--config", config.c_str(), nullptr);
-      ::_exit(127);
-    }
-    ::close(fd);
-  }
-  ~Containerd() { Stop(); }
-
-  // Polls CRI Status until containerd answers (it creates the socket late in its start).
-  bool AwaitCri(const std::string& socket, std::chrono::seconds limit) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (containerd::QueryCriStatus(socket, std::chrono::milliseconds(500)).ok()) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-
-  void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    pid_ = -1;
-  }
-
-  std::string Log() const { return ReadAll(log_); }
-
- private:
-  pid_t pid_ = -1;
-  fs::path log_;
-};
+using Containerd = testing::ContainerdProcess;
 
 class ContainerdLive : public ::testing::Test {
  protected:
@@ -106,20 +40,7 @@ class ContainerdLive : public ::testing::Test {
     // Everything containerd writes stays under dir_; snapshotters that need a special
     // filesystem are off so nothing depends on the host's disks.
     std::ofstream(config_)
-        << "version = 2\n"
-        << "root = \"" << (dir_ / "root").string() << "\"\n"
-        << "state = \"" << (dir_ / "state").string() << "\"\n"
-        << "disabled_plugins = [\"io.containerd.snapshotter.v1.aufs\", "
-           "\"io.containerd.snapshotter.v1.btrfs\", "
-           "\"io.containerd.snapshotter.v1.devmapper\", "
-           "\"io.containerd.snapshotter.v1.zfs\"]\n\n"
-        << "[grpc]\n  address = \"" << socket_ << "\"\n"
-        << "[ttrpc]\n  address = \"" << socket_ << ".ttrpc\"\n"
-        << "[debug]\n  address = \"" << (dir_ / "debug.sock").string() << "\"\n"
-        << "[plugins.\"io.containerd.internal.v1.opt\"]\n  path = \"" << (dir_ / "opt").string()
-        << "\"\n"
-        << "[plugins.\"io.containerd.grpc.v1.cri\".cni]\n  conf_dir = \"" << (dir_ / "cni").string()
-        << "\"\n"
+        << testing::ContainerdTestConfig(dir_, socket_)
         << "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
         << "  runtime_type = \"io.containerd.runc.v2\"\n"
         << "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
@@ -136,7 +57,7 @@ class ContainerdLive : public ::testing::Test {
 
 TEST_F(ContainerdLive, StatusSeesTheHandlerOnlyAfterConfigure) {
   {
-    Containerd containerd(config_, dir_ / "before.log");
+    Containerd containerd(GPUNODE_CONTAINERD, config_, dir_ / "before.log");
     ASSERT_TRUE(containerd.AwaitCri(socket_, std::chrono::seconds(20))) << containerd.Log();
     testing::ProcessResult r = Gpunode({"runtime", "status", "--socket", socket_});
     EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -148,7 +69,7 @@ TEST_F(ContainerdLive, StatusSeesTheHandlerOnlyAfterConfigure) {
       Gpunode({"runtime", "configure", "--config", config_.string(), "--cdi"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
-  Containerd containerd(config_, dir_ / "after.log");
+  Containerd containerd(GPUNODE_CONTAINERD, config_, dir_ / "after.log");
   ASSERT_TRUE(containerd.AwaitCri(socket_, std::chrono::seconds(20))) << containerd.Log();
   r = Gpunode({"runtime", "status", "--socket", socket_, "--handler", "nvidia", "-o", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
