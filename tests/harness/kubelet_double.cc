@@ -83,8 +83,12 @@ grpc::Status KubeletDouble::Register(const v1beta1::RegisterRequest& request) {
   }
   // As the kubelet: dial the plugin now, blocking, and ask for its options before answering.
   auto plugin = std::make_shared<Plugin>();
-  plugin->channel = grpc::CreateChannel("unix:" + dir_ + "/" + request.endpoint(),
-                                        grpc::InsecureChannelCredentials());
+  // A fresh connection per dial, as the kubelet (Go's gRPC) makes: C++ gRPC would otherwise
+  // reuse a process-wide subchannel still in reconnect backoff from the previous socket.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  plugin->channel = grpc::CreateCustomChannel("unix:" + dir_ + "/" + request.endpoint(),
+                                              grpc::InsecureChannelCredentials(), args);
   if (!plugin->channel->WaitForConnected(std::chrono::system_clock::now() +
                                          std::chrono::seconds(10))) {
     return refuse(grpc::StatusCode::UNAVAILABLE,
