@@ -4,7 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "doctor/checks.h"
-#include "doctor/parsers.h"
+#include "host/device_checkpoint.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpunode::doctor {
@@ -22,7 +22,7 @@ Finding Registered(const Context& context) {
     return Fail("the kubelet has no device plugin checkpoint: no plugin ever registered",
                 std::string(text.status().message()), fix);
   }
-  absl::StatusOr<KubeletCheckpoint> checkpoint = ParseKubeletCheckpoint(*text);
+  absl::StatusOr<host::DeviceCheckpoint> checkpoint = host::ParseDeviceCheckpoint(*text);
   if (!checkpoint.ok()) {
     return Fail("the kubelet's checkpoint does not parse",
                 absl::StrCat(path, ": ", checkpoint.status().message()),

@@ -1,7 +1,6 @@
 #include "doctor/parsers.h"
 
 #include <algorithm>
-#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,12 +9,9 @@
 #include "absl/strings/strip.h"
 #include "containerd/toml_document.h"
 #include "core/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace gpunode::doctor {
 namespace {
-
-using json = nlohmann::json;
 
 bool IsVersionToken(absl::string_view token) {
   if (token.empty() || !absl::ascii_isdigit(token.front()) || !absl::StrContains(token, '.')) {
@@ -23,13 +19,6 @@ bool IsVersionToken(absl::string_view token) {
   }
   return std::all_of(token.begin(), token.end(),
                      [](char c) { return absl::ascii_isdigit(c) || c == '.'; });
-}
-
-void CollectIds(const json& ids, std::set<std::string>& out) {
-  if (!ids.is_array()) return;
-  for (const json& id : ids) {
-    if (id.is_string()) out.insert(id.get<std::string>());
-  }
 }
 
 }  // namespace
@@ -69,43 +58,6 @@ absl::StatusOr<ToolkitConfig> ParseToolkitConfig(absl::string_view text, const s
     }
   }
   return config;
-}
-
-absl::StatusOr<KubeletCheckpoint> ParseKubeletCheckpoint(absl::string_view text) {
-  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return absl::InvalidArgumentError("not a JSON object");
-  }
-  KubeletCheckpoint checkpoint;
-  auto data = doc.find("Data");
-  if (data == doc.end() || !data->is_object()) {
-    return absl::InvalidArgumentError("no \"Data\" object");
-  }
-  if (auto registered = data->find("RegisteredDevices");
-      registered != data->end() && registered->is_object()) {
-    for (const auto& [resource, ids] : registered->items()) {
-      std::set<std::string> unique;
-      CollectIds(ids, unique);
-      checkpoint.registered[resource].assign(unique.begin(), unique.end());
-    }
-  }
-  if (auto pods = data->find("PodDeviceEntries"); pods != data->end() && pods->is_array()) {
-    for (const json& pod : *pods) {
-      if (!pod.is_object()) continue;
-      auto resource = pod.find("ResourceName");
-      auto ids = pod.find("DeviceIDs");
-      if (resource == pod.end() || !resource->is_string() || ids == pod.end()) continue;
-      std::set<std::string> unique;
-      if (ids->is_object()) {
-        // A device reachable from several NUMA nodes is listed under each.
-        for (const auto& [numa, list] : ids->items()) CollectIds(list, unique);
-      } else {
-        CollectIds(*ids, unique);
-      }
-      checkpoint.allocated[resource->get<std::string>()] += unique.size();
-    }
-  }
-  return checkpoint;
 }
 
 std::optional<std::string> DpkgInstalledVersion(absl::string_view status,

@@ -2,10 +2,8 @@
 // fuzz/doctor/) and returns InvalidArgument, never throws, on input it cannot use.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -22,15 +20,6 @@ struct ToolkitConfig {
 };
 // `path` only names the file in errors.
 absl::StatusOr<ToolkitConfig> ParseToolkitConfig(absl::string_view text, const std::string& path);
-
-// What doctor needs from the kubelet's kubelet_internal_checkpoint (never written, checksum not
-// verified): the healthy devices each resource registered, and how many are allocated.
-struct KubeletCheckpoint {
-  std::map<std::string, std::vector<std::string>> registered;  // resource -> device IDs
-  std::map<std::string, size_t> allocated;                     // resource -> device IDs in use
-};
-// DeviceIDs may be the NUMA-keyed object (Kubernetes 1.20+) or the plain list of older kubelets.
-absl::StatusOr<KubeletCheckpoint> ParseKubeletCheckpoint(absl::string_view text);
 
 // The Version of `package` in a dpkg status file (/var/lib/dpkg/status) if it is installed.
 std::optional<std::string> DpkgInstalledVersion(absl::string_view status,

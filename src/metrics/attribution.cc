@@ -22,12 +22,13 @@ bool SameContainer(const DeviceAllocation& a, const DeviceAllocation& b) {
 }  // namespace
 
 Attribution::Attribution(const std::vector<ListedDevices>& listed,
-                         const std::vector<CheckpointEntry>& checkpoint) {
+                         const std::vector<host::CheckpointAllocation>& checkpoint) {
   // (device ID, container name) -> pod UIDs. The checkpoint can still hold entries of pods that are
   // gone; keying by the full ID (with its replica) and the container keeps those from matching a
   // different active container.
   absl::flat_hash_map<std::string, std::vector<std::string>> uids;
-  for (const CheckpointEntry& entry : checkpoint) {
+  for (const host::CheckpointAllocation& entry : checkpoint) {
+    if (entry.pod_uid.empty()) continue;
     for (const std::string& id : entry.device_ids) {
       std::vector<std::string>& list = uids[absl::StrCat(id, "\n", entry.container)];
       if (std::find(list.begin(), list.end(), entry.pod_uid) == list.end())

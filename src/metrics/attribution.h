@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "host/device_checkpoint.h"
 #include "metrics/cgroup.h"
-#include "metrics/device_plugin_checkpoint.h"
 
 namespace gpunode::metrics {
 
@@ -38,7 +38,7 @@ class Attribution {
  public:
   Attribution() = default;
   Attribution(const std::vector<ListedDevices>& listed,
-              const std::vector<CheckpointEntry>& checkpoint);
+              const std::vector<host::CheckpointAllocation>& checkpoint);
 
   // The allocations of a GPU or MIG device, found by UUID ("GPU-…", "MIG-…") or, for a full GPU,
   // by the index IDs of the plugin's deviceIDStrategy=index. Empty when no active pod holds it.

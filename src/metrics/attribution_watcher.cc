@@ -1,7 +1,7 @@
 #include "metrics/attribution_watcher.h"
 
 #include "core/log.h"
-#include "metrics/device_plugin_checkpoint.h"
+#include "host/device_checkpoint.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::metrics {
@@ -30,13 +30,13 @@ absl::Status AttributionWatcher::Refresh() {
     return listed.status();
   }
   // The checkpoint only adds pod UIDs; without it attribution falls back to the device alone.
-  std::vector<CheckpointEntry> checkpoint;
+  std::vector<host::CheckpointAllocation> checkpoint;
   if (absl::StatusOr<std::string> text = host_.ReadFile(options_.checkpoint); text.ok()) {
-    if (absl::StatusOr<std::vector<CheckpointEntry>> entries = ParseDevicePluginCheckpoint(*text);
-        entries.ok()) {
-      checkpoint = std::move(*entries);
+    if (absl::StatusOr<host::DeviceCheckpoint> parsed = host::ParseDeviceCheckpoint(*text);
+        parsed.ok()) {
+      checkpoint = std::move(parsed->allocations);
     } else {
-      spdlog::debug("{}: {}", options_.checkpoint, entries.status().message());
+      spdlog::debug("{}: {}", options_.checkpoint, parsed.status().message());
     }
   } else {
     spdlog::debug("{}", text.status().message());

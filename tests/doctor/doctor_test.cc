@@ -296,19 +296,6 @@ TEST_F(Doctor, CheckpointInTheOldListForm) {
   EXPECT_THAT(finding["summary"].get<std::string>(), HasSubstr("8 device(s)"));
 }
 
-TEST(DoctorParsers, CheckpointInBothForms) {
-  for (const char* form : {"healthy", "checkpoint-list-form"}) {
-    std::ifstream in(kFixtures / form /
-                     "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    absl::StatusOr<doctor::KubeletCheckpoint> checkpoint = doctor::ParseKubeletCheckpoint(text);
-    ASSERT_TRUE(checkpoint.ok()) << form;
-    EXPECT_EQ(checkpoint->registered.at("nvidia.com/gpu").size(), 8u) << form;
-    EXPECT_EQ(checkpoint->allocated.at("nvidia.com/gpu"), 2u) << form;
-  }
-  EXPECT_FALSE(doctor::ParseKubeletCheckpoint("[1,2]").ok());
-}
-
 TEST_F(Doctor, DriverTooOldForTheCudaAsked) {
   json finding = Find(Run({"--cuda", "13.0"}), "driver.cuda-compat");
   EXPECT_EQ(finding["status"], "fail");

@@ -4,7 +4,6 @@
 #include "gtest/gtest.h"
 #include "metrics/attribution.h"
 #include "metrics/cgroup.h"
-#include "metrics/device_plugin_checkpoint.h"
 #include "metrics/exposition.h"
 #include "metrics/listen_address.h"
 #include "metrics/render.h"
@@ -103,34 +102,6 @@ TEST(Cgroup, GarbageYieldsNothing) {
   }
 }
 
-TEST(Checkpoint, NumaKeyedDeviceIds) {
-  absl::StatusOr<std::vector<CheckpointEntry>> entries = ParseDevicePluginCheckpoint(R"({
-    "Data": {"PodDeviceEntries": [
-      {"PodUID": "u1", "ContainerName": "c1", "ResourceName": "nvidia.com/gpu",
-       "DeviceIDs": {"0": ["GPU-a"], "1": ["GPU-b", "GPU-a"]}, "AllocResp": "CgA="},
-      {"PodUID": "u2", "ContainerName": "c2", "ResourceName": "nvidia.com/gpu",
-       "DeviceIDs": {}, "AllocResp": "CgA="}],
-      "RegisteredDevices": {"nvidia.com/gpu": ["GPU-a", "GPU-b"]}},
-    "Checksum": 1})");
-  ASSERT_TRUE(entries.ok()) << entries.status();
-  ASSERT_EQ(entries->size(), 1u) << "an entry without devices is dropped";
-  EXPECT_EQ((*entries)[0].pod_uid, "u1");
-  EXPECT_EQ((*entries)[0].container, "c1");
-  EXPECT_EQ((*entries)[0].device_ids, (std::vector<std::string>{"GPU-a", "GPU-b"}));
-}
-
-TEST(Checkpoint, PreKubernetes120ArrayAndEmptyFiles) {
-  absl::StatusOr<std::vector<CheckpointEntry>> entries = ParseDevicePluginCheckpoint(
-      R"({"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r",)"
-      R"("DeviceIDs":["GPU-x::3"]}],"RegisteredDevices":{}},"Checksum":2})");
-  ASSERT_TRUE(entries.ok());
-  ASSERT_EQ(entries->size(), 1u);
-  EXPECT_EQ((*entries)[0].device_ids, (std::vector<std::string>{"GPU-x::3"}));
-  EXPECT_TRUE(ParseDevicePluginCheckpoint(R"({"Data":{"PodDeviceEntries":null}})")->empty());
-  EXPECT_FALSE(ParseDevicePluginCheckpoint("{not json").ok());
-  EXPECT_FALSE(ParseDevicePluginCheckpoint("[]").ok());
-}
-
 // ---- The zombie rule ----
 
 class ZombieRule : public ::testing::Test {
@@ -143,14 +114,15 @@ class ZombieRule : public ::testing::Test {
         {"team-d", "mig-job", "worker", {"MIG-7"}},
         {"team-e", "by-index", "main", {"5"}},
     };
-    std::vector<CheckpointEntry> checkpoint = {
+    std::vector<host::CheckpointAllocation> checkpoint = {
         {"uid-a", "trainer", "nvidia.com/gpu", {"GPU-0"}},
         {"uid-c", "server", "nvidia.com/gpu", {"GPU-1::0"}},
         {"uid-b", "jupyter", "nvidia.com/gpu", {"GPU-1::1"}},
         // A pod that is gone but still in the checkpoint: it must not make anyone active.
         {"uid-dead", "batch", "nvidia.com/gpu", {"GPU-2"}},
     };
-    return Attribution(listed, with_checkpoint ? checkpoint : std::vector<CheckpointEntry>{});
+    return Attribution(listed,
+                       with_checkpoint ? checkpoint : std::vector<host::CheckpointAllocation>{});
   }
   CgroupIdentity InPod(const std::string& uid) { return CgroupIdentity{uid, "c0ffee"}; }
 };
