@@ -66,10 +66,22 @@ absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
       return absl::InternalError(
           absl::StrCat(path, ": cannot back up to ", path, ".bak: ", ec.message()));
   }
+  struct stat existing {};
+  const bool replacing = ::stat(path.c_str(), &existing) == 0;
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, options.mode);
   if (fd < 0) return OsError("cannot create", tmp, errno);
   absl::Status st = WriteAll(fd, contents, tmp);
+  // The new file is the caller's; the one it replaces may belong to someone else (a config owned
+  // by a service account, a group-readable file).
+  struct stat created {};
+  if (st.ok() && replacing && ::fstat(fd, &created) == 0 &&
+      (created.st_uid != existing.st_uid || created.st_gid != existing.st_gid) &&
+      ::fchown(fd, existing.st_uid, existing.st_gid) != 0) {
+    st = absl::PermissionDeniedError(absl::StrCat(path, ": cannot keep its owner ", existing.st_uid,
+                                                  ":", existing.st_gid, ": ", std::strerror(errno),
+                                                  "; run as root or as the file's owner"));
+  }
   // The umask must not decide the mode of a file an operator asked for explicitly.
   if (st.ok() && ::fchmod(fd, options.mode) != 0) st = OsError("cannot chmod", tmp, errno);
   if (st.ok() && ::fsync(fd) != 0) st = OsError("cannot fsync", tmp, errno);

@@ -21,7 +21,8 @@ struct AtomicWriteOptions {
 };
 
 // Writes `contents` to a temporary file in the same directory, fsyncs it and renames it over
-// `path`, so readers see either the old or the new file, never a torn one.
+// `path`, so readers see either the old or the new file, never a torn one. A replaced file keeps
+// its owner and group (an error when they cannot be kept, rather than a silent change).
 absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
                              const AtomicWriteOptions& options = {});
 

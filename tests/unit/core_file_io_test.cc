@@ -1,4 +1,5 @@
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -39,6 +40,20 @@ TEST(FileIo, AtomicWriteBacksUpTheOldFileAndSetsTheMode) {
   int entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   EXPECT_EQ(entries, 2);
+}
+
+TEST(FileIo, AtomicWriteKeepsTheOwnerOfAReplacedFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the file another owner";
+  fs::path dir = FreshDir("atomic-owner");
+  std::string path = (dir / "config.toml").string();
+  ASSERT_TRUE(WriteFileAtomic(path, "old\n").ok());
+  ASSERT_EQ(::chown(path.c_str(), 4321, 8765), 0);
+  ASSERT_TRUE(WriteFileAtomic(path, "new\n").ok());
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4321u);
+  EXPECT_EQ(st.st_gid, 8765u);
+  EXPECT_EQ(ReadFile(path).value(), "new\n");
 }
 
 TEST(FileIo, AtomicWriteIntoMissingDirectoryFailsCleanly) {
