@@ -2,6 +2,8 @@
 // registered, idle memory, Allocate and GetPreferredAllocation round trips over the socket, stop
 // time; and the XID-to-Unhealthy latency of the health path measured in-process, where the
 // simulator's clock start (nvmlInit) is known to the microsecond.
+// Usage: plugin_process_bench [GPUNODE_BINARY] (default: this build's gpunode), so that another
+// build of the binary (e.g. build-dist/gpunode) can be measured by the same client.
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
@@ -27,6 +29,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// The process under test; the in-process health path always uses this build's code.
+std::string binary = GPUNODE_BINARY;
 
 std::string Fixture(const std::string& name) {
   return std::string(GPUNODE_FIXTURES_DIR) + "/plugin/" + name;
@@ -65,8 +70,7 @@ std::map<std::string, std::string> Status(pid_t pid) {
 
 std::unique_ptr<testing::PluginProcess> StartPlugin(const std::string& dir, const std::string& sim,
                                                     std::vector<std::string> args) {
-  std::vector<std::string> argv = {GPUNODE_BINARY,  "--sim",         sim,
-                                   "device-plugin", "--kubelet-dir", dir};
+  std::vector<std::string> argv = {binary, "--sim", sim, "device-plugin", "--kubelet-dir", dir};
   argv.insert(argv.end(), args.begin(), args.end());
   return std::make_unique<testing::PluginProcess>(argv, std::vector<std::string>{},
                                                   dir + "/plugin.log");
@@ -252,7 +256,9 @@ void XidToUnhealthy(int runs) {
 }  // namespace
 }  // namespace gpunode
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) gpunode::binary = argv[1];
+  std::printf("binary: %s\n", gpunode::binary.c_str());
   // The in-process health path logs every transition; only the numbers matter here.
   spdlog::set_level(spdlog::level::err);
   gpunode::StartToRegistered(15);
