@@ -1,0 +1,91 @@
+# The distributed build (GPUNODE_STATIC_DIST): the node daemons' memory is mostly mapped code, so
+# the shipped binary links gRPC, protobuf, abseil and their helpers from Debian's own static
+# archives, non-PIE, with unused sections dropped and symbols stripped. glibc (libdl, pthread) stays
+# dynamic so that dlopen of libnvidia-ml.so.1 works.
+#
+# What stays shared, and why:
+# - OpenSSL and zlib: Debian ships cpp-httplib and libcurl only as shared libraries, and both load
+#   libssl.so.3, libcrypto.so.3 and libz.so.1; a static copy in the binary would be a second
+#   OpenSSL (or zlib) in the same process.
+# - libcurl: libcurl.a needs nghttp2, rtmp, ssh2, psl, gssapi, ldap and zstd, none of which has an
+#   archive in Debian, so linking it statically would load the same shared libraries anyway.
+# - spdlog, fmt, simdjson, cpp-httplib, tomlplusplus: Debian has no archives of them.
+# - libstdc++: the simulator, a shared library loaded into the same process, needs it too.
+
+set(CMAKE_POSITION_INDEPENDENT_CODE OFF)
+include(CheckPIESupported)
+check_pie_supported(LANGUAGES C CXX)
+add_compile_options(-ffunction-sections -fdata-sections)
+# Code for the binary is compiled non-PIE; the simulator (a shared library) keeps -fPIC, which a
+# later -fno-pie would cancel.
+add_compile_options("$<$<NOT:$<OR:$<BOOL:$<TARGET_PROPERTY:POSITION_INDEPENDENT_CODE>>,$<STREQUAL:$<TARGET_PROPERTY:TYPE>,SHARED_LIBRARY>>>:-fno-pie>")
+
+# gpunode_prefer_archive(<imported target>...): points each target at the .a next to its shared
+# library (and each -lNAME it lists at libNAME.a). A target without an archive keeps its location,
+# so the link still succeeds and `ldd` shows what stayed shared.
+function(gpunode_prefer_archive)
+  foreach(target ${ARGN})
+    if(NOT TARGET ${target})
+      continue()
+    endif()
+    get_target_property(type ${target} TYPE)
+    if(NOT type STREQUAL "INTERFACE_LIBRARY")
+      get_target_property(configs ${target} IMPORTED_CONFIGURATIONS)
+      set(properties IMPORTED_LOCATION)
+      if(configs)
+        foreach(config ${configs})
+          string(TOUPPER ${config} config)
+          list(APPEND properties IMPORTED_LOCATION_${config})
+        endforeach()
+      endif()
+      foreach(property ${properties})
+        get_target_property(location ${target} ${property})
+        if(location MATCHES "^(.*)\\.so(\\.[0-9.]+)?$")
+          set(archive ${CMAKE_MATCH_1}.a)
+          if(EXISTS ${archive})
+            set_target_properties(${target} PROPERTIES ${property} ${archive})
+          endif()
+        endif()
+      endforeach()
+    endif()
+    get_target_property(links ${target} INTERFACE_LINK_LIBRARIES)
+    if(links)
+      set(rewritten)
+      foreach(link ${links})
+        if(link MATCHES "^-l(.+)$")
+          find_library(archive_${CMAKE_MATCH_1} lib${CMAKE_MATCH_1}.a)
+          if(archive_${CMAKE_MATCH_1})
+            set(link ${archive_${CMAKE_MATCH_1}})
+          endif()
+        endif()
+        list(APPEND rewritten ${link})
+      endforeach()
+      set_target_properties(${target} PROPERTIES INTERFACE_LINK_LIBRARIES "${rewritten}")
+    endif()
+  endforeach()
+endfunction()
+
+# Found here rather than in proto/ so that the rewritten targets are the ones every directory sees.
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+
+# The simulator is a shared library and Debian's libyaml-cpp.a is not position-independent, so the
+# simulator keeps the shared yaml-cpp under its own name.
+find_library(GPUNODE_SHARED_YAML_CPP_LIBRARY libyaml-cpp.so REQUIRED)
+add_library(gpunode_shared_yaml_cpp SHARED IMPORTED)
+set_target_properties(gpunode_shared_yaml_cpp PROPERTIES
+  IMPORTED_LOCATION ${GPUNODE_SHARED_YAML_CPP_LIBRARY}
+  INTERFACE_INCLUDE_DIRECTORIES "$<TARGET_PROPERTY:yaml-cpp,INTERFACE_INCLUDE_DIRECTORIES>")
+set(GPUNODE_SIM_YAML_CPP gpunode_shared_yaml_cpp)
+
+get_property(imported DIRECTORY PROPERTY IMPORTED_TARGETS)
+list(FILTER imported INCLUDE REGEX "^absl::")
+gpunode_prefer_archive(${imported} gRPC::grpc++ gRPC::grpc gRPC::gpr gRPC::upb
+                       gRPC::address_sorting c-ares::cares re2::re2 protobuf::libprotobuf yaml-cpp)
+
+# gpunode_dist_executable(<target>): links the shipped binary without unused sections, non-PIE,
+# stripped, and without shared libraries it does not call.
+function(gpunode_dist_executable target)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
+  target_link_options(${target} PRIVATE -Wl,--gc-sections -Wl,--as-needed -s)
+endfunction()
