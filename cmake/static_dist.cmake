@@ -78,9 +78,14 @@ set_target_properties(gpunode_shared_yaml_cpp PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "$<TARGET_PROPERTY:yaml-cpp,INTERFACE_INCLUDE_DIRECTORIES>")
 set(GPUNODE_SIM_YAML_CPP gpunode_shared_yaml_cpp)
 
+# The binary speaks gRPC only over unix sockets with insecure credentials (kubelet, pod-resources,
+# containerd), so it links gRPC's unsecure build: no TLS, ALTS or xDS code registered at start.
+# Using secure credentials would fail to link here, not fail at run time.
+set(GPUNODE_GRPC_CXX gRPC::grpc++_unsecure)
+
 get_property(imported DIRECTORY PROPERTY IMPORTED_TARGETS)
 list(FILTER imported INCLUDE REGEX "^absl::")
-gpunode_prefer_archive(${imported} gRPC::grpc++ gRPC::grpc gRPC::gpr gRPC::upb
+gpunode_prefer_archive(${imported} gRPC::grpc++_unsecure gRPC::grpc_unsecure gRPC::gpr gRPC::upb
                        gRPC::address_sorting c-ares::cares re2::re2 protobuf::libprotobuf yaml-cpp)
 
 # gpunode_dist_executable(<target>): links the shipped binary without unused sections, non-PIE,
