@@ -1,11 +1,13 @@
 #include "kube/client.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -21,10 +23,56 @@
 namespace gpunode::kube {
 namespace {
 
+// libcurl, loaded when the first transport is made. Every role is in one binary; linking libcurl
+// would map it and its dependencies (GnuTLS, Kerberos, LDAP, libssh2, librtmp: about 3.5 MiB
+// resident) into every process, including the node daemons, which never call the API server.
+struct CurlApi {
+  decltype(&curl_easy_init) easy_init;
+  decltype(&curl_easy_cleanup) easy_cleanup;
+  decltype(&curl_easy_reset) easy_reset;
+  decltype(&curl_easy_setopt) easy_setopt;
+  decltype(&curl_easy_perform) easy_perform;
+  decltype(&curl_easy_getinfo) easy_getinfo;
+  decltype(&curl_easy_strerror) easy_strerror;
+  decltype(&curl_slist_append) slist_append;
+  decltype(&curl_slist_free_all) slist_free_all;
+};
+
+absl::StatusOr<const CurlApi*> LoadCurl() {
+  static const absl::StatusOr<CurlApi> api = []() -> absl::StatusOr<CurlApi> {
+    // Never closed: the library stays for the life of the process, as a linked one would.
+    void* handle = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      return absl::FailedPreconditionError(
+          StrCat("cannot load libcurl.so.4 (", dlerror(), "); install libcurl4"));
+    }
+    CurlApi loaded;
+    bool missing = false;
+    auto resolve = [&](auto& entry, const char* name) {
+      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(dlsym(handle, name));
+      missing = missing || entry == nullptr;
+    };
+    resolve(loaded.easy_init, "curl_easy_init");
+    resolve(loaded.easy_cleanup, "curl_easy_cleanup");
+    resolve(loaded.easy_reset, "curl_easy_reset");
+    resolve(loaded.easy_setopt, "curl_easy_setopt");
+    resolve(loaded.easy_perform, "curl_easy_perform");
+    resolve(loaded.easy_getinfo, "curl_easy_getinfo");
+    resolve(loaded.easy_strerror, "curl_easy_strerror");
+    resolve(loaded.slist_append, "curl_slist_append");
+    resolve(loaded.slist_free_all, "curl_slist_free_all");
+    if (missing) return absl::FailedPreconditionError("libcurl.so.4 lacks a curl_easy_* function");
+    return loaded;
+  }();
+  if (!api.ok()) return api.status();
+  return &*api;
+}
+
 struct CurlSlist {
+  const CurlApi& curl;
   curl_slist* list = nullptr;
-  ~CurlSlist() { curl_slist_free_all(list); }
-  void Add(const std::string& line) { list = curl_slist_append(list, line.c_str()); }
+  ~CurlSlist() { curl.slist_free_all(list); }
+  void Add(const std::string& line) { list = curl.slist_append(list, line.c_str()); }
 };
 
 size_t WriteBody(char* data, size_t size, size_t n, void* user) {
@@ -64,15 +112,16 @@ bool SplitServer(std::string_view server, std::string& scheme, std::string& host
 
 class CurlTransport : public HttpTransport {
  public:
-  CurlTransport(ClusterAccess access, TransportOptions options, CURL* curl)
-      : access_(std::move(access)), options_(options), curl_(curl) {}
-  ~CurlTransport() override { curl_easy_cleanup(curl_); }
+  CurlTransport(const CurlApi& api, ClusterAccess access, TransportOptions options, CURL* curl)
+      : api_(api), access_(std::move(access)), options_(options), curl_(curl) {}
+  ~CurlTransport() override { api_.easy_cleanup(curl_); }
 
   absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override;
 
  private:
   absl::StatusOr<std::string> BearerToken();
 
+  const CurlApi& api_;
   ClusterAccess access_;
   TransportOptions options_;
   CURL* curl_;  // reused, so keep-alive connections and TLS sessions are reused too
@@ -99,7 +148,7 @@ absl::StatusOr<std::string> CurlTransport::BearerToken() {
 
 absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
   CURL* c = curl_;
-  curl_easy_reset(c);
+  api_.easy_reset(c);
   std::string url = StrCat(access_.server, request.path);
   std::string connect_to;
   curl_slist* connect_to_list = nullptr;
@@ -110,66 +159,66 @@ absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
     if (SplitServer(access_.server, scheme, host, port)) {
       url = StrCat(scheme, "://", access_.tls_server_name, ":", port, request.path);
       connect_to = StrCat(access_.tls_server_name, ":", port, ":", host, ":", port);
-      connect_to_list = curl_slist_append(nullptr, connect_to.c_str());
+      connect_to_list = api_.slist_append(nullptr, connect_to.c_str());
     }
   }
-  CurlSlist connect_to_holder{connect_to_list};
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  if (connect_to_list) curl_easy_setopt(c, CURLOPT_CONNECT_TO, connect_to_list);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+  CurlSlist connect_to_holder{api_, connect_to_list};
+  api_.easy_setopt(c, CURLOPT_URL, url.c_str());
+  if (connect_to_list) api_.easy_setopt(c, CURLOPT_CONNECT_TO, connect_to_list);
+  api_.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  api_.easy_setopt(c, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.request_timeout)));
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+  api_.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
-  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // gzip: big lists shrink a lot
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "gpunode/0.1");
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-  if (request.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  api_.easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // gzip: big lists shrink a lot
+  api_.easy_setopt(c, CURLOPT_USERAGENT, "gpunode/0.1");
+  api_.easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  if (request.method == "HEAD") api_.easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (!request.body.empty() || request.method == "POST" || request.method == "PATCH" ||
       request.method == "PUT") {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+    api_.easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+    api_.easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
   }
   if (access_.insecure_skip_tls_verify) {
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    api_.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    api_.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
   } else if (!access_.ca_pem.empty()) {
     curl_blob ca{access_.ca_pem.data(), access_.ca_pem.size(), CURL_BLOB_NOCOPY};
-    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
+    api_.easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
   }
   if (!access_.client_cert_pem.empty()) {
     curl_blob cert{access_.client_cert_pem.data(), access_.client_cert_pem.size(),
                    CURL_BLOB_NOCOPY};
     curl_blob key{access_.client_key_pem.data(), access_.client_key_pem.size(), CURL_BLOB_NOCOPY};
-    curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
-    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-    curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
-    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    api_.easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
+    api_.easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+    api_.easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
+    api_.easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
   }
-  CurlSlist headers;
+  CurlSlist headers{api_};
   headers.Add("Accept: application/json");
   if (!request.content_type.empty()) headers.Add("Content-Type: " + request.content_type);
   ASSIGN_OR_RETURN(std::string token, BearerToken());
   if (!token.empty()) {
     headers.Add("Authorization: Bearer " + token);
   } else if (!access_.username.empty()) {
-    curl_easy_setopt(c, CURLOPT_USERNAME, access_.username.c_str());
-    curl_easy_setopt(c, CURLOPT_PASSWORD, access_.password.c_str());
+    api_.easy_setopt(c, CURLOPT_USERNAME, access_.username.c_str());
+    api_.easy_setopt(c, CURLOPT_PASSWORD, access_.password.c_str());
   }
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.list);
+  api_.easy_setopt(c, CURLOPT_HTTPHEADER, headers.list);
   HttpResponse response;
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, WriteHeader);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &response.retry_after);
+  api_.easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
+  api_.easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  api_.easy_setopt(c, CURLOPT_HEADERFUNCTION, WriteHeader);
+  api_.easy_setopt(c, CURLOPT_HEADERDATA, &response.retry_after);
   char error_buffer[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error_buffer);
-  CURLcode rc = curl_easy_perform(c);
+  api_.easy_setopt(c, CURLOPT_ERRORBUFFER, error_buffer);
+  CURLcode rc = api_.easy_perform(c);
   // The blobs and headers above point at locals and members; drop them from the handle.
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
-  curl_easy_setopt(c, CURLOPT_CONNECT_TO, nullptr);
+  api_.easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
+  api_.easy_setopt(c, CURLOPT_CONNECT_TO, nullptr);
   if (rc != CURLE_OK) {
-    std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
+    std::string detail = error_buffer[0] ? error_buffer : api_.easy_strerror(rc);
     std::string hint;
     if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {
       hint = StrCat("; the server's certificate is not trusted by the CA of ", access_.description);
@@ -182,7 +231,7 @@ absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
         code, StrCat(request.method, " ", access_.server, request.path, ": ", detail, hint));
   }
   long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  api_.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   response.status = static_cast<int>(status);
   return response;
 }
@@ -195,9 +244,10 @@ bool Retryable(int status) {
 
 absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClusterAccess& access,
                                                                 const TransportOptions& options) {
-  CURL* curl = curl_easy_init();
+  ASSIGN_OR_RETURN(const CurlApi* api, LoadCurl());
+  CURL* curl = api->easy_init();
   if (curl == nullptr) return absl::InternalError("cannot initialise libcurl");
-  return std::unique_ptr<HttpTransport>(new CurlTransport(access, options, curl));
+  return std::unique_ptr<HttpTransport>(new CurlTransport(*api, access, options, curl));
 }
 
 std::string UrlEncode(std::string_view value) {
