@@ -8,9 +8,9 @@
 #   libssl.so.3, libcrypto.so.3 and libz.so.1; a static copy in the binary would be a second
 #   OpenSSL (or zlib) in the same process.
 # - libcurl: libcurl.a needs nghttp2, rtmp, ssh2, psl, gssapi, ldap and zstd, none of which has an
-#   archive in Debian, so linking it statically would load the same shared libraries anyway.
+#   archive in Debian. The API client loads the shared libcurl on first use (src/kube/client.cc).
 # - spdlog, fmt, simdjson, cpp-httplib, tomlplusplus: Debian has no archives of them.
-# - libstdc++: the simulator, a shared library loaded into the same process, needs it too.
+# - libstdc++: those C++ libraries (and the simulator) load the shared one anyway.
 
 set(CMAKE_POSITION_INDEPENDENT_CODE OFF)
 include(CheckPIESupported)
