@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start 2 (and CI): set up, build, and run every test: the release build, the same tests
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and each fuzzer for a few seconds.
+# under AddressSanitizer + UndefinedBehaviorSanitizer, the dist build with one smoke run, and each
+# fuzzer for a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-5}
@@ -16,6 +17,10 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 bash scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE no-sanitizer
+
+echo "== dist build (the binary as shipped) and a smoke run"
+bash scripts/build.sh dist
+build-dist/gpunode --sim dgx-h100 inventory >/dev/null
 
 echo "== fuzzers, ${fuzz_seconds}s each"
 bash scripts/build.sh fuzz
