@@ -28,8 +28,8 @@ struct Out {
 
 std::string Uid(std::mt19937_64& rng) {
   uint64_t a = rng(), b = rng();
-  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff,
-                     a & 0xfff, 0x8000 | (b >> 48 & 0x3fff), b & 0xffffffffffffULL);
+  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
+                     0x8000 | (b >> 48 & 0x3fff), b & 0xffffffffffffULL);
 }
 
 std::string Suffix(std::mt19937_64& rng, int n) {
@@ -104,12 +104,16 @@ void WriteNode(Out& out, const NodeSpec& n, std::mt19937_64& rng, int index) {
                                 : "";
   std::string images;
   static const char* kImages[] = {
-      "nvcr.io/nvidia/pytorch:24.03-py3", "nvcr.io/nvidia/k8s-device-plugin:v0.15.0",
+      "nvcr.io/nvidia/pytorch:24.03-py3",
+      "nvcr.io/nvidia/k8s-device-plugin:v0.15.0",
       "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.0-ubuntu22.04",
-      "registry.k8s.io/kube-proxy:v1.29.3", "quay.io/prometheus/node-exporter:v1.7.0",
+      "registry.k8s.io/kube-proxy:v1.29.3",
+      "quay.io/prometheus/node-exporter:v1.7.0",
       "602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.16.0",
-      "docker.io/library/nginx:1.25", "ghcr.io/example/api-server:2024.05.01",
-      "fluent/fluent-bit:2.2", "registry.k8s.io/pause:3.9"};
+      "docker.io/library/nginx:1.25",
+      "ghcr.io/example/api-server:2024.05.01",
+      "fluent/fluent-bit:2.2",
+      "registry.k8s.io/pause:3.9"};
   for (size_t i = 0; i < std::size(kImages); ++i) {
     images += fmt::format(R"({}
                     {{
@@ -230,8 +234,8 @@ void WriteNode(Out& out, const NodeSpec& n, std::mt19937_64& rng, int index) {
         }})",
       index ? "," : "", index / 65536 % 256, index / 256 % 256, index % 256, labels, n.name,
       40000000 + index, Uid(rng), rng(), taints, index % 256, index / 65536 % 256,
-      index / 256 % 256, index % 256, n.name, gpu_alloc, gpu_cap, ready_status, images,
-      Uid(rng), rng() & 0xffffffffffffffffULL, rng() & 0xffffffffffffffffULL);
+      index / 256 % 256, index % 256, n.name, gpu_alloc, gpu_cap, ready_status, images, Uid(rng),
+      rng() & 0xffffffffffffffffULL, rng() & 0xffffffffffffffffULL);
 }
 
 struct PodSpec {
@@ -258,9 +262,10 @@ void WritePod(Out& out, const PodSpec& p, std::mt19937_64& rng, int index) {
                         "operator": "Exists"
                     },)"
                                          : "";
-  std::string node = p.node.empty() ? "" : fmt::format(R"(
+  std::string node = p.node.empty() ? ""
+                                    : fmt::format(R"(
                 "nodeName": "{}",)",
-                                                        p.node);
+                                                  p.node);
   std::string env;
   for (int i = 0; i < p.env_vars; ++i) {
     env += fmt::format(R"({}
@@ -504,9 +509,9 @@ void WritePod(Out& out, const PodSpec& p, std::mt19937_64& rng, int index) {
             "status": {{{}
             }}
         }})",
-      deletion, p.owner_name, p.app, p.app, Suffix(rng, 9), p.ns, uid, p.name, p.ns,
-      p.owner_kind, p.owner_name, uid, 40000000 + index, Uid(rng), env, p.image, gpu_req,
-      gpu_req, Suffix(rng, 5), node, p.app, p.app, gpu_tol, p.app, Suffix(rng, 5), status);
+      deletion, p.owner_name, p.app, p.app, Suffix(rng, 9), p.ns, uid, p.name, p.ns, p.owner_kind,
+      p.owner_name, uid, 40000000 + index, Uid(rng), env, p.image, gpu_req, gpu_req, Suffix(rng, 5),
+      node, p.app, p.app, gpu_tol, p.app, Suffix(rng, 5), status);
 }
 
 }  // namespace
@@ -516,7 +521,8 @@ int main(int argc, char** argv) {
   int pods = 3000;
   uint64_t seed = 1;
   std::string output = "-";
-  CLI::App app{"Writes a synthetic `kubectl get nodes,pods -A -o json` snapshot", "gpunode-gen-snapshot"};
+  CLI::App app{"Writes a synthetic `kubectl get nodes,pods -A -o json` snapshot",
+               "gpunode-gen-snapshot"};
   app.add_option("--nodes", nodes, "number of nodes")->check(CLI::PositiveNumber);
   app.add_option("--pods", pods, "number of pods")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", seed, "random seed");
@@ -593,7 +599,9 @@ int main(int argc, char** argv) {
     ++written;
     if (out.buf.size() > (1 << 20)) out.Flush();
   }
-  out.buf += "\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n";
+  out.buf +=
+      "\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n "
+      "   }\n}\n";
   out.Flush();
   if (out.f != stdout) std::fclose(out.f);
   return 0;

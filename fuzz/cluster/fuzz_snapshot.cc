@@ -14,7 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpunode;
   std::string_view text(reinterpret_cast<const char*>(data), size);
   kube::ReadOptions options;
-  options.keep_pod_details = [](const kube::PodView& p) { return p.phase == kube::PodPhase::kPending; };
+  options.keep_pod_details = [](const kube::PodView& p) {
+    return p.phase == kube::PodPhase::kPending;
+  };
   absl::StatusOr<kube::ClusterSnapshot> snapshot = kube::ReadSnapshotText(text, "fuzz", options);
   if (snapshot.ok()) {
     cluster::Audit(*snapshot);

@@ -24,7 +24,7 @@ RunResult Gpunode(std::vector<std::string> args) {
 
 std::vector<std::string> FindingIds(const std::string& out) {
   std::vector<std::string> ids;
-    json report = json::parse(out);
+  json report = json::parse(out);
   for (const json& f : report["findings"]) ids.push_back(f["id"]);
   return ids;
 }
