@@ -1,4 +1,4 @@
-// Replaying the real `nvidia-smi -q -x` captures in ../shared/fixtures/nvidia-smi-xml: every value
+// Replaying the real `nvidia-smi -q -x` captures in tests/fixtures/nvidia-smi-xml: every value
 // NVML gives back is the one read off the XML by hand and written down here. An empty optional
 // means the capture says N/A or has no such element, so NVML must answer NOT_SUPPORTED.
 #include <optional>

@@ -243,8 +243,7 @@ std::string write_file(const std::string& name, const std::string& text) {
 std::string fixture(const std::string& name) {
   std::filesystem::path path = std::filesystem::path(GPUNODE_SIM_FIXTURES) / name;
   if (!std::filesystem::exists(path)) {
-    ADD_FAILURE() << "fixture " << path
-                  << " is missing; the tests expect ../shared beside the checkout";
+    ADD_FAILURE() << "fixture " << path << " is missing from tests/fixtures/nvidia-smi-xml";
   }
   return std::filesystem::weakly_canonical(path).string();
 }

@@ -57,7 +57,7 @@ std::string mig_profile_name(nvmlDevice_t mig, nvmlDevice_t parent);
 
 // A file under the test's temporary directory holding `text`; returns its path.
 std::string write_file(const std::string& name, const std::string& text);
-// A fixture capture from ../shared/fixtures/nvidia-smi-xml (the test is skipped without it).
+// A fixture capture from tests/fixtures/nvidia-smi-xml (a test failure when it is missing).
 std::string fixture(const std::string& name);
 
 }  // namespace gpunode::sim::testing
