@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <type_traits>
 
@@ -16,6 +17,7 @@
 #include "core/file_io.h"
 #include "core/log.h"
 #include "core/status_macros.h"
+#include "kube/exec_credential.h"
 #include "kube/text.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -119,7 +121,10 @@ class CurlTransport : public HttpTransport {
   absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override;
 
  private:
+  absl::StatusOr<HttpResponse> SendOnce(const HttpRequest& request);
   absl::StatusOr<std::string> BearerToken();
+  // The credential plugin's last answer, run again when it has expired.
+  absl::StatusOr<const ExecCredential*> PluginCredential();
 
   const CurlApi& api_;
   ClusterAccess access_;
@@ -127,7 +132,35 @@ class CurlTransport : public HttpTransport {
   CURL* curl_;  // reused, so keep-alive connections and TLS sessions are reused too
   std::string cached_token_;
   absl::Time token_read_at_ = absl::InfinitePast();
+  std::optional<ExecCredential> plugin_credential_;
 };
+
+absl::StatusOr<const ExecCredential*> CurlTransport::PluginCredential() {
+  // client-go refreshes a little before expiry, so a request never goes out with a token that
+  // lapses in flight.
+  if (plugin_credential_ && plugin_credential_->expires &&
+      absl::Now() + absl::Seconds(10) >= *plugin_credential_->expires) {
+    plugin_credential_.reset();
+  }
+  if (!plugin_credential_) {
+    ASSIGN_OR_RETURN(ExecCredential fresh,
+                     RunExecPlugin(*access_.exec, access_, options_.request_timeout));
+    plugin_credential_ = std::move(fresh);
+  }
+  return &*plugin_credential_;
+}
+
+absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
+  bool had_credential = plugin_credential_.has_value();
+  ASSIGN_OR_RETURN(HttpResponse response, SendOnce(request));
+  // The API server refused the plugin's credential before it said it would expire (revoked,
+  // clock skew): ask the plugin again once, as client-go does.
+  if (response.status == 401 && access_.exec && had_credential) {
+    plugin_credential_.reset();
+    return SendOnce(request);
+  }
+  return response;
+}
 
 absl::StatusOr<std::string> CurlTransport::BearerToken() {
   if (access_.token_file.empty()) return access_.token;
@@ -146,7 +179,11 @@ absl::StatusOr<std::string> CurlTransport::BearerToken() {
   return cached_token_;
 }
 
-absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
+absl::StatusOr<HttpResponse> CurlTransport::SendOnce(const HttpRequest& request) {
+  const ExecCredential* plugin = nullptr;
+  if (access_.exec) {
+    ASSIGN_OR_RETURN(plugin, PluginCredential());
+  }
   CURL* c = curl_;
   api_.easy_reset(c);
   std::string url = StrCat(access_.server, request.path);
@@ -186,10 +223,11 @@ absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
     curl_blob ca{access_.ca_pem.data(), access_.ca_pem.size(), CURL_BLOB_NOCOPY};
     api_.easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
   }
-  if (!access_.client_cert_pem.empty()) {
-    curl_blob cert{access_.client_cert_pem.data(), access_.client_cert_pem.size(),
-                   CURL_BLOB_NOCOPY};
-    curl_blob key{access_.client_key_pem.data(), access_.client_key_pem.size(), CURL_BLOB_NOCOPY};
+  const std::string& cert_pem = plugin ? plugin->client_cert_pem : access_.client_cert_pem;
+  const std::string& key_pem = plugin ? plugin->client_key_pem : access_.client_key_pem;
+  if (!cert_pem.empty()) {
+    curl_blob cert{const_cast<char*>(cert_pem.data()), cert_pem.size(), CURL_BLOB_NOCOPY};
+    curl_blob key{const_cast<char*>(key_pem.data()), key_pem.size(), CURL_BLOB_NOCOPY};
     api_.easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
     api_.easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
     api_.easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
@@ -198,7 +236,12 @@ absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
   CurlSlist headers{api_};
   headers.Add("Accept: application/json");
   if (!request.content_type.empty()) headers.Add("Content-Type: " + request.content_type);
-  ASSIGN_OR_RETURN(std::string token, BearerToken());
+  std::string token;
+  if (plugin) {
+    token = plugin->token;
+  } else {
+    ASSIGN_OR_RETURN(token, BearerToken());
+  }
   if (!token.empty()) {
     headers.Add("Authorization: Bearer " + token);
   } else if (!access_.username.empty()) {

@@ -33,7 +33,8 @@ struct NamedUser {
   std::string cert_data, key_data;  // base64
   std::string cert_file, key_file;  // resolved
   std::string username, password;
-  std::string exec_command;  // set when the user authenticates through an exec plugin
+  std::optional<ExecPlugin> exec;
+  std::string exec_problem;  // why the plugin cannot be used; an error only if a context uses it
   std::string auth_provider;
   std::string origin;
 };
@@ -73,6 +74,48 @@ bool Bool(const YAML::Node& map, const char* key) {
     throw YAML::RepresentationException(v.Mark(), std::string(key) + " must be true or false");
   }
   return v.as<bool>();
+}
+
+// users[].user.exec. A malformed entry throws; settings client-go refuses go to `problem`, which
+// is an error only when the selected context uses this user.
+ExecPlugin ReadExecPlugin(const YAML::Node& exec, const std::string& file_path,
+                          std::string& problem) {
+  ExecPlugin plugin;
+  plugin.command = Str(exec, "command");
+  if (plugin.command.empty()) problem = "exec.command is required";
+  // client-go: a relative path with a separator is relative to the kubeconfig; a bare name is
+  // looked up on PATH.
+  if (plugin.command.find('/') != std::string::npos)
+    plugin.command = Resolve(file_path, plugin.command);
+  plugin.api_version = Str(exec, "apiVersion");
+  if (plugin.api_version != "client.authentication.k8s.io/v1" &&
+      plugin.api_version != "client.authentication.k8s.io/v1beta1") {
+    problem = StrCat("exec.apiVersion \"", plugin.api_version,
+                     "\" is not supported; use client.authentication.k8s.io/v1 or v1beta1");
+  }
+  if (const YAML::Node args = exec["args"]; args && !args.IsNull()) {
+    if (!args.IsSequence())
+      throw YAML::RepresentationException(args.Mark(), "exec.args must be a list");
+    for (const YAML::Node& arg : args) plugin.args.push_back(arg.as<std::string>());
+  }
+  if (const YAML::Node env = exec["env"]; env && !env.IsNull()) {
+    if (!env.IsSequence())
+      throw YAML::RepresentationException(env.Mark(), "exec.env must be a list");
+    for (const YAML::Node& var : env) {
+      if (!var.IsMap() || Str(var, "name").empty()) {
+        throw YAML::RepresentationException(var.Mark(), "exec.env entries need a name and a value");
+      }
+      plugin.env.emplace_back(Str(var, "name"), Str(var, "value"));
+    }
+  }
+  if (Str(exec, "interactiveMode") == "Always") {
+    problem =
+        "exec.interactiveMode Always needs a terminal, which gpunode never offers; use "
+        "IfAvailable or Never";
+  }
+  plugin.install_hint = Str(exec, "installHint");
+  plugin.provide_cluster_info = Bool(exec, "provideClusterInfo");
+  return plugin;
 }
 
 // Parses one file into `merged`; entries already present win, as kubectl merges KUBECONFIG.
@@ -129,8 +172,7 @@ absl::Status ParseOne(const KubeconfigText& file, Merged& merged) {
       nu.username = Str(u, "username");
       nu.password = Str(u, "password");
       if (const YAML::Node exec = u["exec"]; exec && exec.IsMap()) {
-        nu.exec_command = Str(exec, "command");
-        if (nu.exec_command.empty()) nu.exec_command = "(no command)";
+        nu.exec = ReadExecPlugin(exec, file.path, nu.exec_problem);
       }
       if (const YAML::Node ap = u["auth-provider"]; ap && ap.IsMap()) {
         nu.auth_provider = Str(ap, "name");
@@ -251,11 +293,14 @@ absl::StatusOr<ClusterAccess> ParseKubeconfig(const std::vector<KubeconfigText>&
   access.password = u.password;
   bool has_credentials = !access.client_cert_pem.empty() || !access.token.empty() ||
                          !access.token_file.empty() || !access.username.empty();
-  if (!has_credentials && !u.exec_command.empty()) {
-    return absl::UnimplementedError(
-        StrCat(user_where, ": authenticates with the exec plugin \"", u.exec_command,
-               "\", which gpunode does not run; use a context with a token or client certificate "
-               "(e.g. a ServiceAccount token from `kubectl create token`)"));
+  if (!u.exec_problem.empty()) {
+    return absl::InvalidArgumentError(StrCat(user_where, ": ", u.exec_problem));
+  }
+  if (u.exec) {
+    // As client-go: the plugin's credentials take the place of any written in the file.
+    access.exec = *u.exec;
+    access.exec->where = user_where;
+    has_credentials = true;
   }
   if (!has_credentials && !u.auth_provider.empty()) {
     return absl::UnimplementedError(

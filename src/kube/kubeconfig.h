@@ -2,13 +2,28 @@
 // in-cluster service account.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace gpunode::kube {
+
+// A client-go credential plugin (users[].user.exec, as `aws eks get-token` or
+// gke-gcloud-auth-plugin): a command that prints an ExecCredential with a token or a client
+// certificate. It is run when a request first needs credentials and again when they expire.
+struct ExecPlugin {
+  std::string command;  // as written; a relative path with a '/' is resolved against the kubeconfig
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;  // added to gpunode's environment
+  std::string api_version;  // client.authentication.k8s.io/v1 or v1beta1
+  std::string install_hint;
+  bool provide_cluster_info = false;
+  std::string where;  // "user eks in /root/.kube/config": for messages
+};
 
 // Everything the HTTP client needs. Secrets live only here and in request headers; nothing
 // prints them (see Describe()).
@@ -24,6 +39,7 @@ struct ClusterAccess {
   std::string token_file;
   std::string username;
   std::string password;
+  std::optional<ExecPlugin> exec;  // credentials come from this plugin when set
   std::string default_namespace = "default";
   // "context prod in /root/.kube/config" or "in-cluster service account": for messages.
   std::string description;

@@ -1,5 +1,8 @@
 // Runs the real `gpunode` binary the way operators do: on snapshot files, against the API server
 // double through a kubeconfig (TLS, bearer token), and the webhook over TLS.
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <map>
 
 #include "gtest/gtest.h"
@@ -195,6 +198,31 @@ TEST_F(ClusterCliLiveTest, WrongTokenIsAnInputErrorThatHidesTheToken) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("401 Unauthorized"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("wrong-secret-token"), std::string::npos) << r.err;
+}
+
+TEST_F(ClusterCliLiveTest, AuditAuthenticatesThroughACredentialPlugin) {
+  ASSERT_TRUE(server_->LoadList(Fixture("healthy.json")));
+  TempDir home;
+  std::filesystem::create_directories(home.path() + "/bin");
+  std::string plugin = home.Write("bin/get-token", R"(#!/bin/sh
+echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential",'\
+'"status":{"token":"double-token"}}'
+)");
+  ASSERT_EQ(chmod(plugin.c_str(), 0755), 0);
+  std::string yaml = KubeconfigYaml(server_->url(), dir_->path() + "/ca.crt", "unused");
+  yaml.replace(yaml.find("    token: unused"), std::string("    token: unused").size(),
+               "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
+               "      command: ./bin/get-token");
+  std::string kubeconfig = home.Write("config", yaml);
+  RunResult r = Gpunode({"cluster", "audit", "-o", "json", "--kubeconfig", kubeconfig});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(server_->CountRequests("GET", "/api/v1/nodes"), 1) << r.err;
+
+  home.Write("bin/get-token", "#!/bin/sh\necho 'not logged in' >&2\nexit 1\n");
+  r = Gpunode({"cluster", "audit", "--kubeconfig", kubeconfig});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not logged in"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("get-token\" of "), std::string::npos) << r.err;
 }
 
 TEST_F(ClusterCliLiveTest, WhyPendingUsesTheContextNamespace) {

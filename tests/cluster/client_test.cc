@@ -1,10 +1,13 @@
 #include "kube/client.h"
 
+#include <sys/stat.h>
+
 #include <future>
 
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "kube/api_loader.h"
+#include "kube/exec_credential.h"
 #include "kube/gpu_resources.h"
 #include "test_support.h"
 
@@ -185,6 +188,143 @@ TEST_F(ClientTest, RequestsTimeOut) {
   release.set_value();
   EXPECT_TRUE(absl::IsDeadlineExceeded(body.status())) << body.status();
   EXPECT_NE(std::string(body.status().message()).find("--request-timeout"), std::string::npos);
+}
+
+// A credential plugin: a shell script that counts its runs, keeps what client-go's protocol hands
+// it, and prints the ExecCredential of run N from the file token.N.
+class ExecPluginTest : public ClientTest {
+ protected:
+  void SetUp() override {
+    ClientTest::SetUp();
+    plugin_dir_ = std::make_unique<TempDir>();
+    std::string script = plugin_dir_->Write("get-token", R"(#!/bin/sh
+dir=$(dirname "$0")
+n=$(( $(cat "$dir/runs" 2>/dev/null || echo 0) + 1 ))
+echo $n > "$dir/runs"
+printf '%s' "$KUBERNETES_EXEC_INFO" > "$dir/exec-info"
+printf '%s %s' "$PLUGIN_PROFILE" "$*" > "$dir/args"
+echo "plugin run $n" >&2
+[ -f "$dir/fail" ] && exit 3
+cat "$dir/token.$n"
+)");
+    ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+  }
+
+  void Answer(int run, const std::string& token, const std::string& expires = "") {
+    std::string status = "\"token\": \"" + token + "\"";
+    if (!expires.empty()) status += ", \"expirationTimestamp\": \"" + expires + "\"";
+    plugin_dir_->Write("token." + std::to_string(run),
+                       R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": )"
+                       R"("ExecCredential", "status": {)" +
+                           status + "}}");
+  }
+
+  int Runs() const { return std::stoi(gpunode::testing::ReadText(plugin_dir_->path() + "/runs")); }
+
+  ClusterAccess PluginAccess() const {
+    ClusterAccess a = Access();
+    a.token.clear();
+    ExecPlugin plugin;
+    plugin.command = plugin_dir_->path() + "/get-token";
+    plugin.args = {"--cluster", "prod"};
+    plugin.env = {{"PLUGIN_PROFILE", "ml"}};
+    plugin.api_version = "client.authentication.k8s.io/v1";
+    plugin.install_hint = "install get-token from the platform team";
+    plugin.provide_cluster_info = true;
+    plugin.where = "user \"eks\"";
+    a.exec = plugin;
+    return a;
+  }
+
+  std::unique_ptr<TempDir> plugin_dir_;
+};
+
+TEST_F(ExecPluginTest, TokenIsAskedForOnceAndGivenTheProtocolsInputs) {
+  Answer(1, "double-token");
+  std::unique_ptr<Client> client = NewTestClient(PluginAccess());
+  ASSERT_TRUE(client->Get("/api/v1/nodes").ok());
+  ASSERT_TRUE(client->Get("/api/v1/nodes").ok());
+  EXPECT_EQ(Runs(), 1);
+  EXPECT_EQ(gpunode::testing::ReadText(plugin_dir_->path() + "/args"), "ml --cluster prod");
+  nlohmann::json info =
+      nlohmann::json::parse(gpunode::testing::ReadText(plugin_dir_->path() + "/exec-info"));
+  EXPECT_EQ(info["kind"], "ExecCredential");
+  EXPECT_EQ(info["apiVersion"], "client.authentication.k8s.io/v1");
+  EXPECT_EQ(info["spec"]["interactive"], false);
+  EXPECT_EQ(info["spec"]["cluster"]["server"], server_->url());
+  EXPECT_FALSE(info["spec"]["cluster"]["certificate-authority-data"].get<std::string>().empty());
+}
+
+TEST_F(ExecPluginTest, AnExpiringTokenIsRenewedBeforeItLapses) {
+  // Expiring within client-go's margin: every request asks again.
+  Answer(1, "double-token", "2000-01-01T00:00:00Z");
+  Answer(2, "double-token", "2000-01-01T00:00:00Z");
+  std::unique_ptr<Client> client = NewTestClient(PluginAccess());
+  ASSERT_TRUE(client->Get("/api/v1/nodes").ok());
+  ASSERT_TRUE(client->Get("/api/v1/nodes").ok());
+  EXPECT_EQ(Runs(), 2);
+}
+
+TEST_F(ExecPluginTest, ARefusedTokenIsAskedForAgainOnce) {
+  Answer(1, "revoked");
+  Answer(2, "double-token");
+  std::unique_ptr<Client> client = NewTestClient(PluginAccess());
+  // A token the plugin has just given and the server refuses is an error, not a loop.
+  EXPECT_TRUE(absl::IsUnauthenticated(client->Get("/api/v1/nodes").status()));
+  EXPECT_EQ(Runs(), 1);
+  // Refused once more later: the plugin is asked again and the request goes through.
+  EXPECT_TRUE(client->Get("/api/v1/nodes").ok());
+  EXPECT_EQ(Runs(), 2);
+}
+
+TEST_F(ExecPluginTest, FailuresNameThePluginAndItsInstallHint) {
+  plugin_dir_->Write("fail", "");
+  absl::StatusOr<std::string> failed = NewTestClient(PluginAccess())->Get("/api/v1/nodes");
+  ASSERT_FALSE(failed.ok());
+  std::string message(failed.status().message());
+  EXPECT_NE(message.find("get-token\" of user \"eks\": exited with status 3"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("install get-token from the platform team"), std::string::npos);
+
+  ClusterAccess missing = PluginAccess();
+  missing.exec->command = plugin_dir_->path() + "/no-such-plugin";
+  failed = NewTestClient(missing)->Get("/api/v1/nodes");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(std::string(failed.status().message()).find("cannot run it"), std::string::npos)
+      << failed.status();
+}
+
+TEST(ExecCredential, ParsesTokensCertificatesAndExpiry) {
+  const std::string v1 = "client.authentication.k8s.io/v1";
+  absl::StatusOr<ExecCredential> token = ParseExecCredential(
+      R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+          "status": {"token": "t", "expirationTimestamp": "2030-01-02T03:04:05Z"}})",
+      v1);
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(token->token, "t");
+  ASSERT_TRUE(token->expires.has_value());
+  EXPECT_EQ(absl::ToUnixSeconds(*token->expires), 1893553445);
+
+  absl::StatusOr<ExecCredential> cert = ParseExecCredential(
+      R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+          "status": {"clientCertificateData": "C", "clientKeyData": "K"}})",
+      v1);
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  EXPECT_EQ(cert->client_cert_pem, "C");
+  EXPECT_FALSE(cert->expires.has_value());
+
+  for (const char* bad : {
+           "not json",
+           R"({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+               "status": {"token": "t"}})",
+           R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential"})",
+           R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+               "status": {"clientCertificateData": "C"}})",
+           R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+               "status": {"token": "t", "expirationTimestamp": "tomorrow"}})",
+       }) {
+    EXPECT_FALSE(ParseExecCredential(bad, v1).ok()) << bad;
+  }
 }
 
 }  // namespace

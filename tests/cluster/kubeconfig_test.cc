@@ -100,7 +100,8 @@ TEST(KubeconfigTest, ErrorsNameTheFileTheContextAndTheField) {
   cluster: {server: "https://k:6443", certificate-authority-data: "%%%"}
 users:
 - name: u
-  user: {exec: {command: aws, args: [eks, get-token]}}
+  user: {exec: {command: aws, args: [eks, get-token],
+               apiVersion: client.authentication.k8s.io/v1beta1}}
 contexts:
 - name: x
   context: {cluster: c, user: u}
@@ -133,13 +134,69 @@ contexts:
 current-context: x
 )";
   absl::StatusOr<ClusterAccess> exec = ParseKubeconfig({{"/k", exec_only}}, "");
-  EXPECT_NE(Message(exec.status()).find("exec plugin \"aws\""), std::string::npos);
+  ASSERT_FALSE(exec.ok());
+  EXPECT_NE(Message(exec.status())
+                .find("exec.apiVersion \"\" is not supported; use client.authentication.k8s.io/v1"),
+            std::string::npos)
+      << exec.status();
 
   absl::StatusOr<ClusterAccess> broken = ParseKubeconfig({{"/k", "clusters: [\n  - {"}}, "");
   ASSERT_FALSE(broken.ok());
   EXPECT_NE(Message(broken.status()).find("kubeconfig /k: line"), std::string::npos);
   absl::StatusOr<ClusterAccess> wrong = ParseKubeconfig({{"/k", "clusters: 3\n"}}, "");
   EXPECT_NE(Message(wrong.status()).find("clusters must be a list"), std::string::npos);
+}
+
+TEST(KubeconfigTest, ExecPluginsAreReadAsClientGoReadsThem) {
+  std::string yaml = R"(clusters:
+- name: c
+  cluster: {server: "https://k:6443"}
+users:
+- name: eks
+  user:
+    token: ignored-when-a-plugin-is-set
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: bin/get-token
+      args: [--cluster, prod]
+      env: [{name: AWS_PROFILE, value: ml}]
+      installHint: install the token helper
+      provideClusterInfo: true
+      interactiveMode: IfAvailable
+- name: path
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws}}
+- name: tty
+  user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: aws, interactiveMode: Always}}
+contexts:
+- {name: eks, context: {cluster: c, user: eks}}
+- {name: path, context: {cluster: c, user: path}}
+- {name: tty, context: {cluster: c, user: tty}}
+current-context: eks
+)";
+  absl::StatusOr<ClusterAccess> tty = ParseKubeconfig({{"/home/u/.kube/config", yaml}}, "tty");
+  ASSERT_FALSE(tty.ok());
+  EXPECT_NE(
+      Message(tty.status()).find("user \"tty\": exec.interactiveMode Always needs a terminal"),
+      std::string::npos)
+      << tty.status();
+
+  // Another user's plugin that cannot run does not stand in the way.
+  absl::StatusOr<ClusterAccess> eks = ParseKubeconfig({{"/home/u/.kube/config", yaml}}, "eks");
+  ASSERT_TRUE(eks.ok()) << eks.status();
+  ASSERT_TRUE(eks->exec.has_value());
+  EXPECT_EQ(eks->exec->command, "/home/u/.kube/bin/get-token");  // relative to the kubeconfig
+  EXPECT_EQ(eks->exec->args, (std::vector<std::string>{"--cluster", "prod"}));
+  ASSERT_EQ(eks->exec->env.size(), 1u);
+  EXPECT_EQ(eks->exec->env[0].first, "AWS_PROFILE");
+  EXPECT_EQ(eks->exec->env[0].second, "ml");
+  EXPECT_EQ(eks->exec->api_version, "client.authentication.k8s.io/v1");
+  EXPECT_EQ(eks->exec->install_hint, "install the token helper");
+  EXPECT_TRUE(eks->exec->provide_cluster_info);
+  EXPECT_NE(eks->exec->where.find("user \"eks\""), std::string::npos);
+
+  absl::StatusOr<ClusterAccess> path = ParseKubeconfig({{"/home/u/.kube/config", yaml}}, "path");
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(path->exec->command, "aws");  // a bare name is looked up on PATH
 }
 
 TEST(KubeconfigTest, InClusterServiceAccount) {
