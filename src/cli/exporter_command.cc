@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
+#include "cli/stop_signals.h"
 #include "host/host_root.h"
 #include "metrics/attribution_watcher.h"
 #include "metrics/listen_address.h"
@@ -58,13 +59,7 @@ int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
   absl::StatusOr<metrics::ListenAddress> address = metrics::ParseListenAddress(options.listen);
   if (!address.ok()) return ReportError(address.status());
 
-  // Every thread started from here on (gRPC's included) inherits the blocked signals, so the
-  // main thread alone takes SIGTERM and shuts down in order.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sigset_t signals = BlockStopSignals();
 
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());

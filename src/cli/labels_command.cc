@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
+#include "cli/stop_signals.h"
 #include "core/log.h"
 #include "host/host_root.h"
 #include "labels/gfd_labels.h"
@@ -134,11 +135,7 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
   if (!settings.ok()) return ReportError(settings.status());
   bool to_stdout = options.output.empty() || options.output == "-";
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sigset_t signals = BlockStopSignals();
 
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());

@@ -13,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "cluster/webhook_server.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -60,13 +61,8 @@ int RunWebhook(const WebhookFlags& flags) {
     options.client = std::move(*client);
   }
 
-  // Block the stop signals before any server thread starts, so they all inherit the mask and
-  // only the waiter below ever sees SIGTERM/SIGINT.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Before any server thread starts.
+  sigset_t stop_signals = BlockStopSignals();
 
   absl::StatusOr<std::unique_ptr<cluster::WebhookServer>> server =
       cluster::WebhookServer::Create(std::move(options));
