@@ -21,7 +21,7 @@
 #include "plugin/health/health_monitor.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/plugin_server.h"
-#include "plugin_process.h"
+#include "process.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode {
@@ -68,12 +68,13 @@ std::map<std::string, std::string> Status(pid_t pid) {
   return out;
 }
 
-std::unique_ptr<testing::PluginProcess> StartPlugin(const std::string& dir, const std::string& sim,
-                                                    std::vector<std::string> args) {
+std::unique_ptr<testing::BackgroundProcess> StartPlugin(const std::string& dir,
+                                                        const std::string& sim,
+                                                        std::vector<std::string> args) {
   std::vector<std::string> argv = {binary, "--sim", sim, "device-plugin", "--kubelet-dir", dir};
   argv.insert(argv.end(), args.begin(), args.end());
-  return std::make_unique<testing::PluginProcess>(argv, std::vector<std::string>{},
-                                                  dir + "/plugin.log");
+  return std::make_unique<testing::BackgroundProcess>(
+      argv, testing::BackgroundProcess::Options{.stderr_path = dir + "/plugin.log"});
 }
 
 void StartToRegistered(int runs) {

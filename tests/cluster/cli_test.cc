@@ -2,6 +2,7 @@
 // double through a kubeconfig (TLS, bearer token), and the webhook over TLS.
 #include <sys/stat.h>
 
+#include <csignal>
 #include <filesystem>
 #include <map>
 
@@ -9,6 +10,8 @@
 #include "harness/apiserver_double.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "process.h"
+#include "temp_dir.h"
 #include "test_support.h"
 
 namespace gpunode::testing {
@@ -20,9 +23,9 @@ const std::string kBinary = GPUNODE_BINARY;
 
 std::string Fixture(const std::string& name) { return std::string(CLUSTER_FIXTURES) + "/" + name; }
 
-RunResult Gpunode(std::vector<std::string> args) {
+ProcessResult Gpunode(std::vector<std::string> args) {
   args.insert(args.begin(), kBinary);
-  return RunCommand(args);
+  return RunProcess(args);
 }
 
 std::vector<std::string> FindingIds(const std::string& out) {
@@ -48,7 +51,7 @@ TEST(ClusterCliTest, AuditEveryFindingFixture) {
       {"draining-node-new-gpu-pods.json", {"draining-node-new-gpu-pods"}, 1},
   };
   for (const Case& c : cases) {
-    RunResult r = Gpunode({"cluster", "audit", "-f", Fixture(c.fixture), "-o", "json"});
+    ProcessResult r = Gpunode({"cluster", "audit", "-f", Fixture(c.fixture), "-o", "json"});
     EXPECT_EQ(r.exit_code, c.exit_code) << c.fixture << "\n" << r.err;
     EXPECT_EQ(FindingIds(r.out), c.ids) << c.fixture;
     EXPECT_EQ(r.err, "") << c.fixture;
@@ -56,7 +59,7 @@ TEST(ClusterCliTest, AuditEveryFindingFixture) {
 }
 
 TEST(ClusterCliTest, AuditTableAndStdin) {
-  RunResult r = RunCommand(
+  ProcessResult r = RunProcess(
       {"/bin/sh", "-c", kBinary + " cluster audit -f - < '" + Fixture("gpu-unhealthy.json") + "'"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("NODE    READY   GPU.STATE   GPU.COUNT   CAPACITY   ALLOCATABLE"),
@@ -70,7 +73,7 @@ TEST(ClusterCliTest, AuditTableAndStdin) {
 TEST(ClusterCliTest, BadInputIsOneLineAndExitTwo) {
   for (const char* f : {"bad-not-json.json", "bad-not-list.json", "bad-pod-without-name.json",
                         "bad-quantity.json", "no-such-file.json"}) {
-    RunResult r = Gpunode({"cluster", "audit", "-f", Fixture(f)});
+    ProcessResult r = Gpunode({"cluster", "audit", "-f", Fixture(f)});
     EXPECT_EQ(r.exit_code, 2) << f;
     EXPECT_EQ(r.out, "") << f;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -105,30 +108,30 @@ TEST(ClusterCliTest, WhyPendingEveryReasonFixture) {
       {"pending-fits.json", "finetune-0", "fits-now", 0, "fits now on gpu-a, gpu-b"},
   };
   for (const Case& c : cases) {
-    RunResult table =
+    ProcessResult table =
         Gpunode({"cluster", "why-pending", c.pod, "-n", "ml", "-f", Fixture(c.fixture)});
     EXPECT_EQ(table.exit_code, c.exit_code) << c.fixture << " " << c.pod << "\n" << table.err;
     EXPECT_NE(table.out.find(c.text), std::string::npos) << table.out;
     EXPECT_NE(table.out.find(std::string("verdict: ") + c.verdict + ": "), std::string::npos)
         << table.out;
-    RunResult j = Gpunode(
+    ProcessResult j = Gpunode(
         {"cluster", "why-pending", c.pod, "-n", "ml", "-f", Fixture(c.fixture), "-o", "json"});
     EXPECT_EQ(json::parse(j.out)["verdict"]["code"], c.verdict) << c.fixture;
   }
-  RunResult missing =
+  ProcessResult missing =
       Gpunode({"cluster", "why-pending", "ghost", "-n", "ml", "-f", Fixture("pending-fits.json")});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("pod ml/ghost not found in"), std::string::npos) << missing.err;
 }
 
 TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
-  RunResult refused =
+  ProcessResult refused =
       Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "-f", Fixture("drain.json")});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.out.find("REFUSE research/notebook-alice: uses emptyDir"), std::string::npos)
       << refused.out;
-  RunResult ok = Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "--cordon", "--force",
-                          "--delete-emptydir-data", "-f", Fixture("drain.json")});
+  ProcessResult ok = Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "--cordon", "--force",
+                              "--delete-emptydir-data", "-f", Fixture("drain.json")});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   for (const char* line : {
            "drain gpu-a (dry run):",
@@ -167,7 +170,7 @@ class ClusterCliLiveTest : public ::testing::Test {
         dir_->Write("kubeconfig-" + std::to_string(server_->port()),
                     KubeconfigYaml(server_->url(), dir_->path() + "/ca.crt", "double-token", "ml"));
   }
-  RunResult Live(std::vector<std::string> args) {
+  ProcessResult Live(std::vector<std::string> args) {
     args.push_back("--kubeconfig");
     args.push_back(kubeconfig_);
     return Gpunode(args);
@@ -182,7 +185,7 @@ TempDir* ClusterCliLiveTest::dir_ = nullptr;
 
 TEST_F(ClusterCliLiveTest, AuditReadsTheApi) {
   ASSERT_TRUE(server_->LoadList(Fixture("zombie-pods.json")));
-  RunResult r = Live({"cluster", "audit", "-o", "json"});
+  ProcessResult r = Live({"cluster", "audit", "-o", "json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(FindingIds(r.out),
             (std::vector<std::string>{"zombie-pod", "zombie-pod", "zombie-pod"}));
@@ -194,7 +197,7 @@ TEST_F(ClusterCliLiveTest, WrongTokenIsAnInputErrorThatHidesTheToken) {
   std::string bad =
       dir_->Write("bad-kubeconfig",
                   KubeconfigYaml(server_->url(), dir_->path() + "/ca.crt", "wrong-secret-token"));
-  RunResult r = Gpunode({"cluster", "audit", "--kubeconfig", bad});
+  ProcessResult r = Gpunode({"cluster", "audit", "--kubeconfig", bad});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("401 Unauthorized"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("wrong-secret-token"), std::string::npos) << r.err;
@@ -214,7 +217,7 @@ echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredentia
                "    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
                "      command: ./bin/get-token");
   std::string kubeconfig = home.Write("config", yaml);
-  RunResult r = Gpunode({"cluster", "audit", "-o", "json", "--kubeconfig", kubeconfig});
+  ProcessResult r = Gpunode({"cluster", "audit", "-o", "json", "--kubeconfig", kubeconfig});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(server_->CountRequests("GET", "/api/v1/nodes"), 1) << r.err;
 
@@ -227,7 +230,7 @@ echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredentia
 
 TEST_F(ClusterCliLiveTest, WhyPendingUsesTheContextNamespace) {
   ASSERT_TRUE(server_->LoadList(Fixture("pending-insufficient.json")));
-  RunResult r = Live({"cluster", "why-pending", "finetune-0", "-o", "json"});
+  ProcessResult r = Live({"cluster", "why-pending", "finetune-0", "-o", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["verdict"]["code"], "wait");
   bool filtered = false;
@@ -255,7 +258,7 @@ TEST_F(ClusterCliLiveTest, DrainBlockedByABudgetThenCompletesAndRestores) {
                                     "50ms",
                                     "--poll-interval",
                                     "50ms"};
-  RunResult blocked = Live(drain);
+  ProcessResult blocked = Live(drain);
   EXPECT_EQ(blocked.exit_code, 1) << blocked.out << blocked.err;
   EXPECT_NE(blocked.err.find("serving/infer-7b9d6c5f4-p2r8s: Cannot evict pod as it would violate "
                              "the pod's disruption budget. (The disruption budget infer needs 1 "
@@ -266,7 +269,7 @@ TEST_F(ClusterCliLiveTest, DrainBlockedByABudgetThenCompletesAndRestores) {
       << blocked.out;
 
   server_->SetDisruptionsAllowed("serving", "infer", 1);
-  RunResult done = Live(drain);
+  ProcessResult done = Live(drain);
   EXPECT_EQ(done.exit_code, 0) << done.out << done.err;
   EXPECT_NE(done.out.find("node gpu-a drained"), std::string::npos) << done.out;
   json node = *server_->Node("gpu-a");
@@ -274,7 +277,7 @@ TEST_F(ClusterCliLiveTest, DrainBlockedByABudgetThenCompletesAndRestores) {
   EXPECT_TRUE(node["spec"]["unschedulable"].get<bool>());
   EXPECT_FALSE(server_->Pod("serving", "infer-7b9d6c5f4-p2r8s").has_value());
 
-  RunResult restored = Live({"cluster", "restore", "gpu-a"});
+  ProcessResult restored = Live({"cluster", "restore", "gpu-a"});
   EXPECT_EQ(restored.exit_code, 0) << restored.err;
   node = *server_->Node("gpu-a");
   EXPECT_FALSE(node["metadata"]["labels"].contains("nvidia.com/gpu.state"));
@@ -284,14 +287,14 @@ TEST_F(ClusterCliLiveTest, DrainBlockedByABudgetThenCompletesAndRestores) {
 
 TEST_F(ClusterCliLiveTest, RestoreRefusesWhileAGpuIsMissing) {
   ASSERT_TRUE(server_->LoadList(Fixture("restore.json")));
-  RunResult r = Live({"cluster", "restore", "gpu-short"});
+  ProcessResult r = Live({"cluster", "restore", "gpu-short"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("refusing to restore: node gpu-short advertises 7 nvidia.com/gpu but has 8 "
                        "(nvidia.com/gpu.count=8)"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
-  RunResult unlabelled = Live({"cluster", "restore", "gpu-nolabel"});
+  ProcessResult unlabelled = Live({"cluster", "restore", "gpu-nolabel"});
   EXPECT_EQ(unlabelled.exit_code, 1);
   EXPECT_NE(unlabelled.err.find("has no nvidia.com/gpu.count label"), std::string::npos);
   EXPECT_EQ(Live({"cluster", "restore", "gpu-ghost"}).exit_code, 2);
@@ -299,9 +302,10 @@ TEST_F(ClusterCliLiveTest, RestoreRefusesWhileAGpuIsMissing) {
 
 TEST_F(ClusterCliLiveTest, WebhookOverTls) {
   ASSERT_TRUE(server_->LoadList(Fixture("healthy.json")));
-  Child webhook({kBinary, "webhook", "--tls-cert", dir_->path() + "/tls.crt", "--tls-key",
-                 dir_->path() + "/tls.key", "--listen", "127.0.0.1:0", "--nodes-from-api",
-                 "--kubeconfig", kubeconfig_});
+  BackgroundProcess webhook({kBinary, "webhook", "--tls-cert", dir_->path() + "/tls.crt",
+                             "--tls-key", dir_->path() + "/tls.key", "--listen", "127.0.0.1:0",
+                             "--nodes-from-api", "--kubeconfig", kubeconfig_},
+                            BackgroundProcess::Options{.stdout_pipe = true});
   std::string line;
   ASSERT_TRUE(webhook.ReadLine(line));
   const std::string prefix = "gpunode webhook listening on port ";
@@ -333,11 +337,11 @@ TEST_F(ClusterCliLiveTest, WebhookOverTls) {
   ASSERT_TRUE(good);
   EXPECT_TRUE(json::parse(good->body)["response"]["allowed"].get<bool>());
   EXPECT_EQ(client.Post("/validate", "{}", "application/json")->status, 400);
-  EXPECT_EQ(webhook.Terminate(), 0);
+  EXPECT_EQ(webhook.Stop(SIGTERM), 0);
 }
 
 TEST(WebhookCliTest, RefusesToStartWithoutItsCertificate) {
-  RunResult r =
+  ProcessResult r =
       Gpunode({"webhook", "--tls-cert", "/no/such/tls.crt", "--tls-key", "/no/such/tls.key"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--tls-cert /no/such/tls.crt: cannot open"), std::string::npos) << r.err;

@@ -9,6 +9,7 @@
 #include "kube/api_loader.h"
 #include "kube/exec_credential.h"
 #include "kube/gpu_resources.h"
+#include "temp_dir.h"
 #include "test_support.h"
 
 namespace gpunode::kube {

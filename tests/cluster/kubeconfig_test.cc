@@ -1,6 +1,7 @@
 #include "kube/kubeconfig.h"
 
 #include "gtest/gtest.h"
+#include "temp_dir.h"
 #include "test_support.h"
 
 namespace gpunode::kube {

@@ -1,11 +1,7 @@
 #include "containerd_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -34,19 +30,8 @@ std::string ContainerdTestConfig(const std::filesystem::path& dir, const std::st
 
 ContainerdProcess::ContainerdProcess(const std::string& binary, const std::filesystem::path& config,
                                      const std::filesystem::path& log)
-    : log_(log) {
-  // Opened before fork: the child of a process with gRPC threads may only make
-  // async-signal-safe calls until exec.
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    ::execl(binary.c_str(), "containerd", "--config", config.c_str(), nullptr);
-    ::_exit(127);
-  }
-  ::close(fd);
-}
+    : process_({binary, "--config", config.string()},
+               BackgroundProcess::Options{.stdout_path = log, .stderr_path = log}) {}
 
 ContainerdProcess::~ContainerdProcess() { Stop(); }
 
@@ -54,37 +39,14 @@ bool ContainerdProcess::AwaitCri(const std::string& socket, std::chrono::seconds
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (containerd::QueryCriStatus(socket, std::chrono::milliseconds(500)).ok()) return true;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
+    if (!process_.Running()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
 }
 
-void ContainerdProcess::Stop() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGTERM);
-  int status = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (::waitpid(pid_, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  pid_ = -1;
-}
+void ContainerdProcess::Stop() { process_.Stop(SIGTERM); }
 
-std::string ContainerdProcess::Log() const {
-  std::ifstream in(log_);
-  std::stringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+std::string ContainerdProcess::Log() const { return process_.Log(); }
 
 }  // namespace gpunode::testing

@@ -1,11 +1,11 @@
 // The real containerd, started by a test on a temporary socket and state directory.
 #pragma once
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <filesystem>
 #include <string>
+
+#include "process.h"
 
 namespace gpunode::testing {
 
@@ -28,8 +28,7 @@ class ContainerdProcess {
   std::string Log() const;
 
  private:
-  pid_t pid_ = -1;
-  std::filesystem::path log_;
+  BackgroundProcess process_;
 };
 
 }  // namespace gpunode::testing

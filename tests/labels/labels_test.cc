@@ -13,6 +13,7 @@
 #include "labels/sanitize.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
+#include "temp_dir.h"
 #include "test_support.h"
 
 namespace gpunode {

@@ -16,6 +16,7 @@
 #include "kubelet_podresources_double.h"
 #include "process.h"
 #include "pugixml.hpp"
+#include "temp_dir.h"
 #include "test_support.h"
 
 namespace gpunode {

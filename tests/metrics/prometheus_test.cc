@@ -7,6 +7,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "process.h"
+#include "temp_dir.h"
 #include "test_support.h"
 
 namespace gpunode {

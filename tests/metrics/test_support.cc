@@ -1,108 +1,18 @@
 #include "test_support.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <thread>
 
 #include "httplib.h"
 
-extern char** environ;
-
 namespace gpunode::testing {
-namespace {
-
-std::string TempRoot() {
-  const char* tmp = std::getenv("TMPDIR");
-  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-}
-
-int DecodeStatus(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
-}  // namespace
-
-BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv,
-                                     const std::vector<std::string>& extra_env) {
-  std::string tmpl = TempRoot() + "/gpunode-proc-XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, (dir_ + "/stdout").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, (dir_ + "/stderr").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> envp, args;
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (std::string& a : argv_copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  int rc = posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + " failed");
-}
-
-BackgroundProcess::~BackgroundProcess() {
-  if (Running()) Stop(SIGKILL);
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
-}
-
-bool BackgroundProcess::Running() {
-  if (exit_code_ >= 0) return false;
-  int status = 0;
-  pid_t done = waitpid(pid_, &status, WNOHANG);
-  if (done == pid_) exit_code_ = DecodeStatus(status);
-  return exit_code_ < 0;
-}
-
-int BackgroundProcess::Stop(int signal) {
-  if (!Running()) return exit_code_;
-  kill(pid_, signal);
-  for (int i = 0; i < 2000 && Running(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (Running()) {
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exit_code_ = DecodeStatus(status);
-  }
-  return exit_code_;
-}
-
-std::string BackgroundProcess::Stdout() const { return ReadText(dir_ + "/stdout"); }
-std::string BackgroundProcess::Stderr() const { return ReadText(dir_ + "/stderr"); }
-
-TempDir::TempDir(const std::string& prefix) {
-  std::string tmpl = TempRoot() + "/" + prefix + "-XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
 
 int FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -18,7 +18,6 @@
 #include "gtest/gtest.h"
 #include "kubelet_double.h"
 #include "nlohmann/json.hpp"
-#include "plugin_process.h"
 #include "process.h"
 
 namespace gpunode {
@@ -114,14 +113,16 @@ class DevicePluginTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  testing::PluginProcess& Start(const std::string& sim, const std::vector<std::string>& args,
-                                const std::vector<std::string>& env = {},
-                                const std::vector<std::string>& global = {}) {
+  testing::BackgroundProcess& Start(const std::string& sim, const std::vector<std::string>& args,
+                                    const std::vector<std::string>& env = {},
+                                    const std::vector<std::string>& global = {}) {
     std::vector<std::string> argv = {GPUNODE_BINARY, "--sim", sim, "--log-level", "info"};
     argv.insert(argv.end(), global.begin(), global.end());
     argv.insert(argv.end(), {"device-plugin", "--kubelet-dir", dir_, "--cdi-spec-dir", dir_});
     argv.insert(argv.end(), args.begin(), args.end());
-    plugin_ = std::make_unique<testing::PluginProcess>(argv, env, dir_ + "/plugin.log");
+    plugin_ = std::make_unique<testing::BackgroundProcess>(
+        argv,
+        testing::BackgroundProcess::Options{.extra_env = env, .stderr_path = dir_ + "/plugin.log"});
     return *plugin_;
   }
 
@@ -144,7 +145,7 @@ class DevicePluginTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<testing::KubeletDouble> kubelet_;
-  std::unique_ptr<testing::PluginProcess> plugin_;
+  std::unique_ptr<testing::BackgroundProcess> plugin_;
 };
 
 TEST_F(DevicePluginTest, RegistersEightHealthyH100sWithTheirNumaNodes) {
