@@ -2,8 +2,6 @@
 // realistic containerd configs. containerd itself (`config dump`) judges the result: the nvidia
 // handler appears with the inherited settings, nothing else changes, and revert gives back the
 // exact original bytes.
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "process.h"
+#include "temp_dir.h"
 #include "toml++/toml.h"
 
 namespace gpunode {
@@ -50,19 +49,6 @@ testing::ProcessResult Gpunode(std::vector<std::string> args) {
   args.insert(args.begin(), GPUNODE_BINARY);
   return testing::RunProcess(args);
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gpunode-runtime-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string CriPlugin(int version) {
   return version == 1   ? "cri"
@@ -159,11 +145,11 @@ class Corpus : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     if (std::string(GPUNODE_CONTAINERD).empty()) GTEST_SKIP() << "containerd is not installed";
-    config_ = dir_.path() / "config.toml";
+    config_ = dir_ / "config.toml";
     original_ = GetParam().fixture.empty() ? "" : Read(kFixtures / GetParam().fixture);
     Write(config_, original_);
     for (const std::string& name : GetParam().companions)
-      Write(dir_.path() / name, Read(kFixtures / name));
+      Write(dir_ / name, Read(kFixtures / name));
     before_ = Dump(config_);
   }
 
@@ -201,53 +187,54 @@ class Corpus : public ::testing::TestWithParam<Case> {
     testing::ProcessResult r = Gpunode({"runtime", "revert", "--config", config_.string()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(Read(config_), original_);
-    EXPECT_EQ(Snapshot(dir_.path()), start) << r.out;
+    EXPECT_EQ(Snapshot(dir_), start) << r.out;
     r = Gpunode({"runtime", "revert", "--config", config_.string()});
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_THAT(r.out, StartsWith("nothing to revert"));
   }
 
-  TempDir dir_;
+  testing::TempDir temp_{"gpunode-runtime"};
+  const fs::path dir_ = temp_.path();
   fs::path config_;
   std::string original_;
   toml::table before_;
 };
 
 TEST_P(Corpus, DropInAddsTheHandlerAndRevertRestoresTheBytes) {
-  const auto start = Snapshot(dir_.path());
+  const auto start = Snapshot(dir_);
   testing::ProcessResult r = Gpunode({"runtime", "configure", "--config", config_.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  fs::path drop_in = dir_.path() / "conf.d" / "99-nvidia.toml";
+  fs::path drop_in = dir_ / "conf.d" / "99-nvidia.toml";
   ASSERT_TRUE(fs::exists(drop_in));
   EXPECT_TRUE(OneInsertion(original_, Read(config_))) << Read(config_);
   EXPECT_THAT(Read(config_), HasSubstr(drop_in.string()));
   EXPECT_EQ(Read(config_.string() + ".gpunode.bak"), original_);
   ExpectHandlerAddedAndNothingElse();
 
-  const auto configured = Snapshot(dir_.path());
+  const auto configured = Snapshot(dir_);
   r = Gpunode({"runtime", "configure", "--config", config_.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("nothing to change"));
-  EXPECT_EQ(Snapshot(dir_.path()), configured);
+  EXPECT_EQ(Snapshot(dir_), configured);
 
   ExpectRevertRestoresEverything(start);
 }
 
 TEST_P(Corpus, InPlaceAddsTheHandlerKeepingCommentsAndRevertRestoresTheBytes) {
-  const auto start = Snapshot(dir_.path());
+  const auto start = Snapshot(dir_);
   testing::ProcessResult r =
       Gpunode({"runtime", "configure", "--config", config_.string(), "--in-place"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_FALSE(fs::exists(dir_.path() / "conf.d"));
+  EXPECT_FALSE(fs::exists(dir_ / "conf.d"));
   std::string edited = Read(config_);
   std::vector<std::string> comments = CommentLines(original_);
   for (const std::string& comment : comments) EXPECT_THAT(edited, HasSubstr(comment));
   ExpectHandlerAddedAndNothingElse();
 
-  const auto configured = Snapshot(dir_.path());
+  const auto configured = Snapshot(dir_);
   r = Gpunode({"runtime", "configure", "--config", config_.string(), "--in-place"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Snapshot(dir_.path()), configured);
+  EXPECT_EQ(Snapshot(dir_), configured);
 
   ExpectRevertRestoresEverything(start);
 }
@@ -265,7 +252,7 @@ class Configure : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::string(GPUNODE_CONTAINERD).empty()) GTEST_SKIP() << "containerd is not installed";
-    config_ = dir_.path() / "config.toml";
+    config_ = dir_ / "config.toml";
   }
   fs::path Use(const std::string& fixture) {
     Write(config_, Read(kFixtures / fixture));
@@ -273,21 +260,22 @@ class Configure : public ::testing::Test {
   }
   toml::table ParseFile(const fs::path& path) { return toml::parse(Read(path)); }
 
-  TempDir dir_;
+  testing::TempDir temp_{"gpunode-runtime"};
+  const fs::path dir_ = temp_.path();
   fs::path config_;
 };
 
 TEST_F(Configure, DryRunPrintsEachFileAndWritesNothing) {
   Use("kind-base.toml");
-  const auto start = Snapshot(dir_.path());
+  const auto start = Snapshot(dir_);
   testing::ProcessResult r =
       Gpunode({"runtime", "configure", "--config", config_.string(), "--dry-run"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("==> " + (dir_.path() / "conf.d/99-nvidia.toml").string() +
+  EXPECT_THAT(r.out, HasSubstr("==> " + (dir_ / "conf.d/99-nvidia.toml").string() +
                                " (would create) <==\n"));
   EXPECT_THAT(r.out,
               HasSubstr("==> " + config_.string() + " (would change) <==\n# explicitly use v2"));
-  EXPECT_EQ(Snapshot(dir_.path()), start);
+  EXPECT_EQ(Snapshot(dir_), start);
   r = Gpunode({"runtime", "revert", "--config", config_.string(), "--dry-run"});
   EXPECT_THAT(r.out, StartsWith("nothing to revert"));
 }
@@ -329,7 +317,7 @@ TEST_F(Configure, CdiIsSetInThePluginTableOfEachVersion) {
     testing::ProcessResult r =
         Gpunode({"runtime", "configure", "--config", config_.string(), "--cdi"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    toml::table drop_in = ParseFile(dir_.path() / "conf.d/99-nvidia.toml");
+    toml::table drop_in = ParseFile(dir_ / "conf.d/99-nvidia.toml");
     EXPECT_EQ(drop_in["plugins"][CriPlugin(version)]["enable_cdi"].value_or(false), true)
         << drop_in;
     EXPECT_EQ(drop_in["version"].value_or(int64_t{1}), version);
@@ -342,7 +330,7 @@ TEST_F(Configure, Version3WritesTheRuntimePluginOnly) {
   std::string original = Read(Use("v3.toml"));
   testing::ProcessResult r = Gpunode({"runtime", "configure", "--config", config_.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  toml::table drop_in = ParseFile(dir_.path() / "conf.d/99-nvidia.toml");
+  toml::table drop_in = ParseFile(dir_ / "conf.d/99-nvidia.toml");
   EXPECT_EQ(drop_in["version"].value_or(0), 3);
   EXPECT_FALSE(drop_in["plugins"]["io.containerd.cri.v1.images"]);
   auto nvidia =
@@ -369,11 +357,11 @@ TEST_F(Configure, Version3WritesTheRuntimePluginOnly) {
 
 TEST_F(Configure, AGlobThatAlreadyCoversTheDropInLeavesTheMainFileAlone) {
   std::string original =
-      "version = 2\nimports = [\"" + (dir_.path() / "conf.d").string() +
+      "version = 2\nimports = [\"" + (dir_ / "conf.d").string() +
       "/*.toml\"]\n\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
       "  runtime_type = \"io.containerd.runc.v2\"\n";
   Write(config_, original);
-  Write(dir_.path() / "conf.d/10-registry.toml",
+  Write(dir_ / "conf.d/10-registry.toml",
         "version = 2\n[plugins.\"io.containerd.gc.v1.scheduler\"]\n"
         "  pause_threshold = 0.03\n");
   toml::table before = Dump(config_);
@@ -385,30 +373,30 @@ TEST_F(Configure, AGlobThatAlreadyCoversTheDropInLeavesTheMainFileAlone) {
   EXPECT_TRUE(Runtimes(after)->contains("nvidia"));
   EXPECT_TRUE(Normalized(before) == Normalized(after));
   ASSERT_EQ(Gpunode({"runtime", "revert", "--config", config_.string()}).exit_code, 0);
-  EXPECT_FALSE(fs::exists(dir_.path() / "conf.d/99-nvidia.toml"));
-  EXPECT_TRUE(fs::exists(dir_.path() / "conf.d/10-registry.toml"));
+  EXPECT_FALSE(fs::exists(dir_ / "conf.d/99-nvidia.toml"));
+  EXPECT_TRUE(fs::exists(dir_ / "conf.d/10-registry.toml"));
 }
 
 TEST_F(Configure, AnImportReadAfterTheDropInThatSetsCriIsRefused) {
-  Write(config_, "version = 2\nimports = [\"" + (dir_.path() / "conf.d").string() + "/*.toml\"]\n");
-  Write(dir_.path() / "conf.d/zz-site.toml",
+  Write(config_, "version = 2\nimports = [\"" + (dir_ / "conf.d").string() + "/*.toml\"]\n");
+  Write(dir_ / "conf.d/zz-site.toml",
         "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"pause\"\n");
-  const auto start = Snapshot(dir_.path());
+  const auto start = Snapshot(dir_);
   testing::ProcessResult r = Gpunode({"runtime", "configure", "--config", config_.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("zz-site.toml: sets plugins.\"io.containerd.grpc.v1.cri\""));
-  EXPECT_EQ(Snapshot(dir_.path()), start);
+  EXPECT_EQ(Snapshot(dir_), start);
 }
 
 TEST_F(Configure, AnExistingDropInIsBackedUpAndRestored) {
   Use("kind-base.toml");
   std::string foreign = "# written by another tool\nversion = 2\n";
-  Write(dir_.path() / "conf.d/99-nvidia.toml", foreign);
+  Write(dir_ / "conf.d/99-nvidia.toml", foreign);
   ASSERT_EQ(Gpunode({"runtime", "configure", "--config", config_.string()}).exit_code, 0);
-  EXPECT_EQ(Read(dir_.path() / "conf.d/99-nvidia.toml.gpunode.bak"), foreign);
+  EXPECT_EQ(Read(dir_ / "conf.d/99-nvidia.toml.gpunode.bak"), foreign);
   ASSERT_EQ(Gpunode({"runtime", "revert", "--config", config_.string()}).exit_code, 0);
-  EXPECT_EQ(Read(dir_.path() / "conf.d/99-nvidia.toml"), foreign);
-  EXPECT_FALSE(fs::exists(dir_.path() / "conf.d/99-nvidia.toml.gpunode.bak"));
+  EXPECT_EQ(Read(dir_ / "conf.d/99-nvidia.toml"), foreign);
+  EXPECT_FALSE(fs::exists(dir_ / "conf.d/99-nvidia.toml.gpunode.bak"));
 }
 
 TEST_F(Configure, AMissingConfigIsCreatedAndRevertDeletesIt) {
@@ -420,11 +408,11 @@ TEST_F(Configure, AMissingConfigIsCreatedAndRevertDeletesIt) {
   EXPECT_TRUE(Runtimes(file)->contains("runc"));
   EXPECT_TRUE(Runtimes(file)->contains("nvidia"));
   ASSERT_EQ(Gpunode({"runtime", "revert", "--config", config_.string()}).exit_code, 0);
-  EXPECT_THAT(Snapshot(dir_.path()), IsEmpty());
+  EXPECT_THAT(Snapshot(dir_), IsEmpty());
 }
 
 TEST_F(Configure, ASymlinkedConfigIsEditedThroughTheLink) {
-  fs::path real = dir_.path() / "real" / "config.toml";
+  fs::path real = dir_ / "real" / "config.toml";
   Write(real, Read(kFixtures / "kind-base.toml"));
   fs::create_symlink(real, config_);
   ASSERT_EQ(Gpunode({"runtime", "configure", "--config", config_.string(), "--in-place"}).exit_code,
@@ -442,14 +430,14 @@ TEST_F(Configure, FilesChangedAfterConfigureAreNeverOverwritten) {
             0);
   Write(config_,
         Read(config_) + "\n[plugins.\"io.containerd.gc.v1.scheduler\"]\n  pause_threshold = 0.1\n");
-  const auto edited = Snapshot(dir_.path());
+  const auto edited = Snapshot(dir_);
   testing::ProcessResult r = Gpunode({"runtime", "revert", "--config", config_.string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("changed since gpunode wrote it"));
   EXPECT_THAT(r.err, HasSubstr(".gpunode.bak"));
   r = Gpunode({"runtime", "configure", "--config", config_.string(), "--in-place", "--cdi"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(Snapshot(dir_.path()), edited);
+  EXPECT_EQ(Snapshot(dir_), edited);
 }
 
 TEST_F(Configure, SwitchingModesNeedsARevertFirst) {
@@ -492,7 +480,7 @@ TEST_P(Refuses, WithOneLineAndExitTwoWritingNothing) {
   } else {
     Use(bad.fixture);
   }
-  const auto start = Snapshot(dir_.path());
+  const auto start = Snapshot(dir_);
   std::vector<std::string> args = {"runtime", "configure", "--config", config_.string()};
   args.insert(args.end(), bad.args.begin(), bad.args.end());
   testing::ProcessResult r = Gpunode(args);
@@ -501,7 +489,7 @@ TEST_P(Refuses, WithOneLineAndExitTwoWritingNothing) {
   EXPECT_THAT(r.err, StartsWith("gpunode: "));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr(bad.expect));
-  EXPECT_EQ(Snapshot(dir_.path()), start);
+  EXPECT_EQ(Snapshot(dir_), start);
 }
 
 INSTANTIATE_TEST_SUITE_P(
