@@ -367,8 +367,7 @@ absl::Status SnapshotBuilder::Impl::ReadTopLevel(od::object& top, std::string_vi
       // object's metadata is left for the second pass below.
       RETURN_IF_ERROR(ForEachField(
           val, top_where, "metadata",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "continue") {
               std::string_view token;
               GN_JSON(ReadString(val, token), top_where, "metadata.continue", "a string");
@@ -433,10 +432,7 @@ absl::Status SnapshotBuilder::Impl::ParseObject(od::object& obj, Where& w) {
 absl::Status SnapshotBuilder::Impl::ParseStringMap(od::value& v, Labels& out, const Where& w,
                                                    std::string_view field) {
   RETURN_IF_ERROR(ForEachField(
-      v, w, field,
-      [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-          [[maybe_unused]] od::value& val) -> absl::Status {
-        (void)key;
+      v, w, field, [&](od::field& f, const od::raw_json_string&, od::value& val) -> absl::Status {
         std::string_view k, value;
         GN_JSON(f.unescaped_key().get(k), w, field, "an object");
         GN_JSON(ReadString(val, value), w, StrCat(field, "[", k, "]"), "a string");
@@ -468,8 +464,7 @@ absl::Status SnapshotBuilder::Impl::ParseResources(od::value& v, ResourceList& o
                                                    std::string_view field) {
   RETURN_IF_ERROR(ForEachField(
       v, w, field,
-      [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-          [[maybe_unused]] od::value& val) -> absl::Status {
+      [&](od::field& f, const od::raw_json_string& key, od::value& val) -> absl::Status {
         if (!KeyStartsWithNvidia(key))
           return absl::OkStatus();  // cpu, memory, ...: not parsed at all
         std::string_view name;
@@ -508,32 +503,29 @@ absl::Status SnapshotBuilder::Impl::ParseNode(od::object& obj, Where& w) {
     if (key == "metadata") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "metadata",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "name") {
               GN_JSON(ReadString(val, node_.name), w, "metadata.name", "a string");
               w.name = node_.name;
             } else if (key == "labels") {
               RETURN_IF_ERROR(ParseStringMap(val, node_.labels, w, "metadata.labels"));
             } else if (key == "annotations") {
-              RETURN_IF_ERROR(ForEachField(val, w, "metadata.annotations",
-                                           [&]([[maybe_unused]] od::field& f,
-                                               [[maybe_unused]] const od::raw_json_string& key,
-                                               [[maybe_unused]] od::value& val) -> absl::Status {
-                                             if (key == kDrainStartedAnnotation) {
-                                               GN_JSON(ReadString(val, node_.drain_started_at), w,
-                                                       "metadata.annotations", "a string");
-                                             }
-                                             return absl::OkStatus();
-                                           }));
+              RETURN_IF_ERROR(ForEachField(
+                  val, w, "metadata.annotations",
+                  [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+                    if (key == kDrainStartedAnnotation) {
+                      GN_JSON(ReadString(val, node_.drain_started_at), w, "metadata.annotations",
+                              "a string");
+                    }
+                    return absl::OkStatus();
+                  }));
             }
             return absl::OkStatus();
           }));
     } else if (key == "spec") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "spec",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "unschedulable") {
               bool null = false;
               GN_JSON(IsNull(val, null), w, "spec.unschedulable", "true or false");
@@ -552,9 +544,8 @@ absl::Status SnapshotBuilder::Impl::ParseNode(od::object& obj, Where& w) {
                 Taint taint;
                 RETURN_IF_ERROR(ForEachField(
                     t, w, "spec.taints[]",
-                    [&]([[maybe_unused]] od::field& f,
-                        [[maybe_unused]] const od::raw_json_string& key,
-                        [[maybe_unused]] od::value& val) -> absl::Status {
+                    [&](od::field&, const od::raw_json_string& key,
+                        od::value& val) -> absl::Status {
                       if (key == "key") {
                         GN_JSON(ReadString(val, taint.key), w, "spec.taints[].key", "a string");
                       } else if (key == "value") {
@@ -573,8 +564,7 @@ absl::Status SnapshotBuilder::Impl::ParseNode(od::object& obj, Where& w) {
     } else if (key == "status") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "status",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "capacity") {
               RETURN_IF_ERROR(ParseResources(val, node_.capacity, w, "status.capacity"));
             } else if (key == "allocatable") {
@@ -591,9 +581,8 @@ absl::Status SnapshotBuilder::Impl::ParseNode(od::object& obj, Where& w) {
                         "an array of objects");
                 std::string_view type, status;
                 RETURN_IF_ERROR(ForEachField(c, w, "status.conditions[]",
-                                             [&]([[maybe_unused]] od::field& f,
-                                                 [[maybe_unused]] const od::raw_json_string& key,
-                                                 [[maybe_unused]] od::value& val) -> absl::Status {
+                                             [&](od::field&, const od::raw_json_string& key,
+                                                 od::value& val) -> absl::Status {
                                                if (key == "type") {
                                                  GN_JSON(ReadString(val, type), w,
                                                          "status.conditions[].type", "a string");
@@ -637,8 +626,7 @@ absl::Status SnapshotBuilder::Impl::ParseContainers(od::value& v, bool init, con
     std::string field = StrCat(list, "[", i, "]");
     RETURN_IF_ERROR(ForEachField(
         c, w, field,
-        [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-            [[maybe_unused]] od::value& val) -> absl::Status {
+        [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
           if (key == "name") {
             GN_JSON(ReadString(val, cr.name), w, StrCat(field, ".name"), "a string");
           } else if (key == "restartPolicy") {
@@ -648,8 +636,7 @@ absl::Status SnapshotBuilder::Impl::ParseContainers(od::value& v, bool init, con
           } else if (key == "resources") {
             RETURN_IF_ERROR(ForEachField(
                 val, w, StrCat(field, ".resources"),
-                [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-                    [[maybe_unused]] od::value& val) -> absl::Status {
+                [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
                   if (key == "requests") {
                     RETURN_IF_ERROR(
                         ParseResources(val, cr.requests, w, StrCat(field, ".resources.requests")));
@@ -681,8 +668,7 @@ absl::Status SnapshotBuilder::Impl::ParseTolerations(od::value& v, const Where& 
     Toleration tol;
     RETURN_IF_ERROR(ForEachField(
         t, w, "spec.tolerations[]",
-        [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-            [[maybe_unused]] od::value& val) -> absl::Status {
+        [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
           if (key == "key") {
             GN_JSON(ReadString(val, tol.key), w, "spec.tolerations[].key", "a string");
           } else if (key == "operator") {
@@ -717,8 +703,7 @@ absl::Status SnapshotBuilder::Impl::ParseRequirements(od::value& v,
     NodeSelectorRequirement req;
     RETURN_IF_ERROR(ForEachField(
         r, w, field,
-        [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-            [[maybe_unused]] od::value& val) -> absl::Status {
+        [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
           if (key == "key") {
             GN_JSON(ReadString(val, req.key), w, StrCat(field, "[].key"), "a string");
           } else if (key == "operator") {
@@ -736,13 +721,11 @@ absl::Status SnapshotBuilder::Impl::ParseRequirements(od::value& v,
 absl::Status SnapshotBuilder::Impl::ParseAffinity(od::value& v, const Where& w) {
   RETURN_IF_ERROR(ForEachField(
       v, w, "spec.affinity",
-      [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-          [[maybe_unused]] od::value& val) -> absl::Status {
+      [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
         if (key == "nodeAffinity") {
           RETURN_IF_ERROR(ForEachField(
               val, w, "spec.affinity.nodeAffinity",
-              [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-                  [[maybe_unused]] od::value& val) -> absl::Status {
+              [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
                 if (key != "requiredDuringSchedulingIgnoredDuringExecution")
                   return absl::OkStatus();
                 bool null = false;
@@ -751,9 +734,8 @@ absl::Status SnapshotBuilder::Impl::ParseAffinity(od::value& v, const Where& w) 
                 details_.has_required_node_affinity = true;
                 RETURN_IF_ERROR(ForEachField(
                     val, w, "spec.affinity.nodeAffinity.required",
-                    [&]([[maybe_unused]] od::field& f,
-                        [[maybe_unused]] const od::raw_json_string& key,
-                        [[maybe_unused]] od::value& val) -> absl::Status {
+                    [&](od::field&, const od::raw_json_string& key,
+                        od::value& val) -> absl::Status {
                       if (key != "nodeSelectorTerms") return absl::OkStatus();
                       bool terms_null = false;
                       GN_JSON(IsNull(val, terms_null), w, "nodeSelectorTerms", "an array");
@@ -767,9 +749,8 @@ absl::Status SnapshotBuilder::Impl::ParseAffinity(od::value& v, const Where& w) 
                         NodeSelectorTerm term;
                         RETURN_IF_ERROR(ForEachField(
                             term_value, w, "nodeSelectorTerms[]",
-                            [&]([[maybe_unused]] od::field& f,
-                                [[maybe_unused]] const od::raw_json_string& key,
-                                [[maybe_unused]] od::value& val) -> absl::Status {
+                            [&](od::field&, const od::raw_json_string& key,
+                                od::value& val) -> absl::Status {
                               if (key == "matchExpressions") {
                                 RETURN_IF_ERROR(
                                     ParseRequirements(val, term.match_expressions, w,
@@ -789,8 +770,7 @@ absl::Status SnapshotBuilder::Impl::ParseAffinity(od::value& v, const Where& w) 
         } else if (key == "podAffinity" || key == "podAntiAffinity") {
           RETURN_IF_ERROR(ForEachField(
               val, w, "spec.affinity",
-              [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-                  [[maybe_unused]] od::value& val) -> absl::Status {
+              [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
                 if (key != "requiredDuringSchedulingIgnoredDuringExecution")
                   return absl::OkStatus();
                 bool null = false;
@@ -827,8 +807,7 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
     if (key == "metadata") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "metadata",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "name") {
               GN_JSON(ReadString(val, pod_.name), w, "metadata.name", "a string");
               w.name = pod_.name;
@@ -844,14 +823,12 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
                       "a string");
               pod_.terminating = !pod_.deletion_timestamp.empty();
             } else if (key == "annotations") {
-              RETURN_IF_ERROR(ForEachField(val, w, "metadata.annotations",
-                                           [&]([[maybe_unused]] od::field& f,
-                                               [[maybe_unused]] const od::raw_json_string& key,
-                                               [[maybe_unused]] od::value& val) -> absl::Status {
-                                             if (key == "kubernetes.io/config.mirror")
-                                               pod_.mirror = true;
-                                             return absl::OkStatus();
-                                           }));
+              RETURN_IF_ERROR(ForEachField(
+                  val, w, "metadata.annotations",
+                  [&](od::field&, const od::raw_json_string& key, od::value&) -> absl::Status {
+                    if (key == "kubernetes.io/config.mirror") pod_.mirror = true;
+                    return absl::OkStatus();
+                  }));
             } else if (key == "ownerReferences") {
               bool null = false;
               GN_JSON(IsNull(val, null), w, "metadata.ownerReferences", "an array");
@@ -866,9 +843,8 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
                 bool controller = false;
                 RETURN_IF_ERROR(ForEachField(
                     ref, w, "metadata.ownerReferences[]",
-                    [&]([[maybe_unused]] od::field& f,
-                        [[maybe_unused]] const od::raw_json_string& key,
-                        [[maybe_unused]] od::value& val) -> absl::Status {
+                    [&](od::field&, const od::raw_json_string& key,
+                        od::value& val) -> absl::Status {
                       if (key == "kind") {
                         GN_JSON(ReadString(val, kind), w, "metadata.ownerReferences[].kind",
                                 "a string");
@@ -903,8 +879,7 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
     } else if (key == "spec") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "spec",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "nodeName") {
               GN_JSON(ReadString(val, pod_.node_name), w, "spec.nodeName", "a string");
             } else if (key == "containers") {
@@ -920,13 +895,12 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
               for (auto vol_result : volumes) {
                 od::value vol;
                 GN_JSON(std::move(vol_result).get(vol), w, "spec.volumes", "an array of objects");
-                RETURN_IF_ERROR(ForEachField(vol, w, "spec.volumes[]",
-                                             [&]([[maybe_unused]] od::field& f,
-                                                 [[maybe_unused]] const od::raw_json_string& key,
-                                                 [[maybe_unused]] od::value& val) -> absl::Status {
-                                               if (key == "emptyDir") pod_.uses_empty_dir = true;
-                                               return absl::OkStatus();
-                                             }));
+                RETURN_IF_ERROR(ForEachField(
+                    vol, w, "spec.volumes[]",
+                    [&](od::field&, const od::raw_json_string& key, od::value&) -> absl::Status {
+                      if (key == "emptyDir") pod_.uses_empty_dir = true;
+                      return absl::OkStatus();
+                    }));
               }
             } else if (details && key == "nodeSelector") {
               RETURN_IF_ERROR(ParseStringMap(val, details_.node_selector, w, "spec.nodeSelector"));
@@ -940,8 +914,7 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
     } else if (key == "status") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "status",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "phase") {
               std::string_view phase;
               GN_JSON(ReadString(val, phase), w, "status.phase", "a string");
@@ -962,9 +935,8 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
                         "an array of objects");
                 std::string_view type, status, message;
                 RETURN_IF_ERROR(ForEachField(c, w, "status.conditions[]",
-                                             [&]([[maybe_unused]] od::field& f,
-                                                 [[maybe_unused]] const od::raw_json_string& key,
-                                                 [[maybe_unused]] od::value& val) -> absl::Status {
+                                             [&](od::field&, const od::raw_json_string& key,
+                                                 od::value& val) -> absl::Status {
                                                if (key == "type") {
                                                  GN_JSON(ReadString(val, type), w,
                                                          "status.conditions[].type", "a string");
@@ -1007,8 +979,7 @@ absl::Status SnapshotBuilder::Impl::ParseLabelSelector(od::value& v, LabelSelect
   out.present = true;
   RETURN_IF_ERROR(ForEachField(
       v, w, "spec.selector",
-      [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-          [[maybe_unused]] od::value& val) -> absl::Status {
+      [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
         if (key == "matchLabels") {
           RETURN_IF_ERROR(ParseStringMap(val, out.match_labels, w, "spec.selector.matchLabels"));
         } else if (key == "matchExpressions") {
@@ -1034,8 +1005,7 @@ absl::Status SnapshotBuilder::Impl::ParsePdb(od::object& obj, Where& w) {
     if (key == "metadata") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "metadata",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "name") {
               GN_JSON(ReadString(val, pdb_.name), w, "metadata.name", "a string");
               w.name = pdb_.name;
@@ -1048,16 +1018,14 @@ absl::Status SnapshotBuilder::Impl::ParsePdb(od::object& obj, Where& w) {
     } else if (key == "spec") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "spec",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "selector") RETURN_IF_ERROR(ParseLabelSelector(val, pdb_.selector, w));
             return absl::OkStatus();
           }));
     } else if (key == "status") {
       RETURN_IF_ERROR(ForEachField(
           val, w, "status",
-          [&]([[maybe_unused]] od::field& f, [[maybe_unused]] const od::raw_json_string& key,
-              [[maybe_unused]] od::value& val) -> absl::Status {
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             int64_t* target = key == "disruptionsAllowed" ? &pdb_.disruptions_allowed
                               : key == "currentHealthy"   ? &pdb_.current_healthy
                               : key == "desiredHealthy"   ? &pdb_.desired_healthy
