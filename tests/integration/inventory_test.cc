@@ -4,6 +4,7 @@
 #include <fstream>
 #include <regex>
 
+#include "captures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -229,23 +230,10 @@ TEST_P(Capture, InventoryReportsTheCapturedValues) {
   EXPECT_EQ(inv["gpus"].size(), i);
 }
 
-std::vector<std::string> CaptureFiles() {
-  std::vector<std::string> files;
-  for (const auto& entry :
-       fs::directory_iterator(std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml")) {
-    if (entry.path().extension() == ".xml") files.push_back(entry.path().filename().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-INSTANTIATE_TEST_SUITE_P(Fixtures, Capture, ::testing::ValuesIn(CaptureFiles()),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fixtures, Capture,
+                         ::testing::ValuesIn(testing::CaptureFiles(
+                             std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml")),
+                         testing::CaptureTestName);
 
 TEST(Inventory, CaptureWithA100MigNamesTheProfile) {
   json inv = InventoryJson(

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "captures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "labels/sanitize.h"
@@ -183,14 +184,8 @@ TEST_P(Capture, GfdLabels) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Labels, Capture,
-                         ::testing::Values("a100-sxm4-mig.xml", "rtx-2080-win.xml", "rtx-3060.xml",
-                                           "rtx-4090-driver-535.xml", "rtx-pro-6000-driver-580.xml",
-                                           "tesla-p100.xml"),
-                         [](const auto& info) {
-                           std::string name = info.param.substr(0, info.param.size() - 4);
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         ::testing::ValuesIn(testing::CaptureFiles(kFixtures + "/nvidia-smi-xml")),
+                         testing::CaptureTestName);
 
 TEST(Labels, TimeSlicingMarksTheProductShared) {
   Labels labels =

@@ -11,6 +11,7 @@
 #include <regex>
 #include <sstream>
 
+#include "captures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_podresources_double.h"
@@ -271,21 +272,8 @@ TEST_P(Capture, ExportedValuesEqualTheCapture) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Exporter, Capture,
-                         ::testing::Values("a100-sxm4-mig.xml", "rtx-2080-win.xml", "rtx-3060.xml",
-                                           "rtx-4090-driver-535.xml", "rtx-pro-6000-driver-580.xml",
-                                           "tesla-p100.xml"),
-                         [](const auto& info) {
-                           std::string name = info.param.substr(0, info.param.size() - 4);
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
-
-TEST(Exporter, EveryCaptureInTheFixturesIsTested) {
-  int captures = 0;
-  for (const auto& entry : fs::directory_iterator(kFixtures + "/nvidia-smi-xml"))
-    captures += entry.path().extension() == ".xml" ? 1 : 0;
-  EXPECT_EQ(captures, 6) << "add the new capture to the Capture test's list";
-}
+                         ::testing::ValuesIn(testing::CaptureFiles(kFixtures + "/nvidia-smi-xml")),
+                         testing::CaptureTestName);
 
 // promtool's linter flags what dcgm-exporter compatibility requires (camelCase modelName,
 // DCGM counters without _total); anything else, or a parse error, fails.
