@@ -150,22 +150,11 @@ TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
 }
 
 // The binary against the API server double over TLS with a bearer token, via a kubeconfig file.
-class ClusterCliLiveTest : public ::testing::Test {
+class ClusterCliLiveTest : public TlsApiServerTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    ASSERT_TRUE(MakeTestCertificates(dir_->path()));
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
   void SetUp() override {
-    ApiServerDouble::Options options;
-    options.tls_cert = dir_->path() + "/tls.crt";
-    options.tls_key = dir_->path() + "/tls.key";
-    server_ = std::make_unique<ApiServerDouble>(options);
-    ASSERT_TRUE(server_->Start());
+    TlsApiServerTest::SetUp();
+    if (HasFatalFailure()) return;
     kubeconfig_ =
         dir_->Write("kubeconfig-" + std::to_string(server_->port()),
                     KubeconfigYaml(server_->url(), dir_->path() + "/ca.crt", "double-token", "ml"));
@@ -176,12 +165,8 @@ class ClusterCliLiveTest : public ::testing::Test {
     return Gpunode(args);
   }
 
-  static TempDir* dir_;
-  std::unique_ptr<ApiServerDouble> server_;
   std::string kubeconfig_;
 };
-
-TempDir* ClusterCliLiveTest::dir_ = nullptr;
 
 TEST_F(ClusterCliLiveTest, AuditReadsTheApi) {
   ASSERT_TRUE(server_->LoadList(Fixture("zombie-pods.json")));

@@ -30,25 +30,8 @@ nlohmann::json GpuNode(const std::string& name, int gpus) {
         {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}};
 }
 
-class ClientTest : public ::testing::Test {
+class ClientTest : public gpunode::testing::TlsApiServerTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    ASSERT_TRUE(gpunode::testing::MakeTestCertificates(dir_->path()));
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-
-  void SetUp() override {
-    ApiServerDouble::Options options;
-    options.tls_cert = dir_->path() + "/tls.crt";
-    options.tls_key = dir_->path() + "/tls.key";
-    server_ = std::make_unique<ApiServerDouble>(options);
-    ASSERT_TRUE(server_->Start());
-  }
-
   ClusterAccess Access() const {
     ClusterAccess a;
     a.server = server_->url();
@@ -71,12 +54,8 @@ class ClientTest : public ::testing::Test {
     return std::make_unique<Client>(std::move(*transport), retry, "test");
   }
 
-  static TempDir* dir_;
-  std::unique_ptr<ApiServerDouble> server_;
   std::vector<absl::Duration> sleeps_;
 };
-
-TempDir* ClientTest::dir_ = nullptr;
 
 TEST_F(ClientTest, ListsPageByPageWithContinueTokens) {
   for (int i = 0; i < 5; ++i) server_->AddObject(GpuNode("node-" + std::to_string(i), 8));

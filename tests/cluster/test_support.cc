@@ -71,4 +71,24 @@ std::string KubeconfigYaml(const std::string& server, const std::string& ca_path
          "current-context: double\n";
 }
 
+TempDir* TlsApiServerTest::dir_ = nullptr;
+
+void TlsApiServerTest::SetUpTestSuite() {
+  dir_ = new TempDir();
+  ASSERT_TRUE(MakeTestCertificates(dir_->path()));
+}
+
+void TlsApiServerTest::TearDownTestSuite() {
+  delete dir_;
+  dir_ = nullptr;
+}
+
+void TlsApiServerTest::SetUp() {
+  ApiServerDouble::Options options;
+  options.tls_cert = dir_->path() + "/tls.crt";
+  options.tls_key = dir_->path() + "/tls.key";
+  server_ = std::make_unique<ApiServerDouble>(options);
+  ASSERT_TRUE(server_->Start());
+}
+
 }  // namespace gpunode::testing

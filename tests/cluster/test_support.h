@@ -2,7 +2,12 @@
 // pointing at the API server double.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "gtest/gtest.h"
+#include "harness/apiserver_double.h"
+#include "temp_dir.h"
 
 namespace gpunode::testing {
 
@@ -17,5 +22,17 @@ std::string Base64(const std::string& data);
 // at `ca_path` (embedded as certificate-authority-data).
 std::string KubeconfigYaml(const std::string& server, const std::string& ca_path,
                            const std::string& token, const std::string& ns = "default");
+
+// The API server double over TLS with a bearer token: certificates made once per suite under
+// dir_, a fresh server per test.
+class TlsApiServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+  void SetUp() override;
+
+  static TempDir* dir_;
+  std::unique_ptr<ApiServerDouble> server_;
+};
 
 }  // namespace gpunode::testing
