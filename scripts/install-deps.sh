@@ -7,7 +7,7 @@ packages=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev
   # libraries
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libnghttp2-dev
   libyaml-cpp-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev
   libcpp-httplib-dev libsimdjson-dev libcurl4-openssl-dev libssl-dev libpugixml-dev
   # tests and benchmarks

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -66,6 +67,31 @@ std::map<std::string, std::string> Status(pid_t pid) {
     out[line.substr(0, colon)] = value;
   }
   return out;
+}
+
+// Resident kB per mapping of /proc/PID/smaps, largest first: the file's name, or "[anonymous]"
+// for the heap, stacks and private anonymous mappings together.
+std::vector<std::pair<std::string, long>> ResidentByMapping(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps");
+  std::map<std::string, long> kb;
+  std::string line, mapping;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ')) {
+      // "start-end perms offset dev inode [path]": the path is the sixth field.
+      std::istringstream fields(line);
+      std::string skip, path;
+      for (int i = 0; i < 5; ++i) fields >> skip;
+      std::getline(fields >> std::ws, path);
+      mapping = path.empty() || path[0] == '[' ? "[anonymous]"
+                                               : std::filesystem::path(path).filename().string();
+    } else if (line.rfind("Rss:", 0) == 0) {
+      kb[mapping] += std::stol(line.substr(4));
+    }
+  }
+  std::vector<std::pair<std::string, long>> sorted(kb.begin(), kb.end());
+  std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  return sorted;
 }
 
 std::unique_ptr<testing::BackgroundProcess> StartPlugin(const std::string& dir,
@@ -129,6 +155,11 @@ void IdleAndRoundTrips() {
       "RssFile %s, threads %s\n",
       status["VmRSS"].c_str(), status["RssAnon"].c_str(), status["RssFile"].c_str(),
       status["Threads"].c_str());
+  std::printf("  resident by mapping:");
+  for (const auto& [name, kb] : ResidentByMapping(plugin->pid())) {
+    std::printf(" %s %ld kB;", name.c_str(), kb);
+  }
+  std::printf("\n");
 
   std::vector<double> allocate;
   std::vector<v1beta1::ContainerAllocateResponse> responses;

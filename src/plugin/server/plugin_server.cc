@@ -3,12 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
-
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server_builder.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::plugin {
@@ -29,19 +25,12 @@ absl::Status PluginServer::Start() {
   // A socket left by an earlier run would make bind fail.
   if (SocketExists()) unlink(socket_path_.c_str());
   service_ = std::make_unique<PluginService>(handler_, board_);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat("unix:", socket_path_), grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
-  // The kubelet is the only client: a small pool is plenty and keeps the daemon small.
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
-  server_ = builder.BuildAndStart();
-  if (!server_) {
+  server_ = std::make_unique<h2grpc::Server>(service_->Methods());
+  if (absl::Status st = server_->Start(socket_path_); !st.ok()) {
+    server_.reset();
     service_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve on ", socket_path_,
-                     "; is the directory writable and on a filesystem that supports sockets?"));
+    return absl::UnavailableError(absl::StrCat(
+        st.message(), "; is the directory writable and on a filesystem that supports sockets?"));
   }
   spdlog::info("{}: serving on {}", handler_->resource().name, socket_path_);
   return absl::OkStatus();
@@ -50,8 +39,7 @@ absl::Status PluginServer::Start() {
 void PluginServer::Stop() {
   if (!server_) return;
   service_->Stop();
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  server_->Wait();
+  server_->Stop();
   server_.reset();
   service_.reset();
   if (SocketExists()) unlink(socket_path_.c_str());

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "grpcpp/server.h"
+#include "h2grpc/server.h"
 #include "plugin/server/plugin_service.h"
 
 namespace gpunode::plugin {
@@ -32,7 +32,7 @@ class PluginServer {
   HealthBoard& board_;
   std::string socket_path_;
   std::unique_ptr<PluginService> service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<h2grpc::Server> server_;
 };
 
 }  // namespace gpunode::plugin

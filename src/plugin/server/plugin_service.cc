@@ -9,10 +9,11 @@ namespace {
 // How often an idle stream checks whether the kubelet went away; changes wake it at once.
 constexpr std::chrono::milliseconds kStreamPoll{250};
 
-grpc::Status ToGrpc(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  // absl and gRPC share the canonical code numbers.
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+// Logs a refused request the way the kubelet will report it, and passes the status on.
+template <class Response>
+absl::StatusOr<Response> Logged(const char* method, absl::StatusOr<Response> answer) {
+  if (!answer.ok()) spdlog::warn("{}: {}", method, answer.status().message());
+  return answer;
 }
 
 }  // namespace
@@ -25,60 +26,46 @@ void PluginService::Stop() {
   board_.Interrupt();
 }
 
-grpc::Status PluginService::GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
-                                                   v1beta1::DevicePluginOptions* response) {
-  *response = handler_->Options();
-  return grpc::Status::OK;
+h2grpc::Service PluginService::Methods() {
+  h2grpc::Service methods;
+  methods.AddUnary<v1beta1::Empty, v1beta1::DevicePluginOptions>(
+      "/v1beta1.DevicePlugin/GetDevicePluginOptions",
+      [this](const v1beta1::Empty&) { return handler_->Options(); });
+  methods.AddServerStreaming<v1beta1::Empty>(
+      "/v1beta1.DevicePlugin/ListAndWatch",
+      [this](const v1beta1::Empty&, h2grpc::ServerStream& stream) { return ListAndWatch(stream); });
+  methods.AddUnary<v1beta1::PreferredAllocationRequest, v1beta1::PreferredAllocationResponse>(
+      "/v1beta1.DevicePlugin/GetPreferredAllocation",
+      [this](const v1beta1::PreferredAllocationRequest& request) {
+        return Logged("GetPreferredAllocation", handler_->PreferredAllocation(request));
+      });
+  methods.AddUnary<v1beta1::AllocateRequest, v1beta1::AllocateResponse>(
+      "/v1beta1.DevicePlugin/Allocate", [this](const v1beta1::AllocateRequest& request) {
+        return Logged("Allocate", handler_->Allocate(request));
+      });
+  methods.AddUnary<v1beta1::PreStartContainerRequest, v1beta1::PreStartContainerResponse>(
+      "/v1beta1.DevicePlugin/PreStartContainer", [](const v1beta1::PreStartContainerRequest&) {
+        return v1beta1::PreStartContainerResponse();
+      });
+  return methods;
 }
 
-grpc::Status PluginService::ListAndWatch(
-    grpc::ServerContext* context, const v1beta1::Empty*,
-    grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
+absl::Status PluginService::ListAndWatch(h2grpc::ServerStream& stream) {
   const std::string& resource = handler_->resource().name;
   spdlog::info("{}: kubelet opened ListAndWatch", resource);
   uint64_t sent = 0;
-  while (!stopping_ && !context->IsCancelled()) {
+  while (!stopping_ && !stream.cancelled()) {
     // Read the generation first: a change after it only causes one more (identical) send.
     uint64_t generation = board_.generation();
     if (generation == sent) {
       board_.WaitForChange(sent, kStreamPoll);
       continue;
     }
-    if (!writer->Write(handler_->Devices())) break;
+    if (!stream.Write(handler_->Devices())) break;
     sent = generation;
   }
   spdlog::info("{}: ListAndWatch ended", resource);
-  return grpc::Status::OK;
-}
-
-grpc::Status PluginService::GetPreferredAllocation(
-    grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
-    v1beta1::PreferredAllocationResponse* response) {
-  absl::StatusOr<v1beta1::PreferredAllocationResponse> answer =
-      handler_->PreferredAllocation(*request);
-  if (!answer.ok()) {
-    spdlog::warn("GetPreferredAllocation: {}", answer.status().message());
-    return ToGrpc(answer.status());
-  }
-  *response = std::move(*answer);
-  return grpc::Status::OK;
-}
-
-grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* request,
-                                     v1beta1::AllocateResponse* response) {
-  absl::StatusOr<v1beta1::AllocateResponse> answer = handler_->Allocate(*request);
-  if (!answer.ok()) {
-    spdlog::warn("Allocate: {}", answer.status().message());
-    return ToGrpc(answer.status());
-  }
-  *response = std::move(*answer);
-  return grpc::Status::OK;
-}
-
-grpc::Status PluginService::PreStartContainer(grpc::ServerContext*,
-                                              const v1beta1::PreStartContainerRequest*,
-                                              v1beta1::PreStartContainerResponse*) {
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
 
 }  // namespace gpunode::plugin

@@ -1,37 +1,29 @@
-// The DevicePlugin gRPC service of one resource: RequestHandler behind the kubelet's wire API,
-// with ListAndWatch streams that send the full list again on every health change.
+// The DevicePlugin service of one resource: RequestHandler behind the kubelet's wire API, with
+// ListAndWatch streams that send the full list again on every health change.
 #pragma once
 
 #include <atomic>
 #include <memory>
 
-#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "h2grpc/service.h"
 #include "plugin/health/health_board.h"
 #include "plugin/server/request_handler.h"
 
 namespace gpunode::plugin {
 
-class PluginService final : public v1beta1::DevicePlugin::Service {
+class PluginService {
  public:
   PluginService(std::shared_ptr<const RequestHandler> handler, HealthBoard& board);
+
+  // The method table, by the paths of v1beta1.DevicePlugin; this object must outlive its use.
+  h2grpc::Service Methods();
 
   // Ends every ListAndWatch stream, so that the server can shut down.
   void Stop();
 
-  grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
-                                      v1beta1::DevicePluginOptions* response) override;
-  grpc::Status ListAndWatch(grpc::ServerContext* context, const v1beta1::Empty* request,
-                            grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override;
-  grpc::Status GetPreferredAllocation(grpc::ServerContext* context,
-                                      const v1beta1::PreferredAllocationRequest* request,
-                                      v1beta1::PreferredAllocationResponse* response) override;
-  grpc::Status Allocate(grpc::ServerContext* context, const v1beta1::AllocateRequest* request,
-                        v1beta1::AllocateResponse* response) override;
-  grpc::Status PreStartContainer(grpc::ServerContext* context,
-                                 const v1beta1::PreStartContainerRequest* request,
-                                 v1beta1::PreStartContainerResponse* response) override;
-
  private:
+  absl::Status ListAndWatch(h2grpc::ServerStream& stream);
+
   std::shared_ptr<const RequestHandler> handler_;
   HealthBoard& board_;
   std::atomic<bool> stopping_{false};

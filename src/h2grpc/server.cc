@@ -1,0 +1,200 @@
+#include "h2grpc/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/log.h"
+#include "h2grpc/server_connection.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::h2grpc {
+namespace {
+
+// The kubelet holds one connection per plugin socket; doctor and tests add a few.
+constexpr size_t kMaxConnections = 32;
+// How long Stop waits for a slow client to take the last statuses and the GOAWAY.
+constexpr int kFlushTimeoutMs = 200;
+
+struct Client {
+  int fd = -1;
+  std::unique_ptr<ServerConnection> connection;
+  std::string output;
+};
+
+// Writes what the socket takes now; false when the client is gone.
+bool WriteSome(Client& client) {
+  while (!client.output.empty()) {
+    ssize_t n = send(client.fd, client.output.data(), client.output.size(), MSG_NOSIGNAL);
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    client.output.erase(0, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Reads what the socket has; false when the client closed or failed.
+bool ReadSome(Client& client) {
+  char buffer[16384];
+  for (;;) {
+    ssize_t n = recv(client.fd, buffer, sizeof buffer, 0);
+    if (n == 0) return false;
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    absl::Status st = client.connection->Receive(std::string_view(buffer, static_cast<size_t>(n)));
+    if (!st.ok()) {
+      spdlog::debug("closing a client connection: {}", st.message());
+      client.connection->TakeOutput(client.output);
+      WriteSome(client);
+      return false;
+    }
+  }
+}
+
+}  // namespace
+
+Server::Server(Service service) : service_(std::move(service)) {}
+
+Server::~Server() { Stop(); }
+
+absl::Status Server::Start(const std::string& socket_path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof address.sun_path) {
+    return absl::InvalidArgumentError(absl::StrCat("socket path ", socket_path, " is longer than ",
+                                                   sizeof address.sun_path - 1,
+                                                   " bytes; use a shorter directory"));
+  }
+  std::memcpy(address.sun_path, socket_path.data(), socket_path.size());
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0 ||
+      bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      listen(listen_fd_, 16) != 0) {
+    int error = errno;
+    if (listen_fd_ >= 0) close(listen_fd_);
+    listen_fd_ = -1;
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", socket_path, ": ", std::strerror(error)));
+  }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  stopping_ = false;
+  loop_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void Server::Stop() {
+  if (!loop_.joinable()) return;
+  stopping_ = true;
+  Wake();
+  loop_.join();
+  JoinFinishedWorkers(/*all=*/true);
+  close(listen_fd_);
+  close(wake_fd_);
+  listen_fd_ = wake_fd_ = -1;
+}
+
+void Server::Wake() {
+  uint64_t one = 1;
+  // A full counter already means a wake-up is pending.
+  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+}
+
+void Server::RunOnWorker(std::function<void()> call) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::lock_guard lock(workers_mutex_);
+  workers_.push_back({std::thread([call = std::move(call), done] {
+                        call();
+                        *done = true;
+                      }),
+                      done});
+}
+
+void Server::JoinFinishedWorkers(bool all) {
+  std::list<Worker> finished;
+  {
+    std::lock_guard lock(workers_mutex_);
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (all || *it->done) {
+        finished.splice(finished.end(), workers_, it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (Worker& worker : finished) worker.thread.join();
+}
+
+void Server::Loop() {
+  std::vector<Client> clients;
+  auto wake = [this] { Wake(); };
+  auto runner = [this](std::function<void()> call) { RunOnWorker(std::move(call)); };
+  std::vector<pollfd> fds;
+  while (!stopping_) {
+    fds.assign({{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}});
+    for (const Client& client : clients) {
+      fds.push_back(
+          {client.fd, static_cast<short>(POLLIN | (client.output.empty() ? 0 : POLLOUT)), 0});
+    }
+    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+      spdlog::error("poll: {}", std::strerror(errno));
+      break;
+    }
+    if (fds[0].revents & POLLIN) {
+      uint64_t count;
+      [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+    }
+    if (stopping_) break;
+    for (size_t i = 0; i < clients.size(); ++i) {
+      Client& client = clients[i];
+      short events = fds[i + 2].revents;
+      bool alive = true;
+      if (events & (POLLIN | POLLHUP | POLLERR)) alive = ReadSome(client);
+      client.connection->Pump();
+      client.connection->TakeOutput(client.output);
+      alive = WriteSome(client) && alive && !client.connection->Finished();
+      if (!alive) {
+        close(client.fd);
+        client.fd = -1;
+      }
+    }
+    std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
+    if (fds[1].revents & POLLIN) {
+      for (;;) {
+        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) break;
+        if (clients.size() >= kMaxConnections) {
+          spdlog::warn("refusing a connection: {} clients are connected already", clients.size());
+          close(fd);
+          continue;
+        }
+        Client client;
+        client.fd = fd;
+        client.connection = std::make_unique<ServerConnection>(service_, runner, wake);
+        client.connection->TakeOutput(client.output);  // our SETTINGS
+        WriteSome(client);
+        clients.push_back(std::move(client));
+      }
+    }
+    JoinFinishedWorkers(/*all=*/false);
+  }
+  // Streams end: handlers see cancelled() and return; their statuses go out with the GOAWAY.
+  for (Client& client : clients) client.connection->Shutdown();
+  JoinFinishedWorkers(/*all=*/true);
+  for (Client& client : clients) {
+    client.connection->Pump();
+    client.connection->TakeOutput(client.output);
+    pollfd fd{client.fd, POLLOUT, 0};
+    while (!client.output.empty() && WriteSome(client) && !client.output.empty() &&
+           poll(&fd, 1, kFlushTimeoutMs) > 0) {
+    }
+    close(client.fd);
+  }
+}
+
+}  // namespace gpunode::h2grpc

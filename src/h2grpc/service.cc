@@ -1,0 +1,77 @@
+#include "h2grpc/service.h"
+
+#include "absl/strings/str_cat.h"
+#include "h2grpc/message_framing.h"
+
+namespace gpunode::h2grpc {
+
+bool ServerStream::Write(std::string_view message) {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || cancelled_ || final_) return false;
+    AppendFramedMessage(message, pending_);
+  }
+  wake_();
+  return true;
+}
+
+bool ServerStream::Write(const google::protobuf::MessageLite& message) {
+  return Write(message.SerializeAsString());
+}
+
+bool ServerStream::cancelled() const {
+  std::lock_guard lock(mutex_);
+  return closed_ || cancelled_;
+}
+
+void ServerStream::Finish(absl::Status status) {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || final_) return;
+    final_ = std::move(status);
+  }
+  wake_();
+}
+
+void ServerStream::Close() {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  pending_.clear();
+}
+
+void ServerStream::Cancel() {
+  std::lock_guard lock(mutex_);
+  cancelled_ = true;
+}
+
+std::optional<absl::Status> ServerStream::Drain(std::string& out) {
+  std::lock_guard lock(mutex_);
+  out.append(pending_);
+  pending_.clear();
+  return final_;
+}
+
+void Service::AddUnary(std::string path, UnaryHandler handler) {
+  unary_[std::move(path)] = std::move(handler);
+}
+
+void Service::AddServerStreaming(std::string path, StreamingHandler handler) {
+  streaming_[std::move(path)] = std::move(handler);
+}
+
+const UnaryHandler* Service::FindUnary(std::string_view path) const {
+  auto it = unary_.find(path);
+  return it == unary_.end() ? nullptr : &it->second;
+}
+
+const StreamingHandler* Service::FindStreaming(std::string_view path) const {
+  auto it = streaming_.find(path);
+  return it == streaming_.end() ? nullptr : &it->second;
+}
+
+absl::Status RequestParseError(std::string_view path) {
+  return absl::InternalError(
+      absl::StrCat("cannot parse the request message of ", std::string(path)));
+}
+
+}  // namespace gpunode::h2grpc
