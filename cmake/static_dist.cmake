@@ -4,9 +4,13 @@
 # dynamic so that dlopen of libnvidia-ml.so.1 works.
 #
 # What stays shared, and why:
-# - OpenSSL and zlib: Debian ships cpp-httplib and libcurl only as shared libraries, and both load
-#   libssl.so.3, libcrypto.so.3 and libz.so.1; a static copy in the binary would be a second
-#   OpenSSL (or zlib) in the same process.
+# - OpenSSL: Debian ships cpp-httplib and libcurl only as shared libraries, and both load libssl.so.3
+#   and libcrypto.so.3; a static copy in the binary would be a second OpenSSL in the same process.
+#   The binary links neither: the exporter and the webhook load their HTTP server, the module
+#   libgpunode-http.so next to the binary (src/http/: cpp-httplib and OpenSSL), on first use.
+# - zlib is linked from its archive (gRPC's message compression calls it), although cpp-httplib and
+#   libcurl load libz.so.1 beside it: zlib keeps no global state, and the binary exports none of its
+#   symbols, so each caller uses its own copy and no stream crosses between them.
 # - libcurl: libcurl.a needs nghttp2, rtmp, ssh2, psl, gssapi, ldap and zstd, none of which has an
 #   archive in Debian. The API client loads the shared libcurl on first use (src/kube/client.cc).
 # - spdlog, fmt, simdjson, cpp-httplib, tomlplusplus: Debian has no archives of them.
@@ -87,6 +91,9 @@ get_property(imported DIRECTORY PROPERTY IMPORTED_TARGETS)
 list(FILTER imported INCLUDE REGEX "^absl::")
 gpunode_prefer_archive(${imported} gRPC::grpc++_unsecure gRPC::grpc_unsecure gRPC::gpr gRPC::upb
                        gRPC::address_sorting c-ares::cares re2::re2 protobuf::libprotobuf yaml-cpp)
+# zlib as well, for gRPC's message compression (why a second copy beside the shared one is harmless:
+# "What stays shared" above).
+gpunode_prefer_archive(ZLIB::ZLIB)
 
 # gpunode_dist_executable(<target>): links the shipped binary without unused sections, non-PIE,
 # stripped, and without shared libraries it does not call.
@@ -94,3 +101,4 @@ function(gpunode_dist_executable target)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE OFF)
   target_link_options(${target} PRIVATE -Wl,--gc-sections -Wl,--as-needed -s)
 endfunction()
+

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of the tree. Usage: scripts/build.sh [release|asan|fuzz|dist]
 # release -> build/ (the binary is build/gpunode), asan -> build-asan/, fuzz -> build-fuzz/,
-# dist -> build-dist/ (the binary as shipped: build-dist/gpunode and the simulator next to it).
+# dist -> build-dist/ (the binary as shipped: build-dist/gpunode, and next to it the HTTP module
+# and the simulator).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +37,8 @@ if [[ $flavour == fuzz ]]; then
   mapfile -t targets < <(ninja -C "$dir" -t targets all | sed -n 's/^\(fuzz_[A-Za-z0-9_]*\): .*/\1/p' | sort -u)
   ninja -C "$dir" -j "$jobs" "${targets[@]}"
 elif [[ $flavour == dist ]]; then
-  # The binary (which depends on the simulator it loads for --sim); tests run on the release build.
+  # The binary (which depends on the HTTP module and the simulator it loads); tests run on the
+  # release build.
   ninja -C "$dir" -j "$jobs" gpunode
 else
   ninja -C "$dir" -j "$jobs"

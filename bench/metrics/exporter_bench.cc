@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "benchmark/benchmark.h"
 #include "gpunode_sim.h"
 #include "host/host_root.h"
+#include "http/http_module.h"
 #include "httplib.h"
 #include "metrics/gpu_reader.h"
 #include "metrics/metrics_server.h"
@@ -76,6 +78,8 @@ void BM_Scrape(benchmark::State& state) {
   host::HostRoot host("/");
   Sampler sampler(*library, host, nullptr, nullptr, {.hostname = "bench-node"});
   sampler.SampleNow();
+  // The server's module is next to the gpunode binary, not next to this program.
+  setenv(http::kModuleEnvironment, GPUNODE_HTTP_MODULE_PATH, /*overwrite=*/0);
   MetricsServer server(sampler);
   if (!server.Start({"127.0.0.1", 0}).ok()) return state.SkipWithError("cannot listen");
   httplib::Client client("127.0.0.1", server.port());

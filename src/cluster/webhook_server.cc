@@ -1,12 +1,6 @@
 #include "cluster/webhook_server.h"
 
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -14,7 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "core/log.h"
 #include "core/status_macros.h"
-#include "httplib.h"
+#include "http/http_module.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
@@ -26,141 +20,12 @@ namespace {
 
 using kube::StrCat;
 
-constexpr absl::Duration kCertCheckEvery = absl::Seconds(10);
 constexpr size_t kMaxBody = 4 << 20;  // pods are far smaller; etcd stores at most 1.5 MiB
 
-std::string OpenSslError() {
-  unsigned long e = ERR_get_error();
-  if (e == 0) return "unknown OpenSSL error";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof buf);
-  ERR_clear_error();
-  return buf;
-}
-
-// One certificate chain and key, read together so a rotation is never seen half-done.
-class TlsMaterial {
- public:
-  ~TlsMaterial() {
-    X509_free(cert_);
-    EVP_PKEY_free(key_);
-    sk_X509_pop_free(chain_, X509_free);
-  }
-
-  static absl::StatusOr<std::shared_ptr<TlsMaterial>> Load(const std::string& cert_path,
-                                                           const std::string& key_path) {
-    auto m = std::shared_ptr<TlsMaterial>(new TlsMaterial());
-    BIO* bio = BIO_new_file(cert_path.c_str(), "r");
-    if (bio == nullptr) {
-      return absl::InvalidArgumentError(
-          StrCat("--tls-cert ", cert_path, ": cannot open: ", OpenSslError()));
-    }
-    m->cert_ = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-    m->chain_ = sk_X509_new_null();
-    while (X509* extra = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-      sk_X509_push(m->chain_, extra);
-    }
-    BIO_free(bio);
-    ERR_clear_error();  // the loop ends on an expected "no start line"
-    if (m->cert_ == nullptr) {
-      return absl::InvalidArgumentError(
-          StrCat("--tls-cert ", cert_path, ": no PEM certificate in it"));
-    }
-    bio = BIO_new_file(key_path.c_str(), "r");
-    if (bio == nullptr) {
-      return absl::InvalidArgumentError(
-          StrCat("--tls-key ", key_path, ": cannot open: ", OpenSslError()));
-    }
-    m->key_ = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
-    BIO_free(bio);
-    if (m->key_ == nullptr) {
-      return absl::InvalidArgumentError(
-          StrCat("--tls-key ", key_path, ": no PEM private key in it: ", OpenSslError()));
-    }
-    if (X509_check_private_key(m->cert_, m->key_) != 1) {
-      ERR_clear_error();
-      return absl::InvalidArgumentError(
-          StrCat("--tls-key ", key_path, " does not belong to the certificate in ", cert_path));
-    }
-    return m;
-  }
-
-  bool Apply(SSL* ssl) const {
-    return SSL_use_cert_and_key(ssl, cert_, key_, chain_, /*override=*/1) == 1;
-  }
-  bool Apply(SSL_CTX* ctx) const {
-    return SSL_CTX_use_cert_and_key(ctx, cert_, key_, chain_, /*override=*/1) == 1;
-  }
-
- private:
-  TlsMaterial() = default;
-  X509* cert_ = nullptr;
-  EVP_PKEY* key_ = nullptr;
-  STACK_OF(X509) * chain_ = nullptr;
-};
-
-// Serves the newest certificate: checked at most every 10 s during handshakes, reloaded when the
-// files change (cert-manager rewrites the Secret's files in place through a symlink swap).
-class CertStore {
- public:
-  CertStore(std::string cert_path, std::string key_path)
-      : cert_path_(std::move(cert_path)), key_path_(std::move(key_path)) {}
-
-  absl::Status LoadNow() {
-    ASSIGN_OR_RETURN(std::shared_ptr<TlsMaterial> m, TlsMaterial::Load(cert_path_, key_path_));
-    std::lock_guard<std::mutex> lock(mu_);
-    current_ = std::move(m);
-    stamp_ = Stamp();
-    checked_ = absl::Now();
-    return absl::OkStatus();
-  }
-
-  std::shared_ptr<const TlsMaterial> Current() {
-    std::lock_guard<std::mutex> lock(mu_);
-    absl::Time now = absl::Now();
-    if (now - checked_ >= kCertCheckEvery) {
-      checked_ = now;
-      std::string stamp = Stamp();
-      if (stamp != stamp_) {
-        absl::StatusOr<std::shared_ptr<TlsMaterial>> m = TlsMaterial::Load(cert_path_, key_path_);
-        if (m.ok()) {
-          current_ = std::move(*m);
-          stamp_ = stamp;
-          spdlog::info("webhook: loaded the rotated certificate from {}", cert_path_);
-        } else {
-          // Half-written files during a rotation: keep serving the old pair, retry later.
-          spdlog::warn("webhook: keeping the current certificate: {}", m.status().message());
-        }
-      }
-    }
-    return current_;
-  }
-
- private:
-  std::string Stamp() const {
-    std::string out;
-    for (const std::string& p : {cert_path_, key_path_}) {
-      struct stat st {};
-      if (::stat(p.c_str(), &st) == 0) {
-        kube::StrAppend(&out, static_cast<int64_t>(st.st_mtim.tv_sec), ".",
-                        static_cast<int64_t>(st.st_mtim.tv_nsec), "/",
-                        static_cast<int64_t>(st.st_ino), ";");
-      }
-    }
-    return out;
-  }
-
-  const std::string cert_path_;
-  const std::string key_path_;
-  std::mutex mu_;
-  std::shared_ptr<const TlsMaterial> current_;
-  std::string stamp_;
-  absl::Time checked_ = absl::InfinitePast();
-};
-
-int UseCurrentCertificate(SSL* ssl, void* arg) {
-  std::shared_ptr<const TlsMaterial> m = static_cast<CertStore*>(arg)->Current();
-  return m && m->Apply(ssl) ? 1 : 0;
+void Reply(AdmissionReply reply, http::Response& res) {
+  res.status = reply.http_status;
+  res.content_type = reply.http_status == 200 ? "application/json" : "text/plain";
+  res.body = std::move(reply.body);
 }
 
 absl::Status ParseListen(const std::string& listen, std::string& host, int& port) {
@@ -203,8 +68,7 @@ ClusterLimits LimitsFromNodes(const kube::ClusterSnapshot& snapshot) {
 
 class WebhookServer::Impl {
  public:
-  explicit Impl(WebhookServerOptions options)
-      : options_(std::move(options)), certs_(options_.tls_cert, options_.tls_key) {}
+  explicit Impl(WebhookServerOptions options) : options_(std::move(options)) {}
 
   ~Impl() { StopRefresher(); }
 
@@ -214,44 +78,39 @@ class WebhookServer::Impl {
           "--tls-cert and --tls-key are required: the API server only calls webhooks over "
           "HTTPS (deploy/webhook/ shows cert-manager and a self-signed script)");
     }
-    RETURN_IF_ERROR(certs_.LoadNow());
-    std::string host;
-    int port = 0;
-    RETURN_IF_ERROR(ParseListen(options_.listen, host, port));
-    server_ = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) {
-      SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-      SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION);
-      std::shared_ptr<const TlsMaterial> m = certs_.Current();
-      if (!m || !m->Apply(&ctx)) return false;
-      SSL_CTX_set_cert_cb(&ctx, UseCurrentCertificate, &certs_);
-      return true;
-    });
-    if (!server_->is_valid()) {
-      return absl::InternalError(StrCat("cannot set up TLS: ", OpenSslError()));
-    }
-    server_->set_payload_max_length(kMaxBody);
+    http::ServerOptions server_options;
+    RETURN_IF_ERROR(ParseListen(options_.listen, server_options.host, server_options.port));
+    // The certificate and key are loaded now (refusing to start without them) and re-read when
+    // cert-manager (or the script) rotates them.
+    server_options.tls = http::TlsOptions{.cert_file = options_.tls_cert,
+                                          .key_file = options_.tls_key,
+                                          .cert_name = "--tls-cert",
+                                          .key_name = "--tls-key"};
+    server_options.log = [](http::LogLevel level, const std::string& message) {
+      if (level == http::LogLevel::kWarning) {
+        spdlog::warn("webhook: {}", message);
+      } else {
+        spdlog::info("webhook: {}", message);
+      }
+    };
+    server_options.max_payload_length = kMaxBody;
     // Headers and body go out in separate writes; without this, Nagle's algorithm and the API
     // server's delayed ACKs add 40 ms to every admission.
-    server_->set_tcp_nodelay(true);
-    server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("ok", "text/plain");
+    server_options.tcp_nodelay = true;
+    ASSIGN_OR_RETURN(server_, http::CreateServer(server_options));
+    server_->Get("/healthz", [](const http::Request&, http::Response& res) { res.body = "ok"; });
+    server_->Post("/mutate", [](const http::Request& req, http::Response& res) {
+      Reply(Mutate(req.body), res);
     });
-    server_->Post("/mutate", [](const httplib::Request& req, httplib::Response& res) {
-      AdmissionReply reply = Mutate(req.body);
-      res.status = reply.http_status;
-      res.set_content(reply.body, reply.http_status == 200 ? "application/json" : "text/plain");
+    server_->Post("/validate", [this](const http::Request& req, http::Response& res) {
+      Reply(Validate(req.body, Limits()), res);
     });
-    server_->Post("/validate", [this](const httplib::Request& req, httplib::Response& res) {
-      AdmissionReply reply = Validate(req.body, Limits());
-      res.status = reply.http_status;
-      res.set_content(reply.body, reply.http_status == 200 ? "application/json" : "text/plain");
-    });
-    port_ = port == 0 ? server_->bind_to_any_port(host)
-                      : (server_->bind_to_port(host, port) ? port : -1);
-    if (port_ <= 0) {
-      return absl::UnavailableError(StrCat("--listen ", options_.listen, ": cannot bind ", host,
-                                           ":", port, " (in use, or no permission)"));
+    if (!server_->Bind().ok()) {
+      return absl::UnavailableError(StrCat("--listen ", options_.listen, ": cannot bind ",
+                                           server_options.host, ":", server_options.port,
+                                           " (in use, or no permission)"));
     }
+    port_ = server_->port();
     if (options_.max_gpus_per_node) {
       limits_.largest[std::string(kube::kGpuResource)] = *options_.max_gpus_per_node;
     }
@@ -269,14 +128,15 @@ class WebhookServer::Impl {
   absl::Status Run() {
     spdlog::info("webhook: serving /mutate, /validate and /healthz on {} (port {})",
                  options_.listen, port_);
-    if (!server_->listen_after_bind()) {
+    server_->Start();
+    if (!server_->Wait()) {
       return absl::UnavailableError("the webhook listener stopped unexpectedly");
     }
     return absl::OkStatus();
   }
 
   void Stop() {
-    server_->stop();
+    server_->Stop();
     StopRefresher();
   }
 
@@ -328,8 +188,7 @@ class WebhookServer::Impl {
   }
 
   WebhookServerOptions options_;
-  CertStore certs_;
-  std::unique_ptr<httplib::SSLServer> server_;
+  std::unique_ptr<http::HttpServer> server_;
   int port_ = -1;
 
   std::mutex mu_;

@@ -3,14 +3,13 @@
 #pragma once
 
 #include <memory>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "metrics/listen_address.h"
 #include "metrics/sampler.h"
 
-namespace httplib {
-class Server;
+namespace gpunode::http {
+class HttpServer;
 }
 
 namespace gpunode::metrics {
@@ -29,8 +28,7 @@ class MetricsServer {
 
  private:
   const Sampler& sampler_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<http::HttpServer> server_;
   int port_ = 0;
 };
 
