@@ -13,7 +13,8 @@
 #   symbols, so each caller uses its own copy and no stream crosses between them.
 # - libcurl: libcurl.a needs nghttp2, rtmp, ssh2, psl, gssapi, ldap and zstd, none of which has an
 #   archive in Debian. The API client loads the shared libcurl on first use (src/kube/client.cc).
-# - spdlog, fmt, simdjson, cpp-httplib, tomlplusplus: Debian has no archives of them.
+# - simdjson, cpp-httplib: Debian has no archives of them. (spdlog, fmt and toml++ have none
+#   either, but they can be compiled in from their headers: see below.)
 # - libstdc++: those C++ libraries (and the simulator) load the shared one anyway.
 
 set(CMAKE_POSITION_INDEPENDENT_CODE OFF)
@@ -102,3 +103,16 @@ function(gpunode_dist_executable target)
   target_link_options(${target} PRIVATE -Wl,--gc-sections -Wl,--as-needed -s)
 endfunction()
 
+# spdlog, fmt and toml++ compiled into the binary from their headers instead of loaded as shared
+# libraries: every role logs, and a shared library costs its relocations and the pages around
+# them even when little of it runs (about 0.5 MiB in the idle device plugin for spdlog alone).
+get_target_property(spdlog_includes spdlog::spdlog_header_only INTERFACE_INCLUDE_DIRECTORIES)
+add_library(gpunode_log_header_only INTERFACE)
+target_compile_definitions(gpunode_log_header_only INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY=1)
+target_include_directories(gpunode_log_header_only SYSTEM INTERFACE ${spdlog_includes})
+target_link_libraries(gpunode_log_header_only INTERFACE Threads::Threads)
+set(GPUNODE_LOG_LIBRARIES gpunode_log_header_only)
+get_target_property(toml_includes tomlplusplus::tomlplusplus INTERFACE_INCLUDE_DIRECTORIES)
+add_library(gpunode_toml_header_only INTERFACE)
+target_include_directories(gpunode_toml_header_only SYSTEM INTERFACE ${toml_includes})
+set(GPUNODE_TOML gpunode_toml_header_only)
