@@ -11,6 +11,7 @@
 
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "google/protobuf/stubs/logging.h"
+#include "h2grpc/nghttp2_header.h"
 #include "h2grpc/server_connection.h"
 
 namespace gpunode::h2grpc {
@@ -61,17 +62,12 @@ void AppendFrame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view 
 }
 
 std::string RequestHeaders(const char* path) {
-  auto nv = [](const char* name, const char* value) {
-    return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name)),
-                      reinterpret_cast<uint8_t*>(const_cast<char*>(value)), strlen(name),
-                      strlen(value), NGHTTP2_NV_FLAG_NONE};
-  };
-  nghttp2_nv headers[] = {nv(":method", "POST"),
-                          nv(":scheme", "http"),
-                          nv(":path", path),
-                          nv(":authority", "localhost"),
-                          nv("content-type", "application/grpc"),
-                          nv("te", "trailers")};
+  nghttp2_nv headers[] = {Header(":method", "POST"),
+                          Header(":scheme", "http"),
+                          Header(":path", path),
+                          Header(":authority", "localhost"),
+                          Header("content-type", "application/grpc"),
+                          Header("te", "trailers")};
   nghttp2_hd_deflater* deflater = nullptr;
   nghttp2_hd_deflate_new(&deflater, 4096);
   std::string block(nghttp2_hd_deflate_bound(deflater, headers, 6), '\0');
@@ -120,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Feed in two pieces, so that frames split across reads are exercised too.
   const size_t half = input.size() / 2;
   if (connection.Receive(std::string_view(input).substr(0, half)).ok()) {
-    connection.Receive(std::string_view(input).substr(half));
+    connection.Receive(std::string_view(input).substr(half)).IgnoreError();
   }
   connection.Pump();
   connection.TakeOutput(output);

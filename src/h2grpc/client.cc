@@ -16,17 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "h2grpc/grpc_status.h"
 #include "h2grpc/message_framing.h"
+#include "h2grpc/nghttp2_header.h"
 
 namespace gpunode::h2grpc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-nghttp2_nv Header(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
 
 // The state of the one call, filled in by nghttp2's callbacks.
 struct Call {
@@ -59,7 +54,8 @@ int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, 
   std::string_view key(reinterpret_cast<const char*>(name), name_len);
   std::string_view text(reinterpret_cast<const char*>(value), value_len);
   if (key == ":status") {
-    absl::SimpleAtoi(std::string(text), &call.http_status);
+    // An unreadable :status stays 0, which is not 200 and so an error.
+    if (!absl::SimpleAtoi(std::string(text), &call.http_status)) call.http_status = 0;
   } else if (key == "grpc-status") {
     call.grpc_status = std::string(text);
   } else if (key == "grpc-message") {

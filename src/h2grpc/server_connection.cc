@@ -7,18 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "h2grpc/grpc_status.h"
+#include "h2grpc/nghttp2_header.h"
 
 namespace gpunode::h2grpc {
 namespace {
 
 // The kubelet opens a handful of calls per connection; this bounds a misbehaving client.
 constexpr uint32_t kMaxConcurrentStreams = 100;
-
-nghttp2_nv Header(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
 
 bool IsGrpcContentType(std::string_view type) {
   // "application/grpc", optionally followed by "+proto" or ";params".

@@ -29,6 +29,18 @@ std::chrono::system_clock::time_point In(milliseconds d) {
   return std::chrono::system_clock::now() + d;
 }
 
+// A ListAndWatch that sends one message and stays open until the call is cancelled, as the
+// plugin's does: it checks cancelled() between its own waits.
+void AddOpenStream(Service& service) {
+  service.AddServerStreaming<v1beta1::Empty>("/v1beta1.DevicePlugin/ListAndWatch",
+                                             [](const v1beta1::Empty&, ServerStream& stream) {
+                                               stream.Write(v1beta1::ListAndWatchResponse());
+                                               while (!stream.cancelled())
+                                                 std::this_thread::sleep_for(milliseconds(1));
+                                               return absl::OkStatus();
+                                             });
+}
+
 class H2grpcServerTest : public ::testing::Test {
  protected:
   void Serve(Service service) {
@@ -136,8 +148,7 @@ TEST_F(H2grpcServerTest, ClientCancelReachesTheHandler) {
   service.AddServerStreaming<v1beta1::Empty>(
       "/v1beta1.DevicePlugin/ListAndWatch", [&](const v1beta1::Empty&, ServerStream& stream) {
         stream.Write(v1beta1::ListAndWatchResponse());
-        // A real handler waits on its own events and checks cancelled() between them.
-        while (!stream.cancelled()) std::this_thread::yield();
+        while (!stream.cancelled()) std::this_thread::sleep_for(milliseconds(1));
         EXPECT_FALSE(stream.Write(v1beta1::ListAndWatchResponse()));
         handler_saw_cancel.set_value();
         return absl::OkStatus();
@@ -155,13 +166,7 @@ TEST_F(H2grpcServerTest, ClientCancelReachesTheHandler) {
 
 TEST_F(H2grpcServerTest, StopEndsOpenStreamsWithTheHandlersStatus) {
   Service service;
-  service.AddServerStreaming<v1beta1::Empty>("/v1beta1.DevicePlugin/ListAndWatch",
-                                             [](const v1beta1::Empty&, ServerStream& stream) {
-                                               stream.Write(v1beta1::ListAndWatchResponse());
-                                               while (!stream.cancelled())
-                                                 std::this_thread::yield();
-                                               return absl::OkStatus();
-                                             });
+  AddOpenStream(service);
   Serve(std::move(service));
   grpc::ClientContext context;
   auto reader = Dial(socket_)->ListAndWatch(&context, v1beta1::Empty());
@@ -183,13 +188,7 @@ TEST_F(H2grpcServerTest, ConcurrentCallsShareOneConnectionWithAnOpenStream) {
             request.container_requests(0).devices_ids(0);
         return response;
       });
-  service.AddServerStreaming<v1beta1::Empty>("/v1beta1.DevicePlugin/ListAndWatch",
-                                             [](const v1beta1::Empty&, ServerStream& stream) {
-                                               stream.Write(v1beta1::ListAndWatchResponse());
-                                               while (!stream.cancelled())
-                                                 std::this_thread::yield();
-                                               return absl::OkStatus();
-                                             });
+  AddOpenStream(service);
   Serve(std::move(service));
   auto stub = Dial(socket_);
   grpc::ClientContext watch;
