@@ -108,9 +108,10 @@ void Server::Wake() {
 void Server::RunOnWorker(std::function<void()> call) {
   auto done = std::make_shared<std::atomic<bool>>(false);
   std::lock_guard lock(workers_mutex_);
-  workers_.push_back({std::thread([call = std::move(call), done] {
+  workers_.push_back({std::thread([this, call = std::move(call), done] {
                         call();
                         *done = true;
+                        Wake();  // so that the loop joins this thread now
                       }),
                       done});
 }
