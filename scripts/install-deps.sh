@@ -12,6 +12,8 @@ packages=(
   libcpp-httplib-dev libsimdjson-dev libcurl4-openssl-dev libssl-dev libpugixml-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev containerd prometheus jq
+  # Go's gRPC, the kubelet's library, as a test peer of the device plugin (tests/h2grpc/go_peer)
+  golang-go golang-google-grpc-dev golang-google-protobuf-dev
   # GNU time (bench/cluster/audit_vs_jq.sh reads peak RSS); openssl (cluster tests make certificates)
   time openssl
 )

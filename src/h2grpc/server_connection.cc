@@ -151,7 +151,14 @@ ServerConnection::ServerConnection(const Service& service, StreamRunner runner,
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &Callbacks::OnDataChunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &Callbacks::OnFrameReceived);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &Callbacks::OnStreamClose);
-  nghttp2_session_server_new(&session_, callbacks, this);
+  nghttp2_option* options = nullptr;
+  nghttp2_option_new(&options);
+  // nghttp2's HTTP checks refuse an :authority with '/' in it, which is what Go's gRPC sends when
+  // it dials a unix socket path, as the kubelet does: gRPC does not look at :authority, and the
+  // checks a gRPC call needs (method, content type, path) are made in Dispatch.
+  nghttp2_option_set_no_http_messaging(options, 1);
+  nghttp2_session_server_new2(&session_, callbacks, this, options);
+  nghttp2_option_del(options);
   nghttp2_session_callbacks_del(callbacks);
   nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams}};

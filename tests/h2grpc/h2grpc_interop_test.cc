@@ -71,6 +71,25 @@ TEST_F(H2grpcServerTest, UnaryCallReturnsTheHandlersResponse) {
   EXPECT_FALSE(options.pre_start_required());
 }
 
+TEST_F(H2grpcServerTest, ASocketPathAsAuthorityIsAccepted) {
+  // Go's gRPC sends the dialled path as :authority, as the kubelet dials plugin sockets; '/' is
+  // not valid in an HTTP authority, but gRPC servers must not care.
+  Service service;
+  service.AddUnary<v1beta1::Empty, v1beta1::DevicePluginOptions>(
+      "/v1beta1.DevicePlugin/GetDevicePluginOptions",
+      [](const v1beta1::Empty&) { return v1beta1::DevicePluginOptions(); });
+  Serve(std::move(service));
+  grpc::ChannelArguments args;
+  args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, socket_);
+  auto stub = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateCustomChannel("unix:" + socket_, grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  context.set_deadline(In(milliseconds(5000)));
+  v1beta1::DevicePluginOptions options;
+  grpc::Status st = stub->GetDevicePluginOptions(&context, v1beta1::Empty(), &options);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
 TEST_F(H2grpcServerTest, ErrorsCarryTheirCodeAndMessage) {
   Service service;
   service.AddUnary<v1beta1::AllocateRequest, v1beta1::AllocateResponse>(
