@@ -83,6 +83,14 @@ absl::Status Server::Start(const std::string& socket_path) {
         absl::StrCat("cannot listen on ", socket_path, ": ", std::strerror(error)));
   }
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    // Without it neither streaming writes nor Stop could wake the loop.
+    int error = errno;
+    close(listen_fd_);
+    listen_fd_ = -1;
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve ", socket_path, ": eventfd: ", std::strerror(error)));
+  }
   stopping_ = false;
   loop_ = std::thread([this] { Loop(); });
   return absl::OkStatus();

@@ -334,6 +334,45 @@ TEST(Exporter, BadFlagsAreOneLineAndExit2) {
   close(fd);
 }
 
+// The HTTP server is a module next to the binary (libgpunode-http.so): without it, or with a file
+// that is not it, serving stops with one line naming the file and what to install; --once, which
+// serves nothing, still works.
+TEST(Exporter, AMissingOrForeignHttpModuleIsOneLine) {
+  testing::TempDir dir("exporter-module");
+  const fs::path binary = fs::path(GPUNODE_BINARY);
+  fs::copy_file(binary, dir.path() + "/gpunode");
+  fs::copy_file(binary.parent_path() / "libgpunode-sim.so", dir.path() + "/libgpunode-sim.so");
+  const std::vector<std::string> serve = {
+      "--sim", "h200-1", "exporter", "--listen", "127.0.0.1:0", "--pod-resources-socket", ""};
+  std::vector<std::string> argv = {dir.path() + "/gpunode"};
+  argv.insert(argv.end(), serve.begin(), serve.end());
+  // In the background, so that an exporter that found a module anyway fails the test, not hangs it.
+  auto run = [&](const std::string& module) {
+    testing::BackgroundProcess process(argv, {"GPUNODE_HTTP_MODULE=" + module});
+    std::optional<int> code = process.Wait(std::chrono::milliseconds(10000));
+    return testing::ProcessResult{code.value_or(-1), process.Stdout(), process.Stderr()};
+  };
+  testing::ProcessResult missing = run("");
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_EQ(missing.err, "gpunode: the HTTP server module " + dir.path() +
+                             "/libgpunode-http.so is missing; install the libgpunode-http.so "
+                             "built with this binary next to it (the exporter and the webhook "
+                             "load it from there)\n");
+
+  const std::string foreign = dir.path() + "/libgpunode-sim.so";
+  testing::ProcessResult wrong = testing::RunProcess(argv, {"GPUNODE_HTTP_MODULE=" + foreign});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.err;
+  EXPECT_THAT(wrong.err, HasSubstr(foreign + " does not export gpunode_http_create_server_v1"));
+  EXPECT_EQ(std::count(wrong.err.begin(), wrong.err.end(), '\n'), 1) << wrong.err;
+
+  testing::ProcessResult once =
+      testing::RunProcess({dir.path() + "/gpunode", "--sim", "h200-1", "exporter", "--once",
+                           "--pod-resources-socket", ""},
+                          {"GPUNODE_HTTP_MODULE="});
+  EXPECT_EQ(once.exit_code, 0) << once.err;
+  EXPECT_THAT(once.out, HasSubstr("DCGM_FI_DEV_GPU_TEMP"));
+}
+
 // ---- Served ----
 
 class Served {
