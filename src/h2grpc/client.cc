@@ -4,7 +4,6 @@
 #include <nghttp2/nghttp2.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include "h2grpc/grpc_status.h"
 #include "h2grpc/message_framing.h"
 #include "h2grpc/nghttp2_header.h"
+#include "h2grpc/unix_address.h"
 
 namespace gpunode::h2grpc {
 namespace {
@@ -122,16 +122,12 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path, std::strin
                                       std::string_view request, std::chrono::milliseconds timeout) {
   const Clock::time_point deadline = Clock::now() + timeout;
   const std::string target = absl::StrCat(socket_path, " (", std::string(method_path), ")");
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof address.sun_path) {
-    return absl::InvalidArgumentError(absl::StrCat("socket path ", socket_path, " is too long"));
-  }
-  std::memcpy(address.sun_path, socket_path.data(), socket_path.size());
+  absl::StatusOr<sockaddr_un> address = UnixAddress(socket_path);
+  if (!address.ok()) return address.status();
   Connection connection;
   connection.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (connection.fd < 0 ||
-      connect(connection.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+      connect(connection.fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot connect to ", socket_path, ": ", std::strerror(errno)));
   }

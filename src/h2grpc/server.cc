@@ -1,11 +1,9 @@
 #include "h2grpc/server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -14,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "h2grpc/server_connection.h"
+#include "h2grpc/unix_address.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::h2grpc {
@@ -64,17 +63,11 @@ Server::Server(Service service) : service_(std::move(service)) {}
 Server::~Server() { Stop(); }
 
 absl::Status Server::Start(const std::string& socket_path) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof address.sun_path) {
-    return absl::InvalidArgumentError(absl::StrCat("socket path ", socket_path, " is longer than ",
-                                                   sizeof address.sun_path - 1,
-                                                   " bytes; use a shorter directory"));
-  }
-  std::memcpy(address.sun_path, socket_path.data(), socket_path.size());
+  absl::StatusOr<sockaddr_un> address = UnixAddress(socket_path);
+  if (!address.ok()) return address.status();
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0 ||
-      bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      bind(listen_fd_, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0 ||
       listen(listen_fd_, 16) != 0) {
     int error = errno;
     if (listen_fd_ >= 0) close(listen_fd_);

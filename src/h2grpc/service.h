@@ -31,9 +31,8 @@ class ServerStream {
 
  private:
   friend class ServerConnection;
-  friend class Server;
 
-  // Connection and server side.
+  // The connection's side.
   void Finish(absl::Status status);  // the handler returned
   void Close();                      // the HTTP/2 stream is gone
   void Cancel();                     // the server is stopping: writes end, Finish still goes out

@@ -366,6 +366,18 @@ TEST_F(H2grpcClientTest, UnknownMethodIsUnimplemented) {
   EXPECT_EQ(answer.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+TEST(H2grpcSocketPathTest, APathTooLongForASocketIsRefusedWithTheFix) {
+  const std::string path = "/tmp/" + std::string(120, 'd') + "/plugin.sock";
+  Server server{Service()};
+  absl::Status st = server.Start(path);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "socket path " + path + " is longer than 107 bytes; use a shorter directory");
+  absl::StatusOr<std::string> answer =
+      CallUnary(path, "/v1beta1.Registration/Register", "", milliseconds(1000));
+  EXPECT_EQ(answer.status(), st);
+}
+
 TEST(H2grpcClientNoServerTest, AMissingSocketIsUnavailable) {
   testing::TempDir dir("h2grpc");
   absl::StatusOr<std::string> answer = CallUnary(
