@@ -18,21 +18,67 @@ packages=(
   time openssl
 )
 
+# NVIDIA's driver user space as Debian packages it (component non-free, driver 535), for the CDI
+# tests (tests/cdi), which lay the packages out in a temporary driver root. They are downloaded
+# into a fixed cache and never installed: installing them pulls in the kernel module through
+# dkms. firmware-nvidia-gsp is in non-free-firmware.
+nvidia_debs=(
+  libcuda1 libnvidia-ml1 libnvidia-ptxjitcompiler1 libnvidia-nvvm4 libnvidia-allocator1
+  libnvidia-cfg1 libnvidia-pkcs11-openssl3 nvidia-opencl-icd nvidia-smi nvidia-cuda-mps
+  nvidia-persistenced firmware-nvidia-gsp
+)
+nvidia_deb_cache=/var/cache/gpunode/nvidia-debs
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
-  echo "install-deps: all ${#packages[@]} packages present"
+missing_debs=()
+for p in "${nvidia_debs[@]}"; do
+  compgen -G "$nvidia_deb_cache/${p}_*.deb" >/dev/null || missing_debs+=("$p")
+done
+if ((${#missing[@]} == 0 && ${#missing_debs[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present, NVIDIA driver packages in $nvidia_deb_cache"
   exit 0
 fi
 
 if [[ $(id -u) -ne 0 ]]; then
-  echo "install-deps: missing packages (${missing[*]}); run as root or install them with apt-get" >&2
+  echo "install-deps: missing packages (${missing[*]} ${missing_debs[*]}); run as root" >&2
   exit 2
 fi
 export DEBIAN_FRONTEND=noninteractive
+
+# Adds contrib, non-free and non-free-firmware to the Debian archive's entry (not the security
+# archive's), in deb822 (Debian 12's /etc/apt/sources.list.d/debian.sources) or one-line format.
+# Running it again changes nothing.
+enable_non_free() {
+  local wanted=(contrib non-free non-free-firmware) file=/etc/apt/sources.list.d/debian.sources
+  if [[ -f $file ]]; then
+    local c
+    for c in "${wanted[@]}"; do
+      awk -v c="$c" '
+        /^$/ { debian = 0 }
+        /^URIs:/ { debian = ($0 ~ /debian\/?$/ && $0 !~ /security/) }
+        debian && /^Components:/ { found = 0
+          for (i = 2; i <= NF; i++) if ($i == c) found = 1
+          if (!found) $0 = $0 " " c }
+        { print }' "$file" >"$file.new"
+      if cmp -s "$file" "$file.new"; then rm -f "$file.new"; else mv "$file.new" "$file"; fi
+    done
+  elif [[ -f /etc/apt/sources.list ]]; then
+    for c in "${wanted[@]}"; do
+      sed -i -E "/^deb .*debian\/? [a-z-]+ /{/security/b;/ $c( |$)/b;s/$/ $c/}" /etc/apt/sources.list
+    done
+  fi
+}
+if ((${#missing_debs[@]} > 0)); then enable_non_free; fi
 apt-get update -qq
+if ((${#missing_debs[@]} > 0)); then
+  mkdir -p "$nvidia_deb_cache"
+  (cd "$nvidia_deb_cache" && apt-get download -qq "${missing_debs[@]}")
+  echo "install-deps: downloaded ${missing_debs[*]} into $nvidia_deb_cache"
+fi
+if ((${#missing[@]} == 0)); then exit 0; fi
 # containerd and prometheus are test peers that the tests start themselves: keep their
 # packages from starting system services.
 if [[ ! -e /usr/sbin/policy-rc.d ]]; then

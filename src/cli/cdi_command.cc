@@ -1,40 +1,94 @@
-// `gpunode cdi generate`: a CDI spec for this node's GPUs, for the cdi-annotations and cdi-cri
-// strategies of the device plugin (or any CDI-aware runtime).
+// `gpunode cdi generate`: a CDI spec for this node's GPUs and the driver installed under
+// --driver-root, as `nvidia-ctk cdi generate` writes it. `gpunode cdi validate FILE`: checks a
+// spec against the CDI schema's rules.
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "CLI/CLI.hpp"
+#include "cdi/spec_file.h"
+#include "cdi/validate.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "core/file_io.h"
+#include "core/log.h"
 #include "host/host_root.h"
+#include "nvml/system.h"
 #include "plugin/cdi/cdi_spec.h"
 #include "plugin/rm/node.h"
+#include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
 namespace {
 
 struct CdiGenerateOptions {
   std::string output = "-";
-  std::string kind = "k8s.device-plugin.nvidia.com/gpu";
-  std::string dev_root = "/";
+  std::string format;  // empty: from the output's name, else yaml
+  std::string kind = "nvidia.com/gpu";
+  std::string dev_root;  // empty: the driver root
+  std::string hook_path = "/usr/bin/nvidia-cdi-hook";
 };
 
 int RunCdiGenerate(const GlobalOptions& global, const CdiGenerateOptions& options) {
+  cdi::SpecFormat format = cdi::SpecFormat::kYaml;
+  if (!options.format.empty()) {
+    absl::StatusOr<cdi::SpecFormat> parsed = cdi::ParseSpecFormat(options.format);
+    if (!parsed.ok()) return ReportError(parsed.status());
+    format = *parsed;
+  } else if (std::optional<cdi::SpecFormat> named = cdi::FormatOfFileName(options.output)) {
+    format = *named;
+  }
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());
+  absl::StatusOr<std::string> version = nvml::DriverVersion(**library);
+  if (!version.ok()) return ReportError(version.status());
   host::HostRoot host(global.host_root);
   absl::StatusOr<plugin::Node> node = plugin::ReadNode(**library, host);
   if (!node.ok()) return ReportError(node.status());
-  nlohmann::json spec = plugin::CdiSpec(*node, plugin::ReadHostDevices(host, options.dev_root),
-                                        {.kind = options.kind, .dev_root = options.dev_root});
+  plugin::CdiOptions cdi{
+      .kind = options.kind,
+      .driver_root = global.driver_root,
+      .dev_root = options.dev_root.empty() ? global.driver_root : options.dev_root,
+      .hook_path = options.hook_path};
+  absl::StatusOr<plugin::NodeCdiSpec> spec = plugin::BuildNodeCdiSpec(*node, *version, host, cdi);
+  if (!spec.ok()) return ReportError(spec.status());
+  // The hook is the one warning an operator must act on; what the driver lacks is routine.
+  for (size_t i = 0; i < spec->warnings.size(); ++i) {
+    if (i == 0 && spec->warnings[0].find(options.hook_path) == 0) {
+      spdlog::warn("{}", spec->warnings[0]);
+    } else {
+      spdlog::info("not in the spec: {}", spec->warnings[i]);
+    }
+  }
   if (options.output == "-") {
-    std::cout << spec.dump(2) << "\n";
+    std::cout << cdi::RenderSpec(spec->spec, format);
     return kExitOk;
   }
-  absl::Status st =
-      core::WriteFileAtomic(options.output, spec.dump(2) + "\n", {.backup_existing = false});
-  if (!st.ok()) return ReportError(st);
+  if (absl::Status st = cdi::WriteSpecFile(options.output, spec->spec, format); !st.ok()) {
+    return ReportError(st);
+  }
+  return kExitOk;
+}
+
+int RunCdiValidate(const std::string& path) {
+  absl::StatusOr<std::string> text = core::ReadFile(path);
+  if (!text.ok()) {
+    std::cerr << "gpunode: " << text.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<cdi::Spec> spec = cdi::ParseSpecText(*text, path);
+  if (!spec.ok()) {
+    std::cerr << "gpunode: " << spec.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::vector<cdi::SpecProblem> problems = cdi::ValidateSpec(*spec);
+  for (const cdi::SpecProblem& problem : problems) {
+    std::cerr << path << ": " << problem.json_path << ": " << problem.message << "\n";
+  }
+  if (!problems.empty()) return kExitFailures;
+  std::cout << path << ": a valid CDI " << (*spec)["cdiVersion"].get<std::string>() << " spec of "
+            << (*spec)["kind"].get<std::string>() << " with " << (*spec)["devices"].size()
+            << " devices\n";
   return kExitOk;
 }
 
@@ -45,15 +99,32 @@ void AddCdiCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& ru
   cdi->require_subcommand(1);
   auto options = std::make_shared<CdiGenerateOptions>();
   CLI::App* generate = cdi->add_subcommand(
-      "generate", "write a CDI spec: a device per GPU index, per UUID, per MIG device and \"all\"");
-  generate->add_option("-o,--output", options->output, "file to write, - for stdout")
+      "generate",
+      "write a CDI spec: a device per GPU index, UUID, MIG device and \"all\", with the driver's "
+      "libraries, binaries, firmware, IPC sockets, control devices and hooks");
+  generate
+      ->add_option("-o,--output", options->output,
+                   "file to write (its directory is created), - for stdout")
       ->capture_default_str();
+  generate->add_option("--format", options->format,
+                       "yaml or json (default: from the output's .yaml/.json name, else yaml)");
   generate->add_option("--kind", options->kind, "the spec's vendor/class")->capture_default_str();
-  generate->add_option("--dev-root", options->dev_root, "prefix of the device nodes' host paths")
+  generate->add_option("--dev-root", options->dev_root,
+                       "prefix of the device nodes' host paths (default: the driver root)");
+  generate
+      ->add_option("--hook-path", options->hook_path,
+                   "nvidia-cdi-hook (or nvidia-ctk) on the host; the hooks are left out "
+                   "when it is not there")
       ->capture_default_str();
   generate->callback([&global, &run, options] {
     run = [&global, options] { return RunCdiGenerate(global, *options); };
   });
+
+  auto file = std::make_shared<std::string>();
+  CLI::App* validate = cdi->add_subcommand(
+      "validate", "check a CDI spec (YAML or JSON) against the CDI schema; one line per problem");
+  validate->add_option("FILE", *file, "the spec")->required();
+  validate->callback([&run, file] { run = [file] { return RunCdiValidate(*file); }; });
 }
 
 }  // namespace gpunode::cli

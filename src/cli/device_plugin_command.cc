@@ -38,6 +38,7 @@ struct DevicePluginOptions {
   std::string kubelet_dir = kDefaultKubeletDir;
   std::optional<std::string> kubelet_socket;
   std::string cdi_spec_dir = "/var/run/cdi";
+  std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
   std::optional<std::string> recovery_period;
 };
 
@@ -164,6 +165,7 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
   }
   daemon.kubelet_socket = kubelet_socket ? *kubelet_socket : options.kubelet_dir + "/kubelet.sock";
   daemon.cdi_spec_dir = options.cdi_spec_dir;
+  daemon.cdi_hook_path = options.cdi_hook_path;
   daemon.host_root = global.host_root;
   absl::StatusOr<plugin::XidPolicy> xids = plugin::XidPolicyFromEnvironment(
       std::getenv("DP_DISABLE_HEALTHCHECKS"), std::getenv("DP_ENABLE_HEALTHCHECKS"));
@@ -243,6 +245,9 @@ void AddDevicePluginCommand(CLI::App& app, const GlobalOptions& global, CommandR
                   "<kubelet-dir>/kubelet.sock; \"\" serves without registering)");
   cmd->add_option("--cdi-spec-dir", o->cdi_spec_dir,
                   "where the CDI spec is written when a CDI strategy is used")
+      ->capture_default_str();
+  cmd->add_option("--nvidia-cdi-hook-path", o->cdi_hook_path,
+                  "nvidia-cdi-hook on the host, named by the CDI spec's hooks")
       ->capture_default_str();
   cmd->add_option("--health-recovery-period", o->recovery_period,
                   "an unhealthy device is Healthy again after NVML answered normally this long "

@@ -212,7 +212,13 @@ TEST_F(DevicePluginTest, IndexStrategyVolumeMountsAndDeviceSpecsFromEnvironment)
 
 TEST_F(DevicePluginTest, CdiStrategiesAndTheSpecFile) {
   std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
-  Start("dgx-h100", {"--device-list-strategy", "cdi-annotations,cdi-cri"});
+  // The simulator reports driver 550.90.07: a driver root with its two indispensable libraries.
+  std::string driver = dir_ + "/driver";
+  fs::create_directories(driver + "/usr/lib/x86_64-linux-gnu");
+  for (const char* lib : {"libcuda.so.550.90.07", "libnvidia-ml.so.550.90.07"})
+    std::ofstream(driver + "/usr/lib/x86_64-linux-gnu/" + lib) << "ELF";
+  Start("dgx-h100", {"--device-list-strategy", "cdi-annotations,cdi-cri", "--nvidia-driver-root",
+                     driver, "--dev-root", "/"});
   Registered("nvidia.com/gpu");
   std::vector<v1beta1::ContainerAllocateResponse> responses;
   ASSERT_TRUE(kubelet_->Allocate("nvidia.com/gpu", {{uuids[4]}}, &responses).ok());
@@ -228,23 +234,22 @@ TEST_F(DevicePluginTest, CdiStrategiesAndTheSpecFile) {
   std::set<std::string> names;
   for (const json& d : spec["devices"]) names.insert(d["name"]);
   EXPECT_TRUE(names.contains(uuids[4]) && names.contains("4") && names.contains("all"));
+  // The same generator as `gpunode cdi generate`: the driver's libraries are mounted.
+  std::set<std::string> mounts;
+  for (const json& m : spec["containerEdits"]["mounts"]) mounts.insert(m["containerPath"]);
+  EXPECT_EQ(mounts, (std::set<std::string>{"/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07",
+                                           "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07"}));
+  testing::ProcessResult valid = testing::RunProcess(
+      {GPUNODE_BINARY, "cdi", "validate", dir_ + "/k8s.device-plugin.nvidia.com-gpu.json"});
+  EXPECT_EQ(valid.exit_code, 0) << valid.err;
 }
 
-TEST_F(DevicePluginTest, CdiGenerateWritesASpecForTheNode) {
-  testing::ProcessResult r = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "a100-mig", "--host-root", Fixture("host"), "cdi", "generate"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  json spec = json::parse(r.out);
-  EXPECT_EQ(spec["cdiVersion"], "0.5.0");
-  EXPECT_EQ(spec["kind"], "k8s.device-plugin.nvidia.com/gpu");
-  EXPECT_EQ(spec["containerEdits"]["env"], json::array({"NVIDIA_VISIBLE_DEVICES=void"}));
-  EXPECT_EQ(spec["containerEdits"]["deviceNodes"].size(), 3u);  // the fixture's control devices
-  std::map<std::string, json> devices;
-  for (const json& d : spec["devices"]) devices[d["name"]] = d;
-  // 8 GPUs by index and UUID, 18 MIG devices by "<gpu>:<slot>" and UUID, and "all".
-  EXPECT_EQ(devices.size(), 8u * 2 + 18u * 2 + 1);
-  EXPECT_EQ(devices["0"]["containerEdits"]["deviceNodes"][0]["path"], "/dev/nvidia0");
-  EXPECT_EQ(devices["0:0"]["containerEdits"]["deviceNodes"].size(), 3u);  // GPU + gi + ci caps
+TEST_F(DevicePluginTest, CdiStrategyWithoutADriverDoesNotStart) {
+  Start("dgx-h100", {"--device-list-strategy", "cdi-cri", "--nvidia-driver-root", dir_});
+  std::optional<int> code = plugin_->Wait(kWait);
+  ASSERT_TRUE(code.has_value()) << plugin_->Log();
+  EXPECT_NE(*code, 0);
+  EXPECT_THAT(plugin_->Log(), HasSubstr("libcuda.so.550.90.07"));
 }
 
 TEST_F(DevicePluginTest, TimeSlicingGivesFourReplicasPerGpu) {

@@ -2,66 +2,68 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "cdi/driver_files.h"
+#include "cdi/mig_caps.h"
+#include "cdi/spec_file.h"
+#include "cdi/validate.h"
 #include "core/file_io.h"
 
 namespace gpunode::plugin {
-namespace {
 
-nlohmann::json DeviceNode(const std::string& dev_root, const std::string& path) {
-  return {{"path", path}, {"hostPath", UnderRoot(dev_root, path)}};
-}
-
-nlohmann::json Device(const std::string& name, nlohmann::json nodes) {
-  return {{"name", name}, {"containerEdits", {{"deviceNodes", std::move(nodes)}}}};
-}
-
-}  // namespace
-
-nlohmann::json CdiSpec(const Node& node, const HostDevices& host, const CdiOptions& options) {
-  nlohmann::json devices = nlohmann::json::array();
-  nlohmann::json all_nodes = nlohmann::json::array();
+std::vector<cdi::GpuDevice> CdiDevices(const Node& node, const host::HostRoot& host) {
+  std::vector<cdi::GpuDevice> gpus;
   for (const NodeGpu& gpu : node.gpus) {
-    std::string gpu_path = absl::StrCat("/dev/nvidia", gpu.minor);
-    nlohmann::json gpu_nodes = nlohmann::json::array({DeviceNode(options.dev_root, gpu_path)});
-    all_nodes.push_back(DeviceNode(options.dev_root, gpu_path));
-    devices.push_back(Device(absl::StrCat(gpu.index), gpu_nodes));
-    devices.push_back(Device(gpu.uuid, gpu_nodes));
+    cdi::GpuDevice device{.index = gpu.index, .uuid = gpu.uuid, .minor = gpu.minor};
     for (const MigSlice& mig : gpu.migs) {
-      nlohmann::json mig_nodes = gpu_nodes;
-      for (const std::string& cap :
-           {absl::StrCat("gpu", gpu.minor, "/gi", mig.gi, "/access"),
-            absl::StrCat("gpu", gpu.minor, "/gi", mig.gi, "/ci", mig.ci, "/access")}) {
-        auto it = host.mig_minors.find(cap);
-        if (it == host.mig_minors.end()) continue;
-        std::string path = absl::StrCat("/dev/nvidia-caps/nvidia-cap", it->second);
-        mig_nodes.push_back(DeviceNode(options.dev_root, path));
-        all_nodes.push_back(DeviceNode(options.dev_root, path));
-      }
-      devices.push_back(Device(absl::StrCat(gpu.index, ":", mig.position), mig_nodes));
-      devices.push_back(Device(mig.uuid, std::move(mig_nodes)));
+      device.migs.push_back(
+          {.position = mig.position,
+           .uuid = mig.uuid,
+           .capability_nodes = cdi::MigCapabilityNodes(host, gpu.minor, mig.gi, mig.ci)});
     }
+    gpus.push_back(std::move(device));
   }
-  devices.push_back(Device("all", std::move(all_nodes)));
+  return gpus;
+}
 
-  nlohmann::json common_nodes = nlohmann::json::array();
-  for (const std::string& path : host.control)
-    common_nodes.push_back(DeviceNode(options.dev_root, path));
-  return {{"cdiVersion", kCdiVersion},
-          {"kind", options.kind},
-          {"devices", std::move(devices)},
-          {"containerEdits",
-           {{"env", nlohmann::json::array({"NVIDIA_VISIBLE_DEVICES=void"})},
-            {"deviceNodes", std::move(common_nodes)}}}};
+absl::StatusOr<NodeCdiSpec> BuildNodeCdiSpec(const Node& node, const std::string& driver_version,
+                                             const host::HostRoot& host,
+                                             const CdiOptions& options) {
+  absl::StatusOr<cdi::DriverFiles> driver = cdi::DiscoverDriverFiles(
+      driver_version, host, {.driver_root = options.driver_root, .dev_root = options.dev_root});
+  if (!driver.ok()) return driver.status();
+  NodeCdiSpec result;
+  cdi::SpecOptions spec_options{.kind = options.kind, .dev_root = options.dev_root};
+  if (cdi::IsExecutableFile(host, options.hook_path)) {
+    spec_options.hook_path = options.hook_path;
+  } else {
+    result.warnings.push_back(absl::StrCat(
+        options.hook_path,
+        " is not installed: the spec has no update-ldcache and create-symlinks hooks, so "
+        "programs in the container find the driver's libraries only in directories their loader "
+        "already searches; install nvidia-container-toolkit-base or name the hook's path"));
+  }
+  for (const std::string& missing : driver->missing) result.warnings.push_back(missing);
+  result.spec = cdi::BuildSpec(CdiDevices(node, host), *driver, spec_options);
+  std::vector<cdi::SpecProblem> problems = cdi::ValidateSpec(result.spec);
+  if (!problems.empty()) {
+    return absl::InternalError(absl::StrCat("the generated CDI spec is invalid at ",
+                                            problems[0].json_path, ": ", problems[0].message));
+  }
+  return result;
 }
 
 std::string CdiSpecFileName(const std::string& kind) {
   return absl::StrCat(absl::StrReplaceAll(kind, {{"/", "-"}}), ".json");
 }
 
-absl::Status WriteCdiSpec(const std::string& directory, const nlohmann::json& spec,
-                          const std::string& kind) {
-  return core::WriteFileAtomic(absl::StrCat(directory, "/", CdiSpecFileName(kind)),
-                               spec.dump(2) + "\n", {.mode = 0644, .backup_existing = false});
+absl::StatusOr<bool> WriteCdiSpec(const std::string& directory, const cdi::Spec& spec,
+                                  const std::string& kind) {
+  std::string path = absl::StrCat(directory, "/", CdiSpecFileName(kind));
+  absl::StatusOr<std::string> current = core::ReadFile(path);
+  if (current.ok() && *current == cdi::RenderSpec(spec, cdi::SpecFormat::kJson)) return false;
+  absl::Status st = cdi::WriteSpecFile(path, spec, cdi::SpecFormat::kJson);
+  if (!st.ok()) return st;
+  return true;
 }
 
 }  // namespace gpunode::plugin

@@ -1,35 +1,48 @@
-// A Container Device Interface (CDI) spec for the node's GPUs: what a CDI-aware runtime injects
-// for the names the cdi-annotations and cdi-cri strategies hand out
-// ("k8s.device-plugin.nvidia.com/gpu=<UUID or index>").
+// The device plugin's CDI spec: what a CDI-aware runtime injects for the names the
+// cdi-annotations and cdi-cri strategies hand out ("k8s.device-plugin.nvidia.com/gpu=<UUID or
+// index>"). The spec itself is src/cdi's, the same `gpunode cdi generate` writes; this adapts
+// the plugin's Node to it.
 #pragma once
 
 #include <string>
+#include <vector>
 
-#include "absl/status/status.h"
-#include "nlohmann/json.hpp"
+#include "absl/status/statusor.h"
+#include "cdi/spec.h"
+#include "host/host_root.h"
 #include "plugin/rm/node.h"
-#include "plugin/server/host_devices.h"
 
 namespace gpunode::plugin {
 
-inline constexpr const char* kCdiVersion = "0.5.0";
-
 struct CdiOptions {
   std::string kind = "k8s.device-plugin.nvidia.com/gpu";
-  std::string dev_root = "/";  // prefix of the device nodes' host paths
+  std::string driver_root = "/";  // where the driver's files are found; their host paths' prefix
+  std::string dev_root = "/";     // prefix of the device nodes' host paths
+  std::string hook_path = "/usr/bin/nvidia-cdi-hook";
 };
 
-// A device per GPU index and per UUID, one per MIG device ("<i>:<j>" and its MIG UUID) and "all";
-// control devices and NVIDIA_VISIBLE_DEVICES=void (so the legacy hook injects nothing more) as
-// edits common to every device.
-nlohmann::json CdiSpec(const Node& node, const HostDevices& host, const CdiOptions& options);
+struct NodeCdiSpec {
+  cdi::Spec spec;
+  // Lines for the log: a missing hook, files of the driver not found.
+  std::vector<std::string> warnings;
+};
+
+// The node's GPUs and MIG devices as CDI devices, the MIG capability nodes read from `host`.
+std::vector<cdi::GpuDevice> CdiDevices(const Node& node, const host::HostRoot& host);
+
+// The spec for the node and the driver `driver_version` found under options.driver_root,
+// checked against the CDI schema. Fails when the driver's libraries are not there or the spec
+// does not validate.
+absl::StatusOr<NodeCdiSpec> BuildNodeCdiSpec(const Node& node, const std::string& driver_version,
+                                             const host::HostRoot& host, const CdiOptions& options);
 
 // The file name CDI registries expect: "<vendor>-<class>.json", e.g.
 // "k8s.device-plugin.nvidia.com-gpu.json".
 std::string CdiSpecFileName(const std::string& kind);
 
-// Writes the spec atomically into `directory`.
-absl::Status WriteCdiSpec(const std::string& directory, const nlohmann::json& spec,
-                          const std::string& kind);
+// Writes the spec into `directory` (created if missing) atomically, unless the file there
+// already holds exactly these bytes. Returns whether it wrote.
+absl::StatusOr<bool> WriteCdiSpec(const std::string& directory, const cdi::Spec& spec,
+                                  const std::string& kind);
 
 }  // namespace gpunode::plugin

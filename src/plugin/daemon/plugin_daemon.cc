@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
+#include "nvml/system.h"
 #include "plugin/cdi/cdi_spec.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/registration.h"
@@ -98,13 +99,9 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
 
   if (config.Uses(DeviceListStrategy::kCdiAnnotations) ||
       config.Uses(DeviceListStrategy::kCdiCri)) {
-    CdiOptions cdi{.dev_root = config.dev_root()};
-    absl::Status st =
-        WriteCdiSpec(options_.cdi_spec_dir, CdiSpec(state->node, state->host, cdi), cdi.kind);
-    if (!st.ok()) {
+    if (absl::Status st = WriteNodeCdiSpec(config, state->node); !st.ok()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("a CDI device list strategy needs the CDI spec: ", st.message(),
-                       "; mount /var/run/cdi or set --cdi-spec-dir"));
+          absl::StrCat("a CDI device list strategy needs the CDI spec: ", st.message()));
     }
   }
 
@@ -127,6 +124,31 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
   generation->registered.assign(generation->servers.size(), std::nullopt);
   if (generation->servers.empty()) spdlog::warn("No devices found. Waiting indefinitely.");
   return generation;
+}
+
+// One spec per node, built at every start of a generation (the plugin's start, a config change,
+// the kubelet's restart) from the driver NVML reports now, and rewritten only when it changed: a
+// new driver brings new library versions, so its first generation rewrites the file.
+absl::Status PluginDaemon::WriteNodeCdiSpec(const Config& config, const Node& node) {
+  if (library_ == nullptr) return absl::FailedPreconditionError("NVML is not loaded");
+  absl::StatusOr<std::string> version = nvml::DriverVersion(*library_);
+  if (!version.ok()) return version.status();
+  CdiOptions cdi{.driver_root = config.nvidia_driver_root,
+                 .dev_root = config.dev_root(),
+                 .hook_path = options_.cdi_hook_path};
+  absl::StatusOr<NodeCdiSpec> spec =
+      BuildNodeCdiSpec(node, *version, host::HostRoot(options_.host_root), cdi);
+  if (!spec.ok()) return spec.status();
+  for (const std::string& warning : spec->warnings) spdlog::warn("CDI spec: {}", warning);
+  absl::StatusOr<bool> written = WriteCdiSpec(options_.cdi_spec_dir, spec->spec, cdi.kind);
+  if (!written.ok()) {
+    return absl::Status(
+        written.status().code(),
+        absl::StrCat(written.status().message(), "; mount /var/run/cdi or set --cdi-spec-dir"));
+  }
+  spdlog::info("CDI spec {}/{} for driver {}: {}", options_.cdi_spec_dir, CdiSpecFileName(cdi.kind),
+               *version, *written ? "written" : "unchanged");
+  return absl::OkStatus();
 }
 
 void PluginDaemon::StopGeneration() { generation_.reset(); }

@@ -29,6 +29,8 @@ struct DaemonOptions {
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
   // Where the CDI spec goes when a CDI strategy is on.
   std::string cdi_spec_dir = "/var/run/cdi";
+  // nvidia-cdi-hook as the runtime runs it: the spec's update-ldcache and create-symlinks hooks.
+  std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
   std::string host_root = "/";
   HealthOptions health;
   std::chrono::milliseconds register_timeout{std::chrono::seconds(5)};
@@ -53,6 +55,7 @@ class PluginDaemon {
   struct Generation;
 
   absl::StatusOr<std::unique_ptr<Generation>> StartGeneration(const ResolvedConfig& config);
+  absl::Status WriteNodeCdiSpec(const Config& config, const Node& node);
   void StopGeneration();
   void RemoveStaleSockets();
   void Reload();

@@ -3,16 +3,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 
 namespace gpunode::plugin {
-
-std::string UnderRoot(const std::string& root, const std::string& path) {
-  absl::string_view trimmed = root;
-  while (absl::ConsumeSuffix(&trimmed, "/")) {
-  }
-  return absl::StrCat(trimmed, path);
-}
 
 HostDevices ReadHostDevices(const host::HostRoot& host, const std::string& dev_root) {
   HostDevices devices;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cdi/driver_files.h"
 #include "host/host_root.h"
 
 namespace gpunode::plugin {
@@ -20,8 +21,6 @@ struct HostDevices {
 
 HostDevices ReadHostDevices(const host::HostRoot& host, const std::string& dev_root);
 
-// "<dev_root><path>" without a doubled slash: ("/", "/dev/x") -> "/dev/x",
-// ("/run/nvidia/driver", "/dev/x") -> "/run/nvidia/driver/dev/x".
-std::string UnderRoot(const std::string& root, const std::string& path);
+using cdi::UnderRoot;
 
 }  // namespace gpunode::plugin

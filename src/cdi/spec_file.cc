@@ -1,0 +1,129 @@
+#include "cdi/spec_file.h"
+
+#include <filesystem>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/file_io.h"
+#include "yaml-cpp/yaml.h"
+
+namespace gpunode::cdi {
+namespace {
+
+void Emit(YAML::Emitter& out, const Spec& value) {
+  switch (value.type()) {
+    case Spec::value_t::object:
+      out << YAML::BeginMap;
+      for (const auto& [key, v] : value.items()) {
+        out << YAML::Key << key << YAML::Value;
+        Emit(out, v);
+      }
+      out << YAML::EndMap;
+      break;
+    case Spec::value_t::array:
+      out << YAML::BeginSeq;
+      for (const auto& v : value) Emit(out, v);
+      out << YAML::EndSeq;
+      break;
+    case Spec::value_t::string:
+      out << YAML::DoubleQuoted << value.get<std::string>();
+      break;
+    case Spec::value_t::null:
+      out << YAML::Null;
+      break;
+    default:  // numbers and booleans print the same in both languages
+      out << value.dump();
+  }
+}
+
+Spec PlainScalar(const std::string& text) {
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
+    return nullptr;
+  }
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  int64_t i = 0;
+  if (absl::SimpleAtoi(text, &i) && text.find_first_not_of("+-0123456789") == std::string::npos) {
+    return i;
+  }
+  double d = 0;
+  if (text.find_first_of("0123456789") != std::string::npos &&
+      text.find_first_not_of("+-.0123456789eE") == std::string::npos &&
+      absl::SimpleAtod(text, &d)) {
+    return d;
+  }
+  return text;
+}
+
+Spec FromYaml(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      Spec object = Spec::object();
+      for (const auto& entry : node) object[entry.first.as<std::string>()] = FromYaml(entry.second);
+      return object;
+    }
+    case YAML::NodeType::Sequence: {
+      Spec array = Spec::array();
+      for (const auto& item : node) array.push_back(FromYaml(item));
+      return array;
+    }
+    case YAML::NodeType::Scalar:
+      // yaml-cpp tags a quoted scalar "!" and a plain one "?".
+      if (node.Tag() == "!") return node.Scalar();
+      return PlainScalar(node.Scalar());
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<SpecFormat> ParseSpecFormat(absl::string_view name) {
+  if (name == "yaml") return SpecFormat::kYaml;
+  if (name == "json") return SpecFormat::kJson;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format: \"", name, "\" is not a spec format; use yaml or json"));
+}
+
+std::optional<SpecFormat> FormatOfFileName(absl::string_view path) {
+  std::string lower = absl::AsciiStrToLower(path);
+  if (absl::EndsWith(lower, ".json")) return SpecFormat::kJson;
+  if (absl::EndsWith(lower, ".yaml") || absl::EndsWith(lower, ".yml")) return SpecFormat::kYaml;
+  return std::nullopt;
+}
+
+std::string RenderSpec(const Spec& spec, SpecFormat format) {
+  if (format == SpecFormat::kJson) return spec.dump(2) + "\n";
+  YAML::Emitter out;
+  out.SetIndent(2);
+  Emit(out, spec);
+  return absl::StrCat("---\n", out.c_str(), "\n");
+}
+
+absl::StatusOr<Spec> ParseSpecText(absl::string_view text, absl::string_view source) {
+  try {
+    YAML::Node root = YAML::Load(std::string(text));
+    return FromYaml(root);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": not YAML or JSON: ", e.msg));
+  }
+}
+
+absl::Status WriteSpecFile(const std::string& path, const Spec& spec, SpecFormat format) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create the directory ", dir.string(), ": ", ec.message()));
+    }
+  }
+  return core::WriteFileAtomic(path, RenderSpec(spec, format),
+                               {.mode = 0644, .backup_existing = false});
+}
+
+}  // namespace gpunode::cdi

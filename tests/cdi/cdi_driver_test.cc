@@ -1,0 +1,339 @@
+// `gpunode cdi generate` and `gpunode cdi validate`, run as a user runs them, on a driver root
+// laid out from NVIDIA's real driver user space as Debian packages it (component non-free,
+// driver 535): the .debs that scripts/install-deps.sh fetches into the cache below are extracted
+// with dpkg-deb, given the links Debian's nvidia-alternative makes, and indexed by the real
+// ldconfig. The simulator stands in for the GPUs (NVML), reporting the packages' version.
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+#include "temp_dir.h"
+
+namespace gpunode {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr const char* kDebCache = "/var/cache/gpunode/nvidia-debs";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+testing::ProcessResult Sh(const std::string& command) {
+  return testing::RunProcess({"/bin/sh", "-c", command});
+}
+
+// What the packages hold, from their own file lists (dpkg-deb -c), for the driver `version`.
+struct PackagedFiles {
+  std::set<std::string> libraries;  // "/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.535..."
+  std::set<std::string> programs;   // executables in /usr/bin and /usr/sbin
+  std::set<std::string> firmware;   // /lib/firmware/nvidia/<version>/gsp*.bin
+  std::set<std::string> alternatives;  // programs outside bin/ that nvidia-alternative links
+};
+
+PackagedFiles ListPackages(const std::vector<std::string>& debs, const std::string& version) {
+  PackagedFiles files;
+  // "-rwxr-xr-x root/root 12345 2024-01-01 00:00 ./usr/bin/nvidia-smi"
+  std::regex line(R"(^(\S+)\s+\S+\s+\d+\s+\S+\s+\S+\s+\.(/\S+)$)");
+  for (const std::string& deb : debs) {
+    std::istringstream list(Sh("dpkg-deb -c '" + deb + "'").out);
+    std::string text;
+    while (std::getline(list, text)) {
+      std::smatch m;
+      if (!std::regex_match(text, m, line) || m[1].str()[0] != '-') continue;
+      std::string path = m[2], mode = m[1];
+      std::string name = fs::path(path).filename();
+      bool executable = mode[3] == 'x';
+      if (name.starts_with("lib") && name.ends_with(".so." + version)) files.libraries.insert(path);
+      std::string dir = fs::path(path).parent_path();
+      if (executable && (dir == "/usr/bin" || dir == "/usr/sbin")) files.programs.insert(path);
+      if (executable && dir == "/usr/lib/nvidia/current") files.alternatives.insert(path);
+      if (dir == "/lib/firmware/nvidia/" + version && name.starts_with("gsp") &&
+          name.ends_with(".bin")) {
+        files.firmware.insert(path);
+      }
+    }
+  }
+  return files;
+}
+
+// The driver root, laid out once for all the tests (extracting the packages takes seconds).
+struct DriverLayout {
+  testing::TempDir dir{"gpunode-cdi"};
+  std::vector<std::string> debs;
+  std::string version, root, profile;
+  PackagedFiles files;
+  int socket = -1;
+  ~DriverLayout() {
+    if (socket >= 0) close(socket);
+  }
+};
+
+// Empty on success, else why the layout could not be made.
+std::string LayOut(DriverLayout& d) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(kDebCache, ec)) {
+    if (entry.path().extension() == ".deb") d.debs.push_back(entry.path());
+  }
+  if (d.debs.empty()) {
+    return std::string("no NVIDIA driver packages in ") + kDebCache +
+           ": run scripts/install-deps.sh (as root) to fetch them from Debian's non-free archive";
+  }
+  std::sort(d.debs.begin(), d.debs.end());
+  std::string libcuda;
+  for (const std::string& deb : d.debs)
+    if (fs::path(deb).filename().string().starts_with("libcuda1_")) libcuda = deb;
+  if (libcuda.empty()) {
+    return std::string("libcuda1 is missing from ") + kDebCache + "; run scripts/install-deps.sh";
+  }
+  // "535.261.03-1" -> "535.261.03": the Debian revision is not part of the driver's version.
+  d.version = Sh("dpkg-deb -f '" + libcuda + "' Version").out;
+  d.version = d.version.substr(0, d.version.find('-'));
+  d.files = ListPackages(d.debs, d.version);
+  d.root = d.dir.path() + "/driver";
+  for (const std::string& deb : d.debs) {
+    testing::ProcessResult r = Sh("dpkg-deb -x '" + deb + "' '" + d.root + "'");
+    if (r.exit_code != 0) return deb + ": " + r.err;
+  }
+  // Debian's nvidia-alternative links /usr/bin/nvidia-smi to the packaged program and adds the
+  // library directory to the loader's path; then ldconfig indexes the tree.
+  fs::create_directories(d.root + "/usr/bin");
+  for (const std::string& program : d.files.alternatives) {
+    fs::create_symlink(program, d.root + "/usr/bin/" + fs::path(program).filename().string());
+  }
+  fs::create_directories(d.root + "/etc/ld.so.conf.d");
+  std::ofstream(d.root + "/etc/ld.so.conf.d/nvidia.conf")
+      << "/usr/lib/x86_64-linux-gnu/nvidia/current\n/usr/lib/x86_64-linux-gnu\n";
+  std::ofstream(d.root + "/etc/ld.so.conf") << "include /etc/ld.so.conf.d/*.conf\n";
+  testing::ProcessResult ldconfig = Sh("ldconfig -r '" + d.root + "'");
+  if (ldconfig.exit_code != 0) return "ldconfig -r " + d.root + ": " + ldconfig.err;
+  // The node: control devices, a persistenced socket, the MPS pipe directory, MIG capabilities
+  // and nvidia-cdi-hook.
+  fs::create_directories(d.root + "/dev");
+  for (const char* dev : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"})
+    std::ofstream(d.root + "/dev/" + dev);
+  fs::create_directories(d.root + "/run/nvidia-persistenced");
+  std::string socket_path = d.root + "/run/nvidia-persistenced/socket";
+  d.socket = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{.sun_family = AF_UNIX, .sun_path = {}};
+  if (socket_path.size() >= sizeof address.sun_path) return socket_path + ": too long for a socket";
+  socket_path.copy(address.sun_path, socket_path.size());
+  if (bind(d.socket, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    return "cannot bind " + socket_path;
+  }
+  fs::create_directories(d.root + "/tmp/nvidia-mps");
+  fs::create_directories(d.root + "/proc/driver/nvidia-caps");
+  fs::copy_file(GPUNODE_FIXTURES_DIR "/plugin/host/proc/driver/nvidia-caps/mig-minors",
+                d.root + "/proc/driver/nvidia-caps/mig-minors");
+  std::ofstream(d.root + "/usr/bin/nvidia-cdi-hook") << "#!/bin/sh\n";
+  fs::permissions(d.root + "/usr/bin/nvidia-cdi-hook", fs::perms::owner_all, fs::perm_options::add);
+  // The simulator's a100-mig node, reporting the packages' driver version.
+  std::string profile = Slurp(GPUNODE_SOURCE_DIR "/sim/profiles/a100-mig.yaml");
+  profile = std::regex_replace(profile, std::regex(R"(\ndriver_version: "[0-9.]+")"),
+                               "\ndriver_version: \"" + d.version + "\"");
+  d.profile = d.dir.Write("a100-mig-" + d.version + ".yaml", profile);
+  return "";
+}
+
+class CdiDriverTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    layout_ = new DriverLayout;
+    error_ = new std::string(LayOut(*layout_));
+  }
+  static void TearDownTestSuite() {
+    delete layout_;
+    delete error_;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(error_->empty()) << *error_;
+    version_ = layout_->version;
+    root_ = layout_->root;
+    profile_ = layout_->profile;
+    files_ = layout_->files;
+  }
+
+  testing::ProcessResult Generate(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim",       profile_, "--driver-root",
+                                     root_,          "--host-root", root_,    "cdi",
+                                     "generate",     "--dev-root",  "/"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunProcess(argv);
+  }
+
+  static DriverLayout* layout_;
+  static std::string* error_;
+  testing::TempDir dir_{"gpunode-cdi-out"};
+  std::string version_, root_, profile_;
+  PackagedFiles files_;
+};
+
+DriverLayout* CdiDriverTest::layout_ = nullptr;
+std::string* CdiDriverTest::error_ = nullptr;
+
+TEST_F(CdiDriverTest, TheSpecMountsExactlyTheDriversFiles) {
+  ASSERT_EQ(version_.substr(0, 4), "535.");
+  testing::ProcessResult r =
+      Generate({"--format", "json", "--hook-path", "/usr/bin/nvidia-cdi-hook"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json spec = json::parse(r.out);
+
+  std::map<std::string, std::string> expected;  // container path -> host path
+  for (const std::string& lib : files_.libraries) expected[lib] = root_ + lib;
+  for (const std::string& program : files_.programs) {
+    if (fs::path(program).filename().string().starts_with("nvidia-")) {
+      expected[program] = root_ + program;
+    }
+  }
+  for (const std::string& program : files_.alternatives)  // the link's target, in the root
+    expected["/usr/bin/" + fs::path(program).filename().string()] = root_ + program;
+  for (const std::string& file : files_.firmware) expected[file] = root_ + file;
+  expected["/var/run/nvidia-persistenced/socket"] = root_ + "/run/nvidia-persistenced/socket";
+  expected["/tmp/nvidia-mps"] = root_ + "/tmp/nvidia-mps";
+  // What a CUDA container needs, whatever else the packages hold.
+  for (const std::string& needed :
+       {"/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so." + version_,
+        "/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so." + version_,
+        "/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ptxjitcompiler.so." + version_,
+        std::string("/usr/bin/nvidia-smi"), std::string("/usr/bin/nvidia-cuda-mps-control")}) {
+    EXPECT_TRUE(expected.contains(needed)) << needed << " is not in the packages";
+  }
+  ASSERT_GE(files_.firmware.size(), 1u);
+
+  std::map<std::string, std::string> mounted;
+  for (const json& m : spec["containerEdits"]["mounts"]) {
+    mounted[m["containerPath"]] = m["hostPath"];
+    EXPECT_TRUE(fs::exists(m["hostPath"].get<std::string>())) << m;
+    std::vector<std::string> options = m["options"];
+    EXPECT_EQ(std::vector<std::string>(options.begin(), options.begin() + 4),
+              (std::vector<std::string>{"ro", "nosuid", "nodev", "bind"}));
+  }
+  EXPECT_EQ(mounted, expected);
+
+  std::set<std::string> nodes;
+  for (const json& n : spec["containerEdits"]["deviceNodes"]) nodes.insert(n["path"]);
+  EXPECT_EQ(nodes, (std::set<std::string>{"/dev/nvidiactl", "/dev/nvidia-uvm",
+                                          "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}));
+  EXPECT_EQ(spec["containerEdits"]["env"], json::array({"NVIDIA_VISIBLE_DEVICES=void"}));
+  EXPECT_EQ(spec["cdiVersion"], "0.5.0");
+  EXPECT_EQ(spec["kind"], "nvidia.com/gpu");
+
+  // The hooks: ldconfig over every library directory, and the libcuda.so link.
+  ASSERT_EQ(spec["containerEdits"]["hooks"].size(), 2u);
+  json links = spec["containerEdits"]["hooks"][0];
+  EXPECT_EQ(links["path"], "/usr/bin/nvidia-cdi-hook");
+  EXPECT_EQ(links["hookName"], "createContainer");
+  EXPECT_EQ(links["args"], json::array({"nvidia-cdi-hook", "create-symlinks", "--link",
+                                        "libcuda.so.1::/usr/lib/x86_64-linux-gnu/nvidia/current/"
+                                        "libcuda.so"}));
+  std::set<std::string> folders;
+  for (const std::string& lib : files_.libraries) folders.insert(fs::path(lib).parent_path());
+  json ldcache = spec["containerEdits"]["hooks"][1];
+  std::set<std::string> hook_folders;
+  ASSERT_GE(ldcache["args"].size(), 2u);
+  EXPECT_EQ(ldcache["args"][1], "update-ldcache");
+  for (size_t i = 2; i + 1 < ldcache["args"].size(); i += 2) {
+    EXPECT_EQ(ldcache["args"][i], "--folder");
+    hook_folders.insert(ldcache["args"][i + 1].get<std::string>());
+  }
+  EXPECT_EQ(hook_folders, folders);
+
+  // Devices: 8 GPUs by index and UUID, 18 MIG devices by "<gpu>:<mig>" and UUID, and "all".
+  std::map<std::string, json> devices;
+  for (const json& d : spec["devices"]) devices[d["name"]] = d;
+  EXPECT_EQ(devices.size(), 8u * 2 + 18u * 2 + 1);
+  EXPECT_EQ(devices["0"]["containerEdits"]["deviceNodes"],
+            json::parse(R"([{"path": "/dev/nvidia0", "hostPath": "/dev/nvidia0"}])"));
+  ASSERT_EQ(devices["0:0"]["containerEdits"]["deviceNodes"].size(), 3u);  // GPU, gi, ci caps
+  EXPECT_THAT(devices["0:0"]["containerEdits"]["deviceNodes"][1]["path"].get<std::string>(),
+              ::testing::StartsWith("/dev/nvidia-caps/nvidia-cap"));
+}
+
+TEST_F(CdiDriverTest, WrittenSpecsValidateInBothFormats) {
+  for (const char* name : {"nvidia.yaml", "nvidia.json"}) {
+    std::string out = dir_.path() + "/var/run/cdi/" + name;  // the directory does not exist yet
+    testing::ProcessResult r = Generate({"--output", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string text = Slurp(out);
+    if (std::string(name).ends_with(".json")) {
+      EXPECT_EQ(json::parse(text)["cdiVersion"], "0.5.0");
+    } else {
+      EXPECT_THAT(text, HasSubstr("cdiVersion: \"0.5.0\""));
+      EXPECT_THAT(text, HasSubstr("- name: \"0\""));
+    }
+    testing::ProcessResult valid = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", out});
+    EXPECT_EQ(valid.exit_code, 0) << valid.err;
+    EXPECT_THAT(valid.out, HasSubstr("a valid CDI 0.5.0 spec of nvidia.com/gpu with 53 devices"));
+  }
+}
+
+TEST_F(CdiDriverTest, WithoutTheHookTheSpecSaysSoAndHasNoHooks) {
+  testing::ProcessResult r =
+      Generate({"--format", "json", "--hook-path", "/opt/none/nvidia-cdi-hook"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(json::parse(r.out)["containerEdits"].contains("hooks"));
+  EXPECT_THAT(r.err, HasSubstr("/opt/none/nvidia-cdi-hook is not installed"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(CdiDriverTest, NoDriverIsOneLineAndExitOne) {
+  std::string empty = dir_.path() + "/empty";
+  fs::create_directories(empty);
+  testing::ProcessResult r = testing::RunProcess(
+      {GPUNODE_BINARY, "--sim", profile_, "--driver-root", empty, "cdi", "generate"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("no driver: libcuda.so." + version_));
+  EXPECT_THAT(r.err, HasSubstr(empty + "/etc/ld.so.cache"));
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST_F(CdiDriverTest, ValidateNamesFileAndPathAndExitCodes) {
+  std::string bad = dir_.Write("bad.yaml", R"(cdiVersion: "0.5.0"
+kind: nvidia.com/gpu
+devices:
+  - name: gpu 0
+    containerEdits:
+      mounts:
+        - hostPath: lib/libcuda.so
+          containerPath: /usr/lib/libcuda.so
+)");
+  testing::ProcessResult r = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", bad});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(bad + ": $.devices[0].name: device name \"gpu 0\""));
+  EXPECT_THAT(r.err, HasSubstr(bad + ": $.devices[0].containerEdits.mounts[0].hostPath: must be an "
+                                     "absolute path"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+
+  std::string broken = dir_.Write("broken.json", "{\"cdiVersion\": ");
+  r = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", broken});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr(broken));
+  r = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", dir_.path() + "/absent.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("absent.yaml"));
+}
+
+}  // namespace
+}  // namespace gpunode
