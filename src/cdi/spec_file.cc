@@ -12,12 +12,29 @@
 namespace gpunode::cdi {
 namespace {
 
+// A key YAML reads back as the same string when written plain.
+bool PlainKey(const std::string& key) {
+  if (key.empty() || !absl::ascii_isalpha(static_cast<unsigned char>(key[0]))) return false;
+  if (key == "null" || key == "true" || key == "false" || key == "Null" || key == "True" ||
+      key == "False" || key == "NULL" || key == "TRUE" || key == "FALSE") {
+    return false;
+  }
+  for (char c : key) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
 void Emit(YAML::Emitter& out, const Spec& value) {
   switch (value.type()) {
     case Spec::value_t::object:
       out << YAML::BeginMap;
       for (const auto& [key, v] : value.items()) {
-        out << YAML::Key << key << YAML::Value;
+        out << YAML::Key;
+        if (!PlainKey(key)) out << YAML::DoubleQuoted;
+        out << key << YAML::Value;
         Emit(out, v);
       }
       out << YAML::EndMap;
@@ -95,7 +112,9 @@ std::optional<SpecFormat> FormatOfFileName(absl::string_view path) {
 }
 
 std::string RenderSpec(const Spec& spec, SpecFormat format) {
-  if (format == SpecFormat::kJson) return spec.dump(2) + "\n";
+  if (format == SpecFormat::kJson) {
+    return spec.dump(2, ' ', false, Spec::error_handler_t::replace) + "\n";
+  }
   YAML::Emitter out;
   out.SetIndent(2);
   Emit(out, spec);

@@ -15,6 +15,12 @@ constexpr const char* kVersions[] = {"0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0"
 constexpr const char* kHookNames[] = {"prestart",       "createRuntime", "createContainer",
                                       "startContainer", "poststart",     "poststop"};
 
+// A value as JSON text for a message; bytes that are not UTF-8 (YAML input may hold them) become
+// U+FFFD rather than an exception.
+std::string Quoted(const Spec& value) {
+  return value.dump(-1, ' ', false, Spec::error_handler_t::replace);
+}
+
 class Checker {
  public:
   std::vector<SpecProblem> problems;
@@ -61,7 +67,7 @@ class Checker {
     if (!IsString(value, path)) return;
     const std::string& text = value.get_ref<const std::string&>();
     if (text.empty() || text.front() != '/') {
-      Add(path, absl::StrCat("must be an absolute path, got ", Spec(text).dump()));
+      Add(path, absl::StrCat("must be an absolute path, got ", Quoted(Spec(text))));
     }
   }
 
@@ -96,7 +102,7 @@ class Checker {
     size_t slash = kind.find('/');
     if (slash == std::string::npos || kind.find('/', slash + 1) != std::string::npos) {
       Add(path, absl::StrCat("must be \"<vendor>/<class>\", e.g. \"nvidia.com/gpu\", got ",
-                             Spec(kind).dump()));
+                             Quoted(Spec(kind))));
       return;
     }
     QualifierPart(kind.substr(0, slash), "vendor", true, path);
@@ -197,7 +203,7 @@ class Checker {
         bool known = false;
         for (const char* name : kHookNames) known = known || value == name;
         if (!known) {
-          Add(at, absl::StrCat("unknown hook ", value.dump(),
+          Add(at, absl::StrCat("unknown hook ", Quoted(value),
                                "; use prestart, createRuntime, createContainer, startContainer, "
                                "poststart or poststop"));
         }
@@ -227,7 +233,7 @@ class Checker {
       if (!IsString(v, at)) return;
       if (v.get_ref<const std::string&>().find('=') == 0 ||
           v.get_ref<const std::string&>().find('=') == std::string::npos) {
-        Add(at, absl::StrCat("must be NAME=value, got ", v.dump()));
+        Add(at, absl::StrCat("must be NAME=value, got ", Quoted(v)));
       }
     });
     each("deviceNodes", [&](const Spec& v, const std::string& at) { DeviceNode(v, at); });
@@ -266,7 +272,7 @@ std::vector<SpecProblem> ValidateSpec(const Spec& spec) {
     bool known = false;
     for (const char* v : kVersions) known = known || version == v;
     if (!known) {
-      c.Add("$.cdiVersion", absl::StrCat("unknown version ", spec["cdiVersion"].dump(),
+      c.Add("$.cdiVersion", absl::StrCat("unknown version ", Quoted(spec["cdiVersion"]),
                                          "; use one of 0.3.0 to 0.8.0"));
       version.clear();
     } else if (std::string minimum = MinimumCdiVersion(spec); version < minimum) {
@@ -288,7 +294,7 @@ std::vector<SpecProblem> ValidateSpec(const Spec& spec) {
       if (device.contains("name")) {
         c.DeviceName(device["name"], at + ".name");
         if (device["name"].is_string() && !names.insert(device["name"].get<std::string>()).second) {
-          c.Add(at + ".name", absl::StrCat("duplicate device name ", device["name"].dump()));
+          c.Add(at + ".name", absl::StrCat("duplicate device name ", Quoted(device["name"])));
         }
       }
       if (device.contains("annotations")) c.Annotations(device["annotations"], at + ".annotations");
