@@ -115,8 +115,21 @@ TEST(CdiValidateTest, VersionRules) {
   EXPECT_EQ(MinimumCdiVersion(minimal), "0.7.0");
 }
 
+TEST(CdiValidateTest, BytesThatAreNotUtf8AreReportedNotThrown) {
+  absl::StatusOr<Spec> spec = ParseSpecText(
+      "cdiVersion: \"0.3.0\"\nkind: a.b/c\ndevices:\n  - name: d\n    containerEdits:\n"
+      "      mounts: [{hostPath: \"lib\xff\", containerPath: /x}]\n",
+      "latin1.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::vector<SpecProblem> problems = ValidateSpec(*spec);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_THAT(problems[0].message, HasSubstr("absolute path, got \"lib\xEF\xBF\xBD\""));
+  EXPECT_THAT(RenderSpec(*spec, SpecFormat::kJson), HasSubstr("lib\xEF\xBF\xBD"));
+}
+
 TEST(CdiSpecFileTest, YamlRoundTripKeepsNamesAsStrings) {
   Spec spec = Good();
+  spec["containerEdits"]["x-unknown"] = {{"", 1}, {"true", "null"}, {"a b", "~"}};
   std::string yaml = RenderSpec(spec, SpecFormat::kYaml);
   EXPECT_THAT(yaml, HasSubstr("name: \"0\""));
   absl::StatusOr<Spec> back = ParseSpecText(yaml, "spec.yaml");
