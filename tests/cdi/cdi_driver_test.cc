@@ -122,6 +122,8 @@ std::string LayOut(DriverLayout& d) {
   for (const std::string& program : d.files.alternatives) {
     fs::create_symlink(program, d.root + "/usr/bin/" + fs::path(program).filename().string());
   }
+  fs::create_symlink("nvidia/current/libnvidia-ml.so.1",
+                     d.root + "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1");
   fs::create_directories(d.root + "/etc/ld.so.conf.d");
   std::ofstream(d.root + "/etc/ld.so.conf.d/nvidia.conf")
       << "/usr/lib/x86_64-linux-gnu/nvidia/current\n/usr/lib/x86_64-linux-gnu\n";
@@ -306,6 +308,20 @@ TEST_F(CdiDriverTest, NoDriverIsOneLineAndExitOne) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("no driver: libcuda.so." + version_));
   EXPECT_THAT(r.err, HasSubstr(empty + "/etc/ld.so.cache"));
+  EXPECT_TRUE(r.out.empty());
+}
+
+// Without --sim, gpunode loads the packages' own libnvidia-ml.so.1; on a host without NVIDIA's
+// kernel module it cannot initialise, and that is the one line.
+TEST_F(CdiDriverTest, TheRealNvmlWithoutItsKernelModuleIsOneLine) {
+  if (fs::exists("/proc/driver/nvidia/version")) {
+    GTEST_SKIP() << "NVIDIA's kernel module is loaded on this host";
+  }
+  testing::ProcessResult r =
+      testing::RunProcess({GPUNODE_BINARY, "--driver-root", root_, "cdi", "generate"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("NVML_ERROR_DRIVER_NOT_LOADED"));
   EXPECT_TRUE(r.out.empty());
 }
 
