@@ -11,12 +11,12 @@ namespace gpunode::containerd {
 namespace {
 
 absl::Status FromGrpc(const grpc::Status& status, const std::string& socket,
-                      const char* call = "Status") {
+                      const char* call = "RuntimeService/Status") {
   auto code = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
                   ? absl::StatusCode::kUnavailable
                   : absl::StatusCode::kInternal;
-  return absl::Status(code, absl::StrCat("unix://", socket, ": CRI RuntimeService/", call, ": ",
+  return absl::Status(code, absl::StrCat("unix://", socket, ": CRI ", call, ": ",
                                          status.error_message(), " (is containerd running?)"));
 }
 
@@ -25,9 +25,16 @@ std::string StringOr(const nlohmann::json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
+  return grpc::CreateChannel(absl::StrCat("unix://", socket), grpc::InsecureChannelCredentials());
+}
+
 std::unique_ptr<::runtime::v1::RuntimeService::Stub> Connect(const std::string& socket) {
-  return ::runtime::v1::RuntimeService::NewStub(
-      grpc::CreateChannel(absl::StrCat("unix://", socket), grpc::InsecureChannelCredentials()));
+  return ::runtime::v1::RuntimeService::NewStub(Channel(socket));
+}
+
+std::unique_ptr<::runtime::v1::ImageService::Stub> ConnectImages(const std::string& socket) {
+  return ::runtime::v1::ImageService::NewStub(Channel(socket));
 }
 
 }  // namespace
@@ -63,7 +70,7 @@ absl::StatusOr<CriVersion> QueryCriVersion(const std::string& socket,
   request.set_version("v1");
   ::runtime::v1::VersionResponse response;
   grpc::Status rpc = stub->Version(&context, request, &response);
-  if (!rpc.ok()) return FromGrpc(rpc, socket, "Version");
+  if (!rpc.ok()) return FromGrpc(rpc, socket, "RuntimeService/Version");
   return CriVersion{response.runtime_name(), response.runtime_version()};
 }
 
@@ -98,6 +105,45 @@ absl::StatusOr<CriRuntimeStatus> QueryCriStatus(const std::string& socket,
     status.handlers.push_back(std::move(handler));
   }
   return status;
+}
+
+absl::StatusOr<std::vector<CriImage>> QueryCriImages(const std::string& socket,
+                                                     std::chrono::milliseconds timeout) {
+  std::unique_ptr<::runtime::v1::ImageService::Stub> stub = ConnectImages(socket);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  ::runtime::v1::ListImagesResponse response;
+  grpc::Status rpc = stub->ListImages(&context, ::runtime::v1::ListImagesRequest(), &response);
+  if (!rpc.ok()) return FromGrpc(rpc, socket, "ImageService/ListImages");
+  std::vector<CriImage> images;
+  images.reserve(response.images_size());
+  for (const ::runtime::v1::Image& image : response.images()) {
+    images.push_back({.id = image.id(),
+                      .tags = {image.repo_tags().begin(), image.repo_tags().end()},
+                      .digests = {image.repo_digests().begin(), image.repo_digests().end()},
+                      .size_bytes = image.size(),
+                      .pinned = image.pinned()});
+  }
+  return images;
+}
+
+absl::StatusOr<std::vector<CriImageFilesystem>> QueryCriImageFilesystems(
+    const std::string& socket, std::chrono::milliseconds timeout) {
+  std::unique_ptr<::runtime::v1::ImageService::Stub> stub = ConnectImages(socket);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  ::runtime::v1::ImageFsInfoResponse response;
+  grpc::Status rpc = stub->ImageFsInfo(&context, ::runtime::v1::ImageFsInfoRequest(), &response);
+  if (!rpc.ok()) return FromGrpc(rpc, socket, "ImageService/ImageFsInfo");
+  std::vector<CriImageFilesystem> filesystems;
+  for (const ::runtime::v1::FilesystemUsage& usage : response.image_filesystems()) {
+    filesystems.push_back({usage.fs_id().mountpoint(), usage.used_bytes().value()});
+  }
+  if (filesystems.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "unix://", socket, ": CRI ImageService/ImageFsInfo names no image filesystem"));
+  }
+  return filesystems;
 }
 
 const CriHandler* FindHandler(const CriRuntimeStatus& status, const std::string& name) {

@@ -12,6 +12,7 @@ std::vector<Check> DriverChecks();
 std::vector<Check> RuntimeChecks();
 std::vector<Check> PluginChecks();
 std::vector<Check> KubeletChecks();
+std::vector<Check> ImageGcChecks();
 std::vector<Check> ContainerChecks();
 std::vector<Check> TopologyChecks();
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "doctor/checks.h"
 #include "host/device_checkpoint.h"
+#include "host/kubelet_process.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpunode::doctor {
@@ -61,22 +62,6 @@ Finding Registered(const Context& context) {
             evidence);
 }
 
-// The kubelet's arguments, from the first /proc/<pid>/cmdline whose program is "kubelet".
-std::optional<std::vector<std::string>> KubeletArgs(const Context& context) {
-  absl::StatusOr<std::vector<std::string>> entries = context.host().ListDir("/proc");
-  if (!entries.ok()) return std::nullopt;
-  for (const std::string& pid : *entries) {
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    absl::StatusOr<std::string> cmdline = context.host().ReadFile("/proc/" + pid + "/cmdline");
-    if (!cmdline.ok() || cmdline->empty()) continue;
-    std::vector<std::string> args = absl::StrSplit(*cmdline, '\0', absl::SkipEmpty());
-    if (args.empty()) continue;
-    std::string program = args[0].substr(args[0].rfind('/') + 1);
-    if (program == "kubelet") return args;
-  }
-  return std::nullopt;
-}
-
 std::optional<bool> GateInFlag(const std::string& gates) {
   for (absl::string_view gate : absl::StrSplit(gates, ',')) {
     std::vector<absl::string_view> kv = absl::StrSplit(gate, '=');
@@ -86,7 +71,7 @@ std::optional<bool> GateInFlag(const std::string& gates) {
 }
 
 Finding FeatureGates(const Context& context) {
-  std::optional<std::vector<std::string>> args = KubeletArgs(context);
+  std::optional<std::vector<std::string>> args = host::KubeletCommandLine(context.host());
   std::string config_path = context.options().kubelet_dir + "/config.yaml";
   std::vector<std::string> evidence;
   std::optional<bool> enabled;

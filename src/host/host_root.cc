@@ -1,6 +1,7 @@
 #include "host/host_root.h"
 
 #include <dirent.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,6 +81,14 @@ absl::StatusOr<struct stat> HostRoot::Stat(const std::string& host_path) const {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) return Errno("cannot stat", path);
   return st;
+}
+
+absl::StatusOr<FilesystemSpace> HostRoot::Space(const std::string& host_path) const {
+  std::string path = Resolve(host_path);
+  struct statvfs fs;
+  if (::statvfs(path.c_str(), &fs) != 0) return Errno("cannot statvfs", path);
+  return FilesystemSpace{.capacity_bytes = uint64_t{fs.f_blocks} * fs.f_frsize,
+                         .available_bytes = uint64_t{fs.f_bavail} * fs.f_frsize};
 }
 
 }  // namespace gpunode::host

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,13 @@
 #include "absl/status/statusor.h"
 
 namespace gpunode::host {
+
+// A filesystem's size as statvfs(2) gives it, in the terms the kubelet's image GC uses
+// (cadvisor: capacity = blocks, available = blocks available to unprivileged users).
+struct FilesystemSpace {
+  uint64_t capacity_bytes = 0;
+  uint64_t available_bytes = 0;
+};
 
 class HostRoot {
  public:
@@ -31,6 +39,8 @@ class HostRoot {
   absl::StatusOr<std::string> ReadLink(const std::string& host_path) const;
   // lstat(2): links are not followed.
   absl::StatusOr<struct stat> Stat(const std::string& host_path) const;
+  // statvfs(2) of the filesystem that holds the path.
+  absl::StatusOr<FilesystemSpace> Space(const std::string& host_path) const;
 
  private:
   std::string root_;

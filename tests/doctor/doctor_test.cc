@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 
+#include "containerd/containerd_live.h"
 #include "containerd_process.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "doctor/parsers.h"
@@ -19,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
+#include "tmpfs_mount.h"
 
 namespace gpunode {
 namespace {
@@ -153,7 +155,8 @@ TEST_F(Doctor, HealthyTreeIsOkApartFromContainerd) {
     for (const char* key : {"layer", "id", "status", "summary", "evidence", "fix"}) {
       EXPECT_TRUE(finding.contains(key)) << id << " lacks " << key;
     }
-    if (id == "container.visible-devices" || id == "runtime.containerd-live") {
+    if (id == "container.visible-devices" || id == "runtime.containerd-live" ||
+        id == "kubelet.image-gc") {
       EXPECT_EQ(finding["status"], "skip") << finding.dump();
     } else if (id == "runtime.containerd-version") {
       EXPECT_EQ(finding["status"], "fail") << finding.dump();
@@ -163,10 +166,10 @@ TEST_F(Doctor, HealthyTreeIsOkApartFromContainerd) {
   }
   EXPECT_EQ(Find(report, "runtime.containerd-live")["summary"],
             "blocked by runtime.containerd-version");
-  EXPECT_EQ(report["findings"].size(), 22u);
+  EXPECT_EQ(report["findings"].size(), 23u);
   EXPECT_EQ(report["summary"]["ok"], 19);
   EXPECT_EQ(report["summary"]["fail"], 1);
-  EXPECT_EQ(report["summary"]["skip"], 2);
+  EXPECT_EQ(report["summary"]["skip"], 3);
   EXPECT_EQ(exit_code, 1);
   EXPECT_THAT(Find(report, "runtime.containerd-config")["evidence"].get<std::string>(),
               HasSubstr("/etc/containerd/conf.d/99-nvidia.toml"));
@@ -386,12 +389,18 @@ TEST_F(DoctorContainerd, HealthyNodeIsAllOk) {
   WriteConfig(true);
   testing::ContainerdProcess containerd(GPUNODE_CONTAINERD, config_, root_ / "containerd.log");
   ASSERT_TRUE(containerd.AwaitCri(socket_, std::chrono::seconds(20))) << containerd.Log();
+  // A 100 GiB image filesystem where the one containerd names resolves under the host root.
+  auto image_fs = containerd::QueryCriImageFilesystems(socket_, std::chrono::seconds(2));
+  ASSERT_TRUE(image_fs.ok()) << image_fs.status();
+  testing::TmpfsMount tmpfs(root_ / fs::path(image_fs->front().mountpoint).relative_path(),
+                            uint64_t{100} << 30);
+  if (!tmpfs.mounted()) GTEST_SKIP() << tmpfs.error();
   json report = Run({"--cuda", "12.4"});
   for (const json& finding : report["findings"]) {
     EXPECT_EQ(finding["status"], finding["id"] == "container.visible-devices" ? "skip" : "ok")
         << finding.dump();
   }
-  EXPECT_EQ(report["summary"]["ok"], 21);
+  EXPECT_EQ(report["summary"]["ok"], 22);
   EXPECT_EQ(exit_code, 0) << last_.out;
   EXPECT_THAT(Find(report, "runtime.containerd-live")["evidence"].get<std::string>(),
               HasSubstr("/usr/bin/nvidia-container-runtime"));
