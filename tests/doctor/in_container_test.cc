@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
+#include "yaml-cpp/yaml.h"
 
 namespace gpunode {
 namespace {
@@ -23,6 +24,7 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 
 const fs::path kFixtures = fs::path(GPUNODE_FIXTURES_DIR) / "doctor";
+const fs::path kRepository = fs::path(GPUNODE_FIXTURES_DIR).parent_path().parent_path();
 // tests/fixtures/doctor/profiles/pod-2-of-8.yaml: the node's GPUs 2 and 5.
 const std::string kTwoOfEight = (kFixtures / "profiles/pod-2-of-8.yaml").string();
 const std::string kGpu2 = "GPU-7e3a2c11-52aa-4c0e-9d1b-0a5f6e2b8c02";
@@ -345,6 +347,31 @@ TEST_F(InContainer, TableOutputSaysWhyHostChecksAreLeftOut) {
   EXPECT_THAT(r.out, HasSubstr("runtime.containerd-config"));
   EXPECT_THAT(r.out, HasSubstr("host-only: not run inside a container"));
   EXPECT_THAT(r.out, HasSubstr("container.device-nodes"));
+}
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The smoke pod: the spec docs/DOCTOR.md shows, two GPUs, run once, least privilege.
+TEST(DoctorPod, ManifestIsTheDocumentedLeastPrivilegeSpec) {
+  std::string manifest = ReadText(kRepository / "deploy/doctor-pod.yaml");
+  ASSERT_FALSE(manifest.empty());
+  EXPECT_THAT(ReadText(kRepository / "docs/DOCTOR.md"), HasSubstr("```yaml\n" + manifest + "```"));
+  YAML::Node pod = YAML::Load(manifest);
+  EXPECT_EQ(pod["kind"].as<std::string>(), "Pod");
+  EXPECT_EQ(pod["spec"]["restartPolicy"].as<std::string>(), "Never");
+  EXPECT_TRUE(pod["spec"]["securityContext"]["runAsNonRoot"].as<bool>());
+  EXPECT_NE(pod["spec"]["securityContext"]["runAsUser"].as<int>(), 0);
+  ASSERT_EQ(pod["spec"]["containers"].size(), 1u);
+  YAML::Node container = pod["spec"]["containers"][0];
+  EXPECT_EQ(container["command"].as<std::vector<std::string>>(),
+            (std::vector<std::string>{"gpunode", "doctor", "--in-container", "-o", "json"}));
+  EXPECT_EQ(container["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 2);
+  EXPECT_FALSE(container["securityContext"]["privileged"].as<bool>());
+  EXPECT_FALSE(container["securityContext"]["allowPrivilegeEscalation"].as<bool>());
+  EXPECT_EQ(container["securityContext"]["capabilities"]["drop"][0].as<std::string>(), "ALL");
 }
 
 }  // namespace
