@@ -23,6 +23,12 @@ struct DoctorFlags {
   std::string containerd_socket;
 };
 
+std::optional<std::string> Environment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
 int RunDoctor(const GlobalOptions& global, const DoctorFlags& flags) {
   doctor::DoctorOptions options;
   if (!flags.cuda.empty()) {
@@ -34,8 +40,12 @@ int RunDoctor(const GlobalOptions& global, const DoctorFlags& flags) {
   options.kubelet_dir = flags.kubelet_dir;
   options.containerd_config = flags.containerd_config;
   options.containerd_socket = flags.containerd_socket;
-  if (const char* visible = std::getenv("NVIDIA_VISIBLE_DEVICES"))
-    options.visible_devices = visible;
+  if (flags.in_container) {
+    options.visible_devices = Environment("NVIDIA_VISIBLE_DEVICES");
+    options.driver_capabilities = Environment("NVIDIA_DRIVER_CAPABILITIES");
+    options.image_cuda_version = Environment("CUDA_VERSION");
+    options.image_cudart_version = Environment("NV_CUDA_CUDART_VERSION");
+  }
 
   // NVML failing is a finding (driver.nvml), not the end of the run; a bad --sim SPEC is still
   // a usage error.
@@ -62,14 +72,15 @@ void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
   CLI::App* cmd = app.add_subcommand(
       "doctor",
       "check every layer of this GPU node (pci, driver, runtime, plugin, kubelet) and "
-      "name the broken one");
+      "name the broken one; with --in-container, what a pod sees");
   cmd->add_option("-o,--output", flags->output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   cmd->add_option("--cuda", flags->cuda,
                   "the CUDA version the workloads need, e.g. 12.4 (checks the driver against it)");
   cmd->add_flag("--in-container", flags->in_container,
-                "run inside a pod: check NVIDIA_VISIBLE_DEVICES against what NVML sees");
+                "run inside a pod: check the GPUs, device nodes, driver libraries and CUDA the "
+                "container sees (host-only checks are left out)");
   cmd->add_option("--kubelet-dir", flags->kubelet_dir, "the kubelet's root directory")
       ->capture_default_str();
   cmd->add_option("--containerd-config", flags->containerd_config, "containerd's config file")

@@ -1,5 +1,6 @@
 #include "doctor/checks.h"
 
+#include "doctor/check_modes.h"
 #include "doctor/doctor.h"
 
 namespace gpunode::doctor {
@@ -13,6 +14,8 @@ std::vector<Check> AllChecks() {
   return all;
 }
 
-std::vector<Finding> RunDoctor(const Context& context) { return RunChecks(AllChecks(), context); }
+std::vector<Finding> RunDoctor(const Context& context) {
+  return RunChecks(ChecksForMode(AllChecks(), context.options()), context);
+}
 
 }  // namespace gpunode::doctor

@@ -24,8 +24,13 @@ struct DoctorOptions {
   std::string containerd_config = "/etc/containerd/config.toml";  // a host path
   // A path on this machine; empty means /run/containerd/containerd.sock under the host root.
   std::string containerd_socket;
-  // NVIDIA_VISIBLE_DEVICES as the pod sees it (read only with in_container).
+  // The pod's environment, read only with in_container: NVIDIA_VISIBLE_DEVICES,
+  // NVIDIA_DRIVER_CAPABILITIES, and the CUDA release NVIDIA's CUDA images declare (CUDA_VERSION,
+  // NV_CUDA_CUDART_VERSION).
   std::optional<std::string> visible_devices;
+  std::optional<std::string> driver_capabilities;
+  std::optional<std::string> image_cuda_version;
+  std::optional<std::string> image_cudart_version;
   std::chrono::milliseconds rpc_timeout{2000};
 };
 

@@ -12,7 +12,7 @@
 #include "absl/strings/strip.h"
 #include "doctor/checks.h"
 #include "doctor/cuda_versions.h"
-#include "doctor/parsers.h"
+#include "doctor/driver_readings.h"
 #include "nvml/system.h"
 
 namespace gpunode::doctor {
@@ -67,19 +67,17 @@ Finding DriverNvml(const Context& context) {
 }
 
 Finding DriverVersion(const Context& context) {
-  const char* path = "/proc/driver/nvidia/version";
-  absl::StatusOr<std::string> text = context.host().ReadFile(path);
-  if (!text.ok()) {
-    return Fail("the kernel module reports no version", std::string(text.status().message()),
+  absl::StatusOr<std::string> kernel = KernelModuleVersion(context.host());
+  if (absl::IsInvalidArgument(kernel.status())) {
+    return Fail("cannot read the kernel module's version", std::string(kernel.status().message()),
+                absl::StrCat("cat ", kDriverVersionFile));
+  }
+  if (!kernel.ok()) {
+    return Fail("the kernel module reports no version", std::string(kernel.status().message()),
                 "the nvidia module is not loaded: modprobe nvidia");
   }
-  absl::StatusOr<std::string> kernel = ParseNvrmVersion(*text);
-  if (!kernel.ok()) {
-    return Fail("cannot read the kernel module's version",
-                absl::StrCat(path, ": ", kernel.status().message()), "cat " + std::string(path));
-  }
   std::string library = context.Node()->driver_version.value_or("");
-  std::string evidence = absl::StrCat(path, ": ", *kernel, "; NVML: ", library);
+  std::string evidence = absl::StrCat(kDriverVersionFile, ": ", *kernel, "; NVML: ", library);
   if (library != *kernel) {
     return Fail("the kernel module and the user-space driver (NVML) differ", evidence,
                 "a driver upgrade without a reboot: reboot, or unload and reload the nvidia "
@@ -221,38 +219,20 @@ std::vector<std::string> HostCudaToolkits(const Context& context) {
 }
 
 Finding CudaCompat(const Context& context) {
-  absl::StatusOr<int> nvml_cuda = nvml::CudaDriverVersion(*context.nvml());
-  std::string driver = context.Node()->driver_version.value_or("");
+  CudaSupport support = ReadCudaSupport(context);
   std::vector<std::string> toolkits = HostCudaToolkits(context);
-  std::string toolkit_note =
-      toolkits.empty() ? "" : absl::StrCat("; host CUDA toolkit: ", absl::StrJoin(toolkits, " "));
+  std::string evidence = support.Describe();
+  if (!toolkits.empty()) {
+    absl::StrAppend(&evidence, "; host CUDA toolkit: ", absl::StrJoin(toolkits, " "));
+  }
   std::string supported =
-      nvml_cuda.ok() ? FormatCudaVersion(CudaVersionFromNvml(*nvml_cuda)) : std::string("?");
-  std::string evidence =
-      absl::StrCat("driver ", driver, " supports CUDA up to ", supported, toolkit_note);
+      support.supported ? FormatCudaVersion(*support.supported) : std::string("?");
 
   if (const std::optional<CudaVersion>& wanted = context.options().cuda) {
-    std::string need = FormatCudaVersion(*wanted);
-    std::optional<std::string> minimum = MinimumDriverFor(*wanted);
-    bool enough = nvml_cuda.ok() ? CudaVersionFromNvml(*nvml_cuda) >= *wanted
-                                 : minimum && CompareVersions(driver, *minimum) >= 0;
-    if (!enough) {
-      std::string fix =
-          absl::StrCat("upgrade the driver to ",
-                       minimum ? *minimum : std::string("a release for CUDA ") + need, " or newer");
-      std::optional<std::string> compat = MinorCompatibilityDriverFor(wanted->major);
-      bool minor_compatible = nvml_cuda.ok() &&
-                              CudaVersionFromNvml(*nvml_cuda).major == wanted->major && compat &&
-                              CompareVersions(driver, *compat) >= 0;
-      if (minor_compatible) {
-        return Warn(absl::StrCat("CUDA ", need,
-                                 " runs only through minor version compatibility "
-                                 "(no PTX JIT of newer code)"),
-                    evidence, fix);
-      }
-      return Fail(absl::StrCat("the driver is too old for CUDA ", need), evidence,
-                  absl::StrCat(fix, "; or build the workloads for CUDA ", supported));
-    }
+    std::optional<Finding> verdict =
+        JudgeCudaNeed(support, *wanted, absl::StrCat("CUDA ", FormatCudaVersion(*wanted)),
+                      absl::StrCat("build the workloads for CUDA ", supported), evidence);
+    if (verdict) return *std::move(verdict);
   }
   if (!toolkits.empty()) {
     return Warn("a full CUDA toolkit is installed on the host", evidence,
