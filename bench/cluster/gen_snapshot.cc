@@ -5,7 +5,9 @@
 //
 // 60% of the nodes carry 8 GPUs; GPU pods request 1, 2, 4 or 8 of them. Every node runs the usual
 // DaemonSet pods; the rest are CPU workloads. A sprinkling of terminating pods, unhealthy GPUs
-// and finished jobs gives audit something to find. The output is deterministic for a seed.
+// and finished jobs gives audit something to find. Half the GPU pods belong to batch/v1 Jobs,
+// written after the pods (some without a TTL, a deadline or a disruption rule), each with the
+// kubelet's image pull event. The output is deterministic for a seed.
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -245,6 +247,147 @@ struct PodSpec {
   bool gpu_toleration = false;
   int env_vars = 2;
 };
+
+struct JobSpec {
+  std::string ns, name, node, pod;
+  int gpus = 0;
+  bool hygienic = true;  // deadline, TTL and the DisruptionTarget rule
+};
+
+void WriteJob(Out& out, const JobSpec& j, std::mt19937_64& rng) {
+  std::string hygiene = j.hygienic ? R"(
+                "activeDeadlineSeconds": 86400,
+                "podFailurePolicy": {
+                    "rules": [
+                        {
+                            "action": "Ignore",
+                            "onPodConditions": [
+                                {
+                                    "status": "True",
+                                    "type": "DisruptionTarget"
+                                }
+                            ]
+                        }
+                    ]
+                },
+                "ttlSecondsAfterFinished": 3600,)"
+                                   : "";
+  out.buf += fmt::format(R"(,
+        {{
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {{
+                "creationTimestamp": "2024-05-06T08:00:00Z",
+                "generation": 1,
+                "labels": {{
+                    "app": "{1}",
+                    "team": "{0}"
+                }},
+                "name": "{1}",
+                "namespace": "{0}",
+                "resourceVersion": "{2}",
+                "uid": "{3}"
+            }},
+            "spec": {{{4}
+                "backoffLimit": 6,
+                "completionMode": "NonIndexed",
+                "completions": 1,
+                "manualSelector": false,
+                "parallelism": 1,
+                "podReplacementPolicy": "TerminatingOrFailed",
+                "selector": {{
+                    "matchLabels": {{
+                        "batch.kubernetes.io/controller-uid": "{3}"
+                    }}
+                }},
+                "suspend": false,
+                "template": {{
+                    "metadata": {{
+                        "creationTimestamp": null,
+                        "labels": {{
+                            "app": "{1}",
+                            "batch.kubernetes.io/job-name": "{1}"
+                        }}
+                    }},
+                    "spec": {{
+                        "containers": [
+                            {{
+                                "command": [
+                                    "torchrun",
+                                    "--nproc-per-node={5}",
+                                    "train.py"
+                                ],
+                                "image": "nvcr.io/nvidia/pytorch:24.03-py3",
+                                "imagePullPolicy": "IfNotPresent",
+                                "name": "main",
+                                "resources": {{
+                                    "limits": {{
+                                        "cpu": "16",
+                                        "memory": "128Gi",
+                                        "nvidia.com/gpu": "{5}"
+                                    }},
+                                    "requests": {{
+                                        "cpu": "16",
+                                        "memory": "128Gi",
+                                        "nvidia.com/gpu": "{5}"
+                                    }}
+                                }},
+                                "terminationMessagePath": "/dev/termination-log",
+                                "terminationMessagePolicy": "File"
+                            }}
+                        ],
+                        "dnsPolicy": "ClusterFirst",
+                        "restartPolicy": "Never",
+                        "schedulerName": "default-scheduler",
+                        "terminationGracePeriodSeconds": 30
+                    }}
+                }}
+            }},
+            "status": {{
+                "active": 1,
+                "ready": 1,
+                "startTime": "2024-05-06T08:00:00Z",
+                "terminating": 0,
+                "uncountedTerminatedPods": {{}}
+            }}
+        }},
+        {{
+            "apiVersion": "v1",
+            "count": 1,
+            "eventTime": null,
+            "firstTimestamp": "2024-05-06T08:0{6}:00Z",
+            "involvedObject": {{
+                "apiVersion": "v1",
+                "fieldPath": "spec.containers{{main}}",
+                "kind": "Pod",
+                "name": "{7}",
+                "namespace": "{0}",
+                "resourceVersion": "{2}",
+                "uid": "{8}"
+            }},
+            "kind": "Event",
+            "lastTimestamp": "2024-05-06T08:0{6}:00Z",
+            "message": "Successfully pulled image \"nvcr.io/nvidia/pytorch:24.03-py3\" in {6}m{9}.{10}s ({6}m{9}.{10}s including waiting). Image size: 9876543210 bytes.",
+            "metadata": {{
+                "creationTimestamp": "2024-05-06T08:0{6}:00Z",
+                "name": "{7}.{11:016x}",
+                "namespace": "{0}",
+                "resourceVersion": "{2}",
+                "uid": "{12}"
+            }},
+            "reason": "Pulled",
+            "reportingComponent": "kubelet",
+            "reportingInstance": "{13}",
+            "source": {{
+                "component": "kubelet",
+                "host": "{13}"
+            }},
+            "type": "Normal"
+        }})",
+                         j.ns, j.name, 50000000 + rng() % 1000000, Uid(rng), hygiene, j.gpus,
+                         1 + rng() % 4, j.pod, Uid(rng), rng() % 60, rng() % 10,
+                         rng() & 0xffffffffffffffffULL, Uid(rng), j.node);
+}
 
 void WritePod(Out& out, const PodSpec& p, std::mt19937_64& rng, int index) {
   std::string gpu_req = p.gpus ? fmt::format(R"(,
@@ -552,6 +695,7 @@ int main(int argc, char** argv) {
                                       "nvidia-device-plugin-daemonset", "dcgm-exporter"};
   static const char* kTeams[] = {"research", "serving", "platform", "data", "web"};
   int written = 0;
+  std::vector<JobSpec> jobs;
   for (int i = 0; written < pods; ++i) {
     PodSpec p;
     int slot = i % 31;
@@ -571,9 +715,14 @@ int main(int argc, char** argv) {
       n.used += p.gpus;
       p.ns = "ml-" + std::string(kTeams[i % 3]);
       p.app = fmt::format("train-{}", i % 97);
-      p.owner_kind = "ReplicaSet";
-      p.owner_name = fmt::format("{}-{}", p.app, Suffix(rng, 9));
       p.node = n.name;
+      if (i % 2 == 0) {
+        p.owner_kind = "Job";
+        p.owner_name = fmt::format("{}-{}", p.app, i);
+      } else {
+        p.owner_kind = "ReplicaSet";
+        p.owner_name = fmt::format("{}-{}", p.app, Suffix(rng, 9));
+      }
       p.image = "nvcr.io/nvidia/pytorch:24.03-py3";
       p.gpu_toleration = true;
       p.env_vars = 6;
@@ -595,8 +744,15 @@ int main(int argc, char** argv) {
       p.gpu_toleration = true;
     }
     p.name = fmt::format("{}-{}", p.owner_name, Suffix(rng, 5));
+    if (p.owner_kind == "Job") {
+      jobs.push_back({p.ns, p.owner_name, p.node, p.name, p.gpus, i % 7 != 0});
+    }
     WritePod(out, p, rng, written);
     ++written;
+    if (out.buf.size() > (1 << 20)) out.Flush();
+  }
+  for (const JobSpec& j : jobs) {
+    WriteJob(out, j, rng);
     if (out.buf.size() > (1 << 20)) out.Flush();
   }
   out.buf +=

@@ -1,6 +1,6 @@
 // Feeds arbitrary bytes to the streaming snapshot reader (as a file and as an API page), then
-// runs audit and why-pending on whatever it accepted: neither may crash, leak or read out of
-// bounds, whatever the input.
+// runs audit (every finding enabled) and why-pending on whatever it accepted: neither may crash,
+// leak or read out of bounds, whatever the input.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,7 +19,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   absl::StatusOr<kube::ClusterSnapshot> snapshot = kube::ReadSnapshotText(text, "fuzz", options);
   if (snapshot.ok()) {
-    cluster::Audit(*snapshot);
+    // Every finding on: long-running pods, idle pods (every pod at 1%), slow pulls.
+    cluster::AuditOptions audit;
+    audit.hygiene.now = absl::FromUnixSeconds(1714989600);
+    audit.hygiene.max_gpu_pod_age = absl::Hours(1);
+    audit.hygiene.idle.emplace();
+    for (const kube::PodView& pod : snapshot->pods) {
+      audit.hygiene.idle->pods.push_back({std::string(pod.ns), std::string(pod.name), 1});
+    }
+    audit.slow_pull = absl::Seconds(1);
+    cluster::Audit(*snapshot, audit);
     for (const kube::PodView& pod : snapshot->pods) {
       if (pod.details) (void)cluster::WhyPending(*snapshot, pod.ns, pod.name);
     }

@@ -5,13 +5,17 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "cluster/audit.h"
 #include "cluster/drain.h"
+#include "cluster/prepull.h"
+#include "cluster/prometheus_idle.h"
 #include "cluster/report.h"
 #include "cluster/restore.h"
 #include "cluster/why_pending.h"
@@ -84,17 +88,66 @@ absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
   return c;
 }
 
-int RunAudit(const ConnectionOptions& o) {
+struct AuditFlags {
+  std::string max_gpu_pod_age;  // empty: gpu-pod-long-running off
+  std::vector<std::string> age_namespaces;
+  std::string slow_pull = "60s";
+  std::string prometheus;  // empty: gpu-pod-idle off
+  double idle_util = 5;
+  std::string idle_for = "30m";
+};
+
+absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& o,
+                                                       const AuditFlags& flags) {
+  cluster::AuditOptions options;
+  options.hygiene.now = absl::Now();
+  if (!flags.max_gpu_pod_age.empty()) {
+    ASSIGN_OR_RETURN(absl::Duration age,
+                     ParseDurationFlag("--max-gpu-pod-age", flags.max_gpu_pod_age));
+    options.hygiene.max_gpu_pod_age = age;
+  } else if (!flags.age_namespaces.empty()) {
+    return absl::InvalidArgumentError(
+        "--age-namespace limits --max-gpu-pod-age, which is not set; add e.g. --max-gpu-pod-age "
+        "6h");
+  }
+  options.hygiene.age_namespaces = flags.age_namespaces;
+  ASSIGN_OR_RETURN(options.slow_pull, ParseDurationFlag("--slow-pull", flags.slow_pull));
+  if (!flags.prometheus.empty()) {
+    ASSIGN_OR_RETURN(absl::Duration window, ParseDurationFlag("--idle-for", flags.idle_for));
+    if (window < absl::Minutes(1)) {
+      return absl::InvalidArgumentError(
+          kube::StrCat("--idle-for ", flags.idle_for, ": use 1m or more"));
+    }
+    absl::Duration timeout;
+    ASSIGN_OR_RETURN(timeout, ParseDurationFlag("--request-timeout", o.request_timeout));
+    ASSIGN_OR_RETURN(cluster::IdleEvidence idle,
+                     cluster::QueryIdleGpus(flags.prometheus, window, flags.idle_util, timeout));
+    options.hygiene.idle = std::move(idle);
+  }
+  return options;
+}
+
+int RunAudit(const ConnectionOptions& o, const AuditFlags& flags) {
   absl::StatusOr<kube::ClusterSnapshot> snapshot;
   if (!o.snapshot.empty()) {
     snapshot = kube::ReadSnapshotFile(o.snapshot);
   } else {
     absl::StatusOr<Connection> c = Connect(o);
     if (!c.ok()) return InputError(c.status());
-    snapshot = kube::LoadFromApi(*c->client, kube::ApiQuery{});
+    kube::ApiQuery query;
+    query.jobs = true;
+    query.events = true;
+    kube::LoadNotes notes;
+    snapshot = kube::LoadFromApi(*c->client, query, {}, &notes);
+    for (const std::string& skipped : notes.skipped) {
+      std::cerr << "gpunode: note: findings that need these are skipped: " << skipped << "\n";
+    }
   }
   if (!snapshot.ok()) return InputError(snapshot.status());
-  cluster::AuditReport report = cluster::Audit(*snapshot);
+  // Prometheus is asked after the snapshot is read, so "now" and the window match the pods.
+  absl::StatusOr<cluster::AuditOptions> options = AuditOptionsFrom(o, flags);
+  if (!options.ok()) return InputError(options.status());
+  cluster::AuditReport report = cluster::Audit(*snapshot, *options);
   if (o.output == "json") {
     std::cout << cluster::AuditJson(report);
   } else {
@@ -243,6 +296,71 @@ int RunRestore(const ConnectionOptions& o, const cluster::RestoreOptions& r) {
   return kExitOk;
 }
 
+struct PrepullFlags {
+  cluster::PrepullOptions prepull;
+  std::string command;  // split at spaces
+  bool apply = false;
+  bool wait = false;
+  bool remove = false;
+  std::string timeout = "10m";
+  std::string poll_interval = "2s";
+};
+
+int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
+  cluster::PrepullOptions& p = flags.prepull;
+  if (!flags.command.empty()) {
+    p.command.clear();
+    for (absl::string_view word : absl::StrSplit(flags.command, ' ', absl::SkipEmpty())) {
+      p.command.emplace_back(word);
+    }
+  }
+  if (!o.snapshot.empty()) {
+    return InputError(absl::InvalidArgumentError(
+        "prepull prints a manifest or talks to the API server; -f (a snapshot) does not apply"));
+  }
+  if (flags.remove && (flags.apply || flags.wait)) {
+    return InputError(absl::InvalidArgumentError("--delete goes alone, without --apply or --wait"));
+  }
+  const bool live = flags.apply || flags.wait || flags.remove;
+  if (!live) {
+    // Print only: kubectl's namespace applies unless -n says otherwise.
+    absl::StatusOr<nlohmann::json> ds = cluster::PrepullDaemonSet(p);
+    if (!ds.ok()) return InputError(ds.status());
+    std::cout << ds->dump(2) << "\n";
+    return kExitOk;
+  }
+  cluster::PrepullWait wait;
+  for (auto [flag, text, out] :
+       {std::tuple{"--timeout", &flags.timeout, &wait.timeout},
+        std::tuple{"--poll-interval", &flags.poll_interval, &wait.poll_interval}}) {
+    absl::StatusOr<absl::Duration> parsed = ParseDurationFlag(flag, *text);
+    if (!parsed.ok()) return InputError(parsed.status());
+    *out = *parsed;
+  }
+  absl::StatusOr<nlohmann::json> ds;
+  if (flags.apply) {
+    ds = cluster::PrepullDaemonSet(p);  // checked before connecting
+    if (!ds.ok()) return InputError(ds.status());
+  }
+  absl::StatusOr<Connection> c = Connect(o);
+  if (!c.ok()) return InputError(c.status());
+  if (p.ns.empty()) p.ns = c->access.default_namespace;
+  if (flags.remove) {
+    absl::Status st = cluster::DeletePrepull(*c->client, p.ns, p.name, std::cout);
+    return st.ok() ? kExitOk : InputError(st);
+  }
+  if (flags.apply) {
+    (*ds)["metadata"]["namespace"] = p.ns;
+    if (absl::Status st = cluster::ApplyPrepull(*c->client, *ds, std::cout); !st.ok()) {
+      return InputError(st);
+    }
+  }
+  if (!flags.wait) return kExitOk;
+  absl::StatusOr<bool> done = cluster::WaitForPrepull(*c->client, p.ns, p.name, wait, std::cout);
+  if (!done.ok()) return InputError(done.status());
+  return *done ? kExitOk : kExitFailures;
+}
+
 }  // namespace
 
 void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRunner& run) {
@@ -250,11 +368,36 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
       "cluster", "GPU capacity, pending pods and node maintenance across a Kubernetes cluster");
   cluster->require_subcommand(1);
 
-  auto audit = std::make_shared<ConnectionOptions>();
+  auto audit = std::make_shared<std::pair<ConnectionOptions, AuditFlags>>();
   CLI::App* audit_cmd = cluster->add_subcommand(
       "audit", "per GPU node: capacity, allocatable, requested, free; and what is wrong");
-  AddConnectionOptions(audit_cmd, *audit, true);
-  audit_cmd->callback([&run, audit] { run = [audit] { return RunAudit(*audit); }; });
+  AuditFlags& af = audit->second;
+  audit_cmd
+      ->add_option("--max-gpu-pod-age", af.max_gpu_pod_age,
+                   "report GPU pods older than this (gpu-pod-long-running), e.g. 6h; off by "
+                   "default")
+      ->capture_default_str();
+  audit_cmd->add_option("--age-namespace", af.age_namespaces,
+                        "apply --max-gpu-pod-age only in this namespace (repeatable; e.g. the CI "
+                        "namespaces)");
+  audit_cmd
+      ->add_option("--slow-pull", af.slow_pull,
+                   "report image pulls on GPU nodes slower than this (slow-image-pull)")
+      ->capture_default_str();
+  audit_cmd->add_option("--prometheus", af.prometheus,
+                        "Prometheus URL (http(s)://host:port): report GPU pods whose GPUs were "
+                        "idle (gpu-pod-idle) from DCGM_FI_DEV_GPU_UTIL");
+  audit_cmd
+      ->add_option("--idle-util", af.idle_util,
+                   "with --prometheus: a pod is idle when its GPU utilization stayed below this "
+                   "percentage")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  audit_cmd->add_option("--idle-for", af.idle_for, "with --prometheus: for this long")
+      ->capture_default_str();
+  AddConnectionOptions(audit_cmd, audit->first, true);
+  audit_cmd->callback(
+      [&run, audit] { run = [audit] { return RunAudit(audit->first, audit->second); }; });
 
   auto pending = std::make_shared<std::pair<ConnectionOptions, WhyPendingOptions>>();
   CLI::App* pending_cmd = cluster->add_subcommand(
@@ -298,6 +441,39 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   AddConnectionOptions(drain_cmd, drain->first, false);
   drain_cmd->callback(
       [&run, drain] { run = [drain] { return RunDrain(drain->first, drain->second); }; });
+
+  auto prepull = std::make_shared<std::pair<ConnectionOptions, PrepullFlags>>();
+  CLI::App* prepull_cmd = cluster->add_subcommand(
+      "prepull",
+      "print (or --apply) a DaemonSet that pulls images onto the selected GPU nodes before pods "
+      "need them; --wait until every node has them; --delete it");
+  PrepullFlags& pf = prepull->second;
+  prepull_cmd->add_option("IMAGE", pf.prepull.images, "the images to pre-pull");
+  prepull_cmd
+      ->add_option("--selector", pf.prepull.selector,
+                   "the nodes, as a label selector: key=value, key!=value, key, !key (comma: and)")
+      ->capture_default_str();
+  prepull_cmd->add_option("-n,--namespace", pf.prepull.ns,
+                          "namespace of the DaemonSet (default: the context's)");
+  prepull_cmd->add_option("--name", pf.prepull.name, "name of the DaemonSet")
+      ->capture_default_str();
+  prepull_cmd->add_option("--command", pf.command,
+                          "the no-op each image runs, split at spaces (default: /bin/sh -c true; "
+                          "e.g. /bin/true for images without a shell)");
+  prepull_cmd
+      ->add_option("--pause-image", pf.prepull.pause_image,
+                   "the image of the container that keeps the pod running")
+      ->capture_default_str();
+  prepull_cmd->add_flag("--apply", pf.apply, "create the DaemonSet (or replace it)");
+  prepull_cmd->add_flag("--wait", pf.wait,
+                        "wait until every selected node has the images (exit 1 at --timeout)");
+  prepull_cmd->add_flag("--delete", pf.remove, "delete the DaemonSet");
+  prepull_cmd->add_option("--timeout", pf.timeout, "how long --wait waits")->capture_default_str();
+  prepull_cmd->add_option("--poll-interval", pf.poll_interval, "how often --wait looks")
+      ->capture_default_str();
+  AddConnectionOptions(prepull_cmd, prepull->first, false);
+  prepull_cmd->callback(
+      [&run, prepull] { run = [prepull] { return RunPrepull(prepull->first, prepull->second); }; });
 
   auto restore = std::make_shared<std::pair<ConnectionOptions, cluster::RestoreOptions>>();
   CLI::App* restore_cmd = cluster->add_subcommand(

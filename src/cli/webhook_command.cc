@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
@@ -31,7 +32,19 @@ struct WebhookFlags {
   std::string kubeconfig;
   std::string context;
   std::string refresh_interval = "60s";
+  std::string default_active_deadline;  // empty: no default
+  std::string default_ttl;
 };
+
+// A duration flag in whole seconds, at least one.
+absl::StatusOr<int64_t> SecondsFlag(const std::string& flag, const std::string& text) {
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(
+        kube::StrCat(flag, " ", text, ": use a duration of 1s or more, e.g. 24h"));
+  }
+  return absl::ToInt64Seconds(d);
+}
 
 int Fail(const absl::Status& status) {
   std::cerr << "gpunode: " << status.message() << "\n";
@@ -44,21 +57,38 @@ int RunWebhook(const WebhookFlags& flags) {
   options.tls_cert = flags.tls_cert;
   options.tls_key = flags.tls_key;
   if (flags.max_gpus_per_node > 0) options.max_gpus_per_node = flags.max_gpus_per_node;
+  for (auto [flag, text, out] :
+       {std::tuple{"--default-active-deadline", &flags.default_active_deadline,
+                   &options.defaults.active_deadline_seconds},
+        std::tuple{"--default-ttl", &flags.default_ttl, &options.defaults.ttl_seconds}}) {
+    if (text->empty()) continue;
+    absl::StatusOr<int64_t> seconds = SecondsFlag(flag, *text);
+    if (!seconds.ok()) return Fail(seconds.status());
+    *out = *seconds;
+  }
+  // One client per user: the node refresher and the request threads never share a connection.
+  auto new_client = [&]() -> absl::StatusOr<std::unique_ptr<kube::Client>> {
+    kube::AccessSources sources = kube::SourcesFromEnvironment();
+    sources.kubeconfig_flag = flags.kubeconfig;
+    sources.context = flags.context;
+    absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(sources);
+    if (!access.ok()) return access.status();
+    return kube::NewClient(*access, kube::TransportOptions{});
+  };
   if (flags.nodes_from_api) {
     if (!absl::ParseDuration(flags.refresh_interval, &options.refresh_interval) ||
         options.refresh_interval < absl::Seconds(1)) {
       return Fail(absl::InvalidArgumentError(kube::StrCat(
           "--refresh-interval ", flags.refresh_interval, ": use a duration of 1s or more")));
     }
-    kube::AccessSources sources = kube::SourcesFromEnvironment();
-    sources.kubeconfig_flag = flags.kubeconfig;
-    sources.context = flags.context;
-    absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(sources);
-    if (!access.ok()) return Fail(access.status());
-    absl::StatusOr<std::unique_ptr<kube::Client>> client =
-        kube::NewClient(*access, kube::TransportOptions{});
+    absl::StatusOr<std::unique_ptr<kube::Client>> client = new_client();
     if (!client.ok()) return Fail(client.status());
     options.client = std::move(*client);
+  }
+  if (options.defaults.active_deadline_seconds || options.defaults.ttl_seconds) {
+    absl::StatusOr<std::unique_ptr<kube::Client>> client = new_client();
+    if (!client.ok()) return Fail(client.status());
+    options.namespace_client = std::move(*client);
   }
 
   // Before any server thread starts.
@@ -94,7 +124,8 @@ void AddWebhookCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   CLI::App* cmd = app.add_subcommand(
       "webhook",
       "admission webhook (AdmissionReview v1): /mutate adds the nvidia.com/gpu toleration to GPU "
-      "pods, /validate refuses GPU requests that can never be scheduled");
+      "pods, /validate refuses GPU requests that can never be scheduled, /defaults gives GPU pods "
+      "and Jobs deadlines and TTLs in opted-in namespaces");
   cmd->add_option("--tls-cert", flags->tls_cert, "PEM certificate (chain) to serve")->required();
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of the certificate")->required();
   cmd->add_option("--listen", flags->listen, "[HOST]:PORT to listen on (port 0: any free port)")
@@ -105,8 +136,17 @@ void AddWebhookCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   cmd->add_flag("--nodes-from-api", flags->nodes_from_api,
                 "read node capacities and GPU taints from the API server (in-cluster service "
                 "account or --kubeconfig), refreshed every --refresh-interval");
-  cmd->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig for --nodes-from-api");
-  cmd->add_option("--context", flags->context, "kubeconfig context for --nodes-from-api");
+  cmd->add_option("--default-active-deadline", flags->default_active_deadline,
+                  "/defaults: give GPU pods (bare, or of a Job) without activeDeadlineSeconds "
+                  "this deadline, e.g. 24h, in namespaces labelled "
+                  "gpunode.io/gpu-job-defaults=enabled");
+  cmd->add_option("--default-ttl", flags->default_ttl,
+                  "/defaults: give GPU Jobs without ttlSecondsAfterFinished this TTL, e.g. 1h, in "
+                  "those namespaces");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "kubeconfig for --nodes-from-api and the defaults' namespace lookups (default: "
+                  "in-cluster service account)");
+  cmd->add_option("--context", flags->context, "kubeconfig context");
   cmd->add_option("--refresh-interval", flags->refresh_interval,
                   "how often --nodes-from-api re-reads the nodes")
       ->capture_default_str();

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/time/time.h"
+#include "cluster/image_pulls.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
 #include "kube/text.h"
@@ -89,7 +90,7 @@ bool IsGpuNode(const kube::NodeView& node) {
   return kube::FindLabel(node.labels, kube::kGpuCountLabel).has_value();
 }
 
-AuditReport Audit(const kube::ClusterSnapshot& snapshot) {
+AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& options) {
   AuditReport report;
   report.node_count = snapshot.nodes.size();
   report.pod_count = snapshot.pods.size();
@@ -266,6 +267,8 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot) {
     }
     report.nodes.push_back(std::move(s));
   }
+  AddJobHygieneFindings(snapshot, options.hygiene, report.findings);
+  AddImagePullFindings(snapshot, options.slow_pull, report.findings);
   std::sort(report.nodes.begin(), report.nodes.end(),
             [](const NodeSummary& a, const NodeSummary& b) { return a.name < b.name; });
   std::stable_sort(

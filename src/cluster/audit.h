@@ -1,6 +1,7 @@
 // `gpunode cluster audit`: per GPU node, what it has, what pods hold and what is free, and the
 // findings an operator acts on (unhealthy or missing GPUs, zombie pods, accounting leaks, CPU work
-// on GPU nodes, draining nodes that still receive GPU pods).
+// on GPU nodes, draining nodes that still receive GPU pods, GPU Jobs that never end or never go
+// away, slow image pulls on GPU nodes).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "absl/time/time.h"
 #include "cluster/finding.h"
+#include "cluster/job_hygiene.h"
 #include "kube/cluster_snapshot.h"
 
 namespace gpunode::cluster {
@@ -71,6 +73,11 @@ ExpectedGpus ExpectedGpusOf(const kube::NodeView& node);
 // A node that advertises any NVIDIA resource or carries the gpu.count label.
 bool IsGpuNode(const kube::NodeView& node);
 
-AuditReport Audit(const kube::ClusterSnapshot& snapshot);
+struct AuditOptions {
+  HygieneOptions hygiene;                        // Jobs, deadlines, long-running and idle pods
+  absl::Duration slow_pull = absl::Seconds(60);  // slow-image-pull
+};
+
+AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& options = {});
 
 }  // namespace gpunode::cluster

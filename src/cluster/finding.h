@@ -13,7 +13,7 @@ std::string_view SeverityName(Severity severity);
 struct Finding {
   std::string id;  // stable: scripts match on it (see docs/CLUSTER.md)
   Severity severity = Severity::kWarning;
-  std::string object;  // node/NAME or pod/NAMESPACE/NAME
+  std::string object;  // node/NAME, pod/NS/NAME, job/NS/NAME, cronjob/NS/NAME or image/NAME
   std::string message;
   std::string fix;
 };

@@ -5,9 +5,9 @@
 #include <optional>
 
 #include "absl/strings/escaping.h"
+#include "cluster/admission_review.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
-#include "kube/snapshot_reader.h"
 #include "kube/text.h"
 #include "nlohmann/json.hpp"
 
@@ -16,69 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 using kube::StrCat;
-
-struct Review {
-  std::string api_version;
-  std::string uid;
-  std::string kind;       // request.kind.kind
-  std::string operation;  // CREATE, UPDATE, ...
-  std::string sub_resource;
-  json object;
-};
-
-// Parses the envelope; nullopt (with `error`) when the body is not an AdmissionReview v1.
-std::optional<Review> ParseReview(std::string_view body, std::string& error) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) {
-    error = "request body is not JSON; expected an admission.k8s.io/v1 AdmissionReview";
-    return std::nullopt;
-  }
-  if (j.value("kind", "") != "AdmissionReview" || !j.contains("request") ||
-      !j["request"].is_object()) {
-    error = "expected an AdmissionReview with a request";
-    return std::nullopt;
-  }
-  Review r;
-  r.api_version = j.value("apiVersion", "admission.k8s.io/v1");
-  const json& req = j["request"];
-  if (!req.contains("uid") || !req["uid"].is_string()) {
-    error = "AdmissionReview request has no uid";
-    return std::nullopt;
-  }
-  r.uid = req["uid"];
-  if (req.contains("kind") && req["kind"].is_object()) r.kind = req["kind"].value("kind", "");
-  if (req.contains("operation") && req["operation"].is_string()) r.operation = req["operation"];
-  if (req.contains("subResource") && req["subResource"].is_string()) {
-    r.sub_resource = req["subResource"];
-  }
-  if (req.contains("object")) r.object = req["object"];
-  return r;
-}
-
-json Response(const Review& r, bool allowed) {
-  return {{"apiVersion", r.api_version},
-          {"kind", "AdmissionReview"},
-          {"response", {{"uid", r.uid}, {"allowed", allowed}}}};
-}
-
-AdmissionReply Reply(const json& j) { return {200, j.dump()}; }
-
-// Reads the pod through the same reader snapshots use, so quantities and tolerations are
-// interpreted one way everywhere.
-absl::StatusOr<kube::ClusterSnapshot> ReadPod(json object) {
-  if (!object.is_object()) return absl::InvalidArgumentError("the request carries no pod object");
-  object["kind"] = "Pod";
-  if (!object.contains("metadata") || !object["metadata"].is_object())
-    object["metadata"] = json::object();
-  json& meta = object["metadata"];
-  // At CREATE a generateName pod has no name yet.
-  if (!meta.contains("name") || !meta["name"].is_string() || meta["name"] == "") {
-    meta["name"] = StrCat(meta.value("generateName", std::string("pod-")), "<generated>");
-  }
-  kube::ReadOptions options;
-  options.keep_pod_details = [](const kube::PodView&) { return true; };
-  return kube::ReadSnapshotText(object.dump(), "admission request", options);
-}
 
 bool RequestsNvidia(const kube::PodView& pod) {
   for (const kube::ContainerResources& c : pod.details->containers) {
@@ -188,10 +125,8 @@ AdmissionReply Mutate(std::string_view request_body) {
   std::optional<Review> review = ParseReview(request_body, error);
   if (!review) return {400, error};
   json out = Response(*review, true);
-  if (review->kind != "Pod" || !review->sub_resource.empty() || review->operation != "CREATE") {
-    return Reply(out);
-  }
-  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadPod(review->object);
+  if (!review->IsCreateOf("Pod")) return Reply(out);
+  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review->object, "Pod");
   // An unreadable pod is the validating webhook's (and the API server's) to reject.
   if (!snapshot.ok() || snapshot->pods.empty()) return Reply(out);
   const kube::PodView& pod = snapshot->pods.front();
@@ -219,11 +154,9 @@ AdmissionReply Validate(std::string_view request_body, const ClusterLimits& limi
   json out = Response(*review, true);
   // CREATE only: refusing an UPDATE of a pod admitted before this webhook existed would also
   // block its controllers, down to removing finalizers when it is deleted.
-  if (review->kind != "Pod" || !review->sub_resource.empty() || review->operation != "CREATE") {
-    return Reply(out);
-  }
+  if (!review->IsCreateOf("Pod")) return Reply(out);
   std::vector<std::string> problems;
-  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadPod(review->object);
+  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review->object, "Pod");
   if (!snapshot.ok()) {
     problems.push_back(std::string(kube::View(snapshot.status().message())));
   } else if (!snapshot->pods.empty()) {

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "cluster/namespace_opt_in.h"
 #include "core/log.h"
 #include "core/status_macros.h"
 #include "http/http_module.h"
@@ -105,6 +106,26 @@ class WebhookServer::Impl {
     server_->Post("/validate", [this](const http::Request& req, http::Response& res) {
       Reply(Validate(req.body, Limits()), res);
     });
+    const bool defaults =
+        options_.defaults.active_deadline_seconds || options_.defaults.ttl_seconds;
+    if (defaults) {
+      if (!options_.namespace_client) {
+        return absl::InvalidArgumentError(
+            "--default-active-deadline and --default-ttl need the API server to read namespace "
+            "labels: run in the cluster (service account) or give --kubeconfig");
+      }
+      namespaces_ = std::make_unique<NamespaceOptInCache>(std::move(options_.namespace_client),
+                                                          options_.namespace_ttl);
+    }
+    // Without defaults configured, /defaults answers "allowed, unchanged" to every request.
+    server_->Post("/defaults", [this](const http::Request& req, http::Response& res) {
+      Reply(ApplyJobDefaults(req.body, options_.defaults,
+                             [this](std::string_view ns) -> absl::StatusOr<bool> {
+                               if (!namespaces_) return false;
+                               return namespaces_->OptedIn(ns);
+                             }),
+            res);
+    });
     if (!server_->Bind().ok()) {
       return absl::UnavailableError(StrCat("--listen ", options_.listen, ": cannot bind ",
                                            server_options.host, ":", server_options.port,
@@ -126,7 +147,7 @@ class WebhookServer::Impl {
   }
 
   absl::Status Run() {
-    spdlog::info("webhook: serving /mutate, /validate and /healthz on {} (port {})",
+    spdlog::info("webhook: serving /mutate, /validate, /defaults and /healthz on {} (port {})",
                  options_.listen, port_);
     server_->Start();
     if (!server_->Wait()) {
@@ -193,6 +214,7 @@ class WebhookServer::Impl {
 
   std::mutex mu_;
   ClusterLimits limits_;
+  std::unique_ptr<NamespaceOptInCache> namespaces_;
 
   std::thread refresher_;
   std::mutex stop_mu_;

@@ -1,6 +1,6 @@
-// The HTTPS server behind `gpunode webhook`: /mutate, /validate and /healthz over TLS, with the
-// certificate re-read when cert-manager (or the script) rotates it, and node capacities refreshed
-// from the API in the background.
+// The HTTPS server behind `gpunode webhook`: /mutate, /validate, /defaults and /healthz over TLS,
+// with the certificate re-read when cert-manager (or the script) rotates it, and node capacities
+// refreshed from the API in the background.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cluster/gpu_job_defaults.h"
 #include "cluster/webhook.h"
 #include "kube/client.h"
 #include "kube/cluster_snapshot.h"
@@ -25,6 +26,11 @@ struct WebhookServerOptions {
   // When set, node capacities and GPU taint values come from the API, refreshed this often.
   std::unique_ptr<kube::Client> client;
   absl::Duration refresh_interval = absl::Seconds(60);
+  // /defaults: what GPU pods and Jobs get in opted-in namespaces, whose labels are read with
+  // `namespace_client` (required when any default is set) and remembered for `namespace_ttl`.
+  JobDefaults defaults;
+  std::unique_ptr<kube::Client> namespace_client;
+  absl::Duration namespace_ttl = absl::Seconds(30);
 };
 
 // The largest capacity per NVIDIA resource and the values of nvidia.com/gpu NoSchedule taints.

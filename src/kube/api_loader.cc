@@ -6,7 +6,7 @@
 namespace gpunode::kube {
 
 absl::StatusOr<ClusterSnapshot> LoadFromApi(Client& client, const ApiQuery& query,
-                                            const ReadOptions& options) {
+                                            const ReadOptions& options, LoadNotes* notes) {
   SnapshotBuilder builder(options);
   auto into_builder = [&](simdjson::padded_string_view body,
                           std::string_view source) -> absl::StatusOr<std::string> {
@@ -30,6 +30,26 @@ absl::StatusOr<ClusterSnapshot> LoadFromApi(Client& client, const ApiQuery& quer
   }
   if (query.pdbs) {
     RETURN_IF_ERROR(client.List("/apis/policy/v1/poddisruptionbudgets", all, into_builder));
+  }
+  // Optional kinds: without the permission, audit still has nodes and pods to report on.
+  auto optional_list = [&](std::string_view path, const ListOptions& list,
+                           std::string_view what) -> absl::Status {
+    absl::Status st = client.List(path, list, into_builder);
+    if (absl::IsPermissionDenied(st) && notes != nullptr) {
+      notes->skipped.push_back(StrCat(what, ": ", View(st.message())));
+      return absl::OkStatus();
+    }
+    return st;
+  };
+  if (query.jobs) {
+    RETURN_IF_ERROR(optional_list("/apis/batch/v1/jobs", all, "jobs"));
+    RETURN_IF_ERROR(optional_list("/apis/batch/v1/cronjobs", all, "cronjobs"));
+  }
+  if (query.events) {
+    // Only pod events name image pulls; the server filters the rest out.
+    ListOptions events = all;
+    events.field_selector = "involvedObject.kind=Pod";
+    RETURN_IF_ERROR(optional_list("/api/v1/events", events, "events"));
   }
   ClusterSnapshot snapshot = builder.Take();
   // Listing succeeded, so the absence of budgets is itself an answer.

@@ -1,10 +1,13 @@
-// Nodes, pods and PodDisruptionBudgets as gpunode keeps them, from a snapshot file or the API.
+// Nodes, pods, PodDisruptionBudgets, Jobs, CronJobs and image pull events as gpunode keeps them,
+// from a snapshot file or the API.
 #pragma once
 
 #include <memory>
 #include <string_view>
 #include <vector>
 
+#include "kube/image_pull_event.h"
+#include "kube/job_view.h"
 #include "kube/node_view.h"
 #include "kube/pdb_view.h"
 #include "kube/pod_view.h"
@@ -18,6 +21,8 @@ struct ClusterSnapshot {
   std::vector<NodeView> nodes;
   std::vector<PodView> pods;
   std::vector<PdbView> pdbs;
+  std::vector<JobView> jobs;  // Jobs and CronJobs
+  std::vector<ImagePullEvent> image_pulls;
   // Whether the input carried PodDisruptionBudgets at all: a snapshot without them cannot say
   // that none would block a drain.
   bool has_pdbs = false;

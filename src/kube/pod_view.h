@@ -67,13 +67,15 @@ struct PodView {
   std::string_view name;
   std::string_view node_name;  // empty until scheduled
   PodPhase phase = PodPhase::kPending;
-  bool terminating = false;     // metadata.deletionTimestamp set
-  bool daemonset = false;       // controlled by a DaemonSet
-  bool mirror = false;          // static pod mirrored from a kubelet manifest
-  bool has_controller = false;  // some ownerReference has controller=true
-  bool uses_empty_dir = false;  // local data that eviction destroys
-  int64_t created_unix = 0;     // metadata.creationTimestamp, seconds
+  bool terminating = false;      // metadata.deletionTimestamp set
+  bool daemonset = false;        // controlled by a DaemonSet
+  bool mirror = false;           // static pod mirrored from a kubelet manifest
+  bool has_controller = false;   // some ownerReference has controller=true
+  bool uses_empty_dir = false;   // local data that eviction destroys
+  bool active_deadline = false;  // spec.activeDeadlineSeconds set
+  int64_t created_unix = 0;      // metadata.creationTimestamp, seconds
   std::string_view deletion_timestamp;
+  std::string_view job;  // the Job that controls it (ownerReferences), empty otherwise
   // Effective pod request per NVIDIA resource, as the scheduler computes it: the larger of the
   // sum over app containers (plus sidecars) and the largest init container; limits stand in for
   // absent requests, as API defaulting does.

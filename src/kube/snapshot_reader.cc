@@ -48,6 +48,9 @@ struct Where {
 std::string Describe(const Where& w) {
   std::string kind = w.kind == "PodDisruptionBudget" ? "poddisruptionbudget"
                      : w.kind == "Node"              ? "node"
+                     : w.kind == "Job"               ? "job"
+                     : w.kind == "CronJob"           ? "cronjob"
+                     : w.kind == "Event"             ? "event"
                                                      : "pod";
   if (!w.name.empty()) {
     return w.ns.empty() ? StrCat(kind, " ", w.name) : StrCat(kind, " ", w.ns, "/", w.name);
@@ -159,7 +162,15 @@ std::string_view ItemKindOf(std::string_view list_kind) {
   if (list_kind == "NodeList") return "Node";
   if (list_kind == "PodList") return "Pod";
   if (list_kind == "PodDisruptionBudgetList") return "PodDisruptionBudget";
+  if (list_kind == "JobList") return "Job";
+  if (list_kind == "CronJobList") return "CronJob";
+  if (list_kind == "EventList") return "Event";
   return {};
+}
+
+bool IsKeptKind(std::string_view kind) {
+  return kind == "Node" || kind == "Pod" || kind == "PodDisruptionBudget" || kind == "Job" ||
+         kind == "CronJob" || kind == "Event";
 }
 
 }  // namespace
@@ -214,13 +225,17 @@ class SnapshotBuilder::Impl {
   absl::Status ParseNode(od::object& obj, Where& w);
   absl::Status ParsePod(od::object& obj, Where& w);
   absl::Status ParsePdb(od::object& obj, Where& w);
+  absl::Status ParseJob(od::object& obj, Where& w);
+  absl::Status ParseJobSpec(od::value& v, const Where& w, std::string_view path);
+  absl::Status ParseEvent(od::object& obj, Where& w);
 
   absl::Status ParseStringMap(od::value& v, Labels& out, const Where& w, std::string_view field);
   absl::Status ParseResources(od::value& v, ResourceList& out, const Where& w,
                               std::string_view field);
   absl::Status ParseStringArray(od::value& v, std::vector<std::string_view>& out, const Where& w,
                                 std::string_view field);
-  absl::Status ParseContainers(od::value& v, bool init, const Where& w);
+  absl::Status ParseContainers(od::value& v, bool init, const Where& w,
+                               std::string_view spec_path = "spec");
   absl::Status ParseTolerations(od::value& v, const Where& w);
   absl::Status ParseAffinity(od::value& v, const Where& w);
   absl::Status ParseRequirements(od::value& v, std::vector<NodeSelectorRequirement>& out,
@@ -249,6 +264,7 @@ class SnapshotBuilder::Impl {
   PodDetails details_;
   bool want_details_ = false;
   PdbView pdb_;
+  JobView job_;
 };
 
 absl::Status SnapshotBuilder::Impl::FailJson(const Where& w, std::string_view field,
@@ -300,6 +316,8 @@ absl::Status SnapshotBuilder::Impl::Add(simdjson::padded_string_view json, std::
   const size_t nodes_before = snap_.nodes.size();
   const size_t pods_before = snap_.pods.size();
   const size_t pdbs_before = snap_.pdbs.size();
+  const size_t jobs_before = snap_.jobs.size();
+  const size_t pulls_before = snap_.image_pulls.size();
   // Items without a kind take it from the list's kind. When a writer sorted the keys, that kind
   // comes after the items: find it, forget what the first pass kept, and read again.
   for (bool kind_known_up_front = false;; kind_known_up_front = true) {
@@ -311,6 +329,8 @@ absl::Status SnapshotBuilder::Impl::Add(simdjson::padded_string_view json, std::
     snap_.nodes.resize(nodes_before);
     snap_.pods.resize(pods_before);
     snap_.pdbs.resize(pdbs_before);
+    snap_.jobs.resize(jobs_before);
+    snap_.image_pulls.resize(pulls_before);
     GN_JSON(top.reset().error(), top_where, "", "an object");
     od::value kind_value;
     if (top.find_field_unordered("kind").get(kind_value) != simdjson::SUCCESS ||
@@ -331,7 +351,7 @@ absl::Status SnapshotBuilder::Impl::Add(simdjson::padded_string_view json, std::
           StrCat(source, ": apiVersion is \"", api_version, "\", not v1; ", kFixInput));
     }
     if (kind == "PodDisruptionBudgetList") snap_.has_pdbs = true;
-  } else if (kind == "Node" || kind == "Pod" || kind == "PodDisruptionBudget") {
+  } else if (IsKeptKind(kind)) {
     // A single object, as `kubectl get pod NAME -o json` prints it.
     Where w = Where::Object(kind);
     GN_JSON(top.reset().error(), w, "", "an object");
@@ -415,7 +435,7 @@ absl::Status SnapshotBuilder::Impl::ParseItem(od::value& item, size_t index,
   } else {
     return FailJson(w, "kind", "a string", e);
   }
-  if (kind != "Node" && kind != "Pod" && kind != "PodDisruptionBudget") {
+  if (!IsKeptKind(kind)) {
     return absl::OkStatus();  // other kinds (Services, Deployments, ...) do not matter here
   }
   w.kind = kind;
@@ -426,6 +446,8 @@ absl::Status SnapshotBuilder::Impl::ParseItem(od::value& item, size_t index,
 absl::Status SnapshotBuilder::Impl::ParseObject(od::object& obj, Where& w) {
   if (w.kind == "Node") return ParseNode(obj, w);
   if (w.kind == "Pod") return ParsePod(obj, w);
+  if (w.kind == "Job" || w.kind == "CronJob") return ParseJob(obj, w);
+  if (w.kind == "Event") return ParseEvent(obj, w);
   return ParsePdb(obj, w);
 }
 
@@ -610,8 +632,9 @@ absl::Status SnapshotBuilder::Impl::ParseNode(od::object& obj, Where& w) {
   return absl::OkStatus();
 }
 
-absl::Status SnapshotBuilder::Impl::ParseContainers(od::value& v, bool init, const Where& w) {
-  std::string_view list = init ? "spec.initContainers" : "spec.containers";
+absl::Status SnapshotBuilder::Impl::ParseContainers(od::value& v, bool init, const Where& w,
+                                                    std::string_view spec_path) {
+  std::string list = StrCat(spec_path, init ? ".initContainers" : ".containers");
   bool null = false;
   GN_JSON(IsNull(v, null), w, list, "an array");
   if (null) return absl::OkStatus();
@@ -865,6 +888,7 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
                 if (controller) {
                   pod_.has_controller = true;
                   pod_.daemonset = kind == "DaemonSet";
+                  if (kind == "Job") pod_.job = name;
                   details_.controller_kind = kind;
                   details_.controller_name = name;
                 }
@@ -882,6 +906,10 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
           [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
             if (key == "nodeName") {
               GN_JSON(ReadString(val, pod_.node_name), w, "spec.nodeName", "a string");
+            } else if (key == "activeDeadlineSeconds") {
+              bool null = false;
+              GN_JSON(IsNull(val, null), w, "spec.activeDeadlineSeconds", "an integer");
+              pod_.active_deadline = !null;
             } else if (key == "containers") {
               RETURN_IF_ERROR(ParseContainers(val, false, w));
             } else if (key == "initContainers") {
@@ -1055,6 +1083,310 @@ absl::Status SnapshotBuilder::Impl::ParsePdb(od::object& obj, Where& w) {
   return absl::OkStatus();
 }
 
+absl::Status SnapshotBuilder::Impl::ParseJobSpec(od::value& v, const Where& w,
+                                                 std::string_view path) {
+  auto set_if_present = [&](od::value& val, std::string_view field, bool& out) -> absl::Status {
+    bool null = false;
+    GN_JSON(IsNull(val, null), w, field, "an integer");
+    out = !null;
+    return absl::OkStatus();
+  };
+  return ForEachField(
+      v, w, path, [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+        if (key == "activeDeadlineSeconds") {
+          return set_if_present(val, StrCat(path, ".activeDeadlineSeconds"),
+                                job_.job_active_deadline);
+        }
+        if (key == "ttlSecondsAfterFinished") {
+          return set_if_present(val, StrCat(path, ".ttlSecondsAfterFinished"),
+                                job_.ttl_after_finished);
+        }
+        if (key == "backoffLimit") {
+          bool null = false;
+          GN_JSON(IsNull(val, null), w, StrCat(path, ".backoffLimit"), "an integer");
+          if (!null) {
+            GN_JSON(val.get_int64().get(job_.backoff_limit), w, StrCat(path, ".backoffLimit"),
+                    "an integer");
+          }
+          return absl::OkStatus();
+        }
+        if (key == "podFailurePolicy") {
+          return ForEachField(
+              val, w, StrCat(path, ".podFailurePolicy"),
+              [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+                if (key != "rules") return absl::OkStatus();
+                std::string field = StrCat(path, ".podFailurePolicy.rules");
+                bool null = false;
+                GN_JSON(IsNull(val, null), w, field, "an array");
+                if (null) return absl::OkStatus();
+                od::array rules;
+                GN_JSON(val.get_array().get(rules), w, field, "an array");
+                for (auto rule_result : rules) {
+                  od::value rule;
+                  GN_JSON(std::move(rule_result).get(rule), w, field, "an array of objects");
+                  std::string_view action;
+                  bool on_disruption = false;
+                  RETURN_IF_ERROR(ForEachField(
+                      rule, w, StrCat(field, "[]"),
+                      [&](od::field&, const od::raw_json_string& key,
+                          od::value& val) -> absl::Status {
+                        if (key == "action") {
+                          GN_JSON(ReadString(val, action), w, StrCat(field, "[].action"),
+                                  "a string");
+                          return absl::OkStatus();
+                        }
+                        if (key != "onPodConditions") return absl::OkStatus();
+                        std::string conditions_field = StrCat(field, "[].onPodConditions");
+                        bool conditions_null = false;
+                        GN_JSON(IsNull(val, conditions_null), w, conditions_field, "an array");
+                        if (conditions_null) return absl::OkStatus();
+                        od::array conditions;
+                        GN_JSON(val.get_array().get(conditions), w, conditions_field, "an array");
+                        for (auto cond_result : conditions) {
+                          od::value cond;
+                          GN_JSON(std::move(cond_result).get(cond), w, conditions_field,
+                                  "an array of objects");
+                          std::string_view type, status;
+                          RETURN_IF_ERROR(ForEachField(
+                              cond, w, conditions_field,
+                              [&](od::field&, const od::raw_json_string& key,
+                                  od::value& val) -> absl::Status {
+                                if (key == "type") {
+                                  GN_JSON(ReadString(val, type), w,
+                                          StrCat(conditions_field, "[].type"), "a string");
+                                } else if (key == "status") {
+                                  GN_JSON(ReadString(val, status), w,
+                                          StrCat(conditions_field, "[].status"), "a string");
+                                }
+                                return absl::OkStatus();
+                              }));
+                          // status defaults to True.
+                          if (type == "DisruptionTarget" && (status.empty() || status == "True")) {
+                            on_disruption = true;
+                          }
+                        }
+                        return absl::OkStatus();
+                      }));
+                  if (action == "Ignore" && on_disruption) job_.ignores_disruptions = true;
+                }
+                return absl::OkStatus();
+              });
+        }
+        if (key == "template") {
+          return ForEachField(
+              val, w, StrCat(path, ".template"),
+              [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+                if (key != "spec") return absl::OkStatus();
+                std::string pod_spec = StrCat(path, ".template.spec");
+                return ForEachField(val, w, pod_spec,
+                                    [&](od::field&, const od::raw_json_string& key,
+                                        od::value& val) -> absl::Status {
+                                      if (key == "activeDeadlineSeconds") {
+                                        return set_if_present(
+                                            val, StrCat(pod_spec, ".activeDeadlineSeconds"),
+                                            job_.template_active_deadline);
+                                      }
+                                      if (key == "containers")
+                                        return ParseContainers(val, false, w, pod_spec);
+                                      if (key == "initContainers")
+                                        return ParseContainers(val, true, w, pod_spec);
+                                      return absl::OkStatus();
+                                    });
+              });
+        }
+        return absl::OkStatus();
+      });
+}
+
+absl::Status SnapshotBuilder::Impl::ParseJob(od::object& obj, Where& w) {
+  const bool cron = w.kind == "CronJob";
+  job_ = JobView{};
+  job_.kind = cron ? "CronJob" : "Job";
+  details_.containers.clear();
+  for (auto field_result : obj) {
+    od::field f;
+    GN_JSON(std::move(field_result).get(f), w, "", "an object");
+    od::raw_json_string key = f.key();
+    od::value& val = f.value();
+    if (key == "metadata") {
+      RETURN_IF_ERROR(ForEachField(
+          val, w, "metadata",
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+            if (key == "name") {
+              GN_JSON(ReadString(val, job_.name), w, "metadata.name", "a string");
+              w.name = job_.name;
+            } else if (key == "namespace") {
+              GN_JSON(ReadString(val, job_.ns), w, "metadata.namespace", "a string");
+              w.ns = job_.ns;
+            } else if (key == "ownerReferences" && !cron) {
+              bool null = false;
+              GN_JSON(IsNull(val, null), w, "metadata.ownerReferences", "an array");
+              if (null) return absl::OkStatus();
+              od::array refs;
+              GN_JSON(val.get_array().get(refs), w, "metadata.ownerReferences", "an array");
+              for (auto ref_result : refs) {
+                od::value ref;
+                GN_JSON(std::move(ref_result).get(ref), w, "metadata.ownerReferences",
+                        "an array of objects");
+                std::string_view kind, name;
+                bool controller = false;
+                RETURN_IF_ERROR(ForEachField(
+                    ref, w, "metadata.ownerReferences[]",
+                    [&](od::field&, const od::raw_json_string& key,
+                        od::value& val) -> absl::Status {
+                      if (key == "kind") {
+                        GN_JSON(ReadString(val, kind), w, "metadata.ownerReferences[].kind",
+                                "a string");
+                      } else if (key == "name") {
+                        GN_JSON(ReadString(val, name), w, "metadata.ownerReferences[].name",
+                                "a string");
+                      } else if (key == "controller") {
+                        bool null_flag = false;
+                        GN_JSON(IsNull(val, null_flag), w, "metadata.ownerReferences[].controller",
+                                "true or false");
+                        if (!null_flag) {
+                          GN_JSON(val.get_bool().get(controller), w,
+                                  "metadata.ownerReferences[].controller", "true or false");
+                        }
+                      }
+                      return absl::OkStatus();
+                    }));
+                if (controller && kind == "CronJob") job_.cronjob = name;
+              }
+            }
+            return absl::OkStatus();
+          }));
+    } else if (key == "spec") {
+      if (!cron) {
+        RETURN_IF_ERROR(ParseJobSpec(val, w, "spec"));
+        continue;
+      }
+      RETURN_IF_ERROR(ForEachField(
+          val, w, "spec",
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+            if (key != "jobTemplate") return absl::OkStatus();
+            return ForEachField(
+                val, w, "spec.jobTemplate",
+                [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+                  if (key != "spec") return absl::OkStatus();
+                  return ParseJobSpec(val, w, "spec.jobTemplate.spec");
+                });
+          }));
+    }
+  }
+  if (job_.name.empty()) {
+    return Fail(w, "metadata.name",
+                StrCat("missing; every ", job_.kind, " has a name; ", kFixInput));
+  }
+  std::stable_partition(details_.containers.begin(), details_.containers.end(),
+                        [](const ContainerResources& c) { return c.init; });
+  StringArena& a = *snap_.strings;
+  JobView out = job_;
+  out.ns = a.Intern(job_.ns);
+  out.name = a.Copy(job_.name);
+  out.cronjob = a.Copy(job_.cronjob);
+  out.gpu_requests = CopyResources(EffectiveRequests(details_.containers));
+  snap_.jobs.push_back(std::move(out));
+  return absl::OkStatus();
+}
+
+absl::Status SnapshotBuilder::Impl::ParseEvent(od::object& obj, Where& w) {
+  std::string_view ns, reason, message, host, reporting_instance, involved_kind, involved_ns,
+      involved_name, first, last, event_time, series_last;
+  int64_t count = 1;
+  auto read_string = [&](od::value& val, std::string_view field,
+                         std::string_view& out) -> absl::Status {
+    GN_JSON(ReadString(val, out), w, field, "a string");
+    return absl::OkStatus();
+  };
+  auto read_count = [&](od::value& val, std::string_view field) -> absl::Status {
+    bool null = false;
+    GN_JSON(IsNull(val, null), w, field, "an integer");
+    if (!null) GN_JSON(val.get_int64().get(count), w, field, "an integer");
+    return absl::OkStatus();
+  };
+  for (auto field_result : obj) {
+    od::field f;
+    GN_JSON(std::move(field_result).get(f), w, "", "an object");
+    od::raw_json_string key = f.key();
+    od::value& val = f.value();
+    if (key == "metadata") {
+      RETURN_IF_ERROR(ForEachField(
+          val, w, "metadata",
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+            if (key == "name") {
+              RETURN_IF_ERROR(read_string(val, "metadata.name", w.name));
+            } else if (key == "namespace") {
+              RETURN_IF_ERROR(read_string(val, "metadata.namespace", ns));
+              w.ns = ns;
+            }
+            return absl::OkStatus();
+          }));
+    } else if (key == "involvedObject" || key == "regarding") {
+      // core/v1 names the pod in involvedObject, events.k8s.io/v1 in regarding.
+      RETURN_IF_ERROR(ForEachField(
+          val, w, "involvedObject",
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+            if (key == "kind") return read_string(val, "involvedObject.kind", involved_kind);
+            if (key == "namespace")
+              return read_string(val, "involvedObject.namespace", involved_ns);
+            if (key == "name") return read_string(val, "involvedObject.name", involved_name);
+            return absl::OkStatus();
+          }));
+    } else if (key == "reason") {
+      RETURN_IF_ERROR(read_string(val, "reason", reason));
+    } else if (key == "message" || key == "note") {
+      RETURN_IF_ERROR(read_string(val, "message", message));
+    } else if (key == "source" || key == "deprecatedSource") {
+      RETURN_IF_ERROR(ForEachField(
+          val, w, "source",
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+            if (key == "host") return read_string(val, "source.host", host);
+            return absl::OkStatus();
+          }));
+    } else if (key == "reportingInstance") {
+      RETURN_IF_ERROR(read_string(val, "reportingInstance", reporting_instance));
+    } else if (key == "firstTimestamp" || key == "deprecatedFirstTimestamp") {
+      RETURN_IF_ERROR(read_string(val, "firstTimestamp", first));
+    } else if (key == "lastTimestamp" || key == "deprecatedLastTimestamp") {
+      RETURN_IF_ERROR(read_string(val, "lastTimestamp", last));
+    } else if (key == "eventTime") {
+      RETURN_IF_ERROR(read_string(val, "eventTime", event_time));
+    } else if (key == "count" || key == "deprecatedCount") {
+      RETURN_IF_ERROR(read_count(val, "count"));
+    } else if (key == "series") {
+      RETURN_IF_ERROR(ForEachField(
+          val, w, "series",
+          [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+            if (key == "count") return read_count(val, "series.count");
+            if (key == "lastObservedTime") {
+              return read_string(val, "series.lastObservedTime", series_last);
+            }
+            return absl::OkStatus();
+          }));
+    }
+  }
+  if (involved_kind != "Pod") return absl::OkStatus();
+  std::optional<PullMessage> pull = ParsePullMessage(reason, message);
+  if (!pull) return absl::OkStatus();
+  StringArena& a = *snap_.strings;
+  ImagePullEvent& out = snap_.image_pulls.emplace_back();
+  out.ns = a.Intern(involved_ns.empty() ? ns : involved_ns);
+  out.pod = a.Copy(involved_name);
+  out.node = a.Intern(!host.empty() ? host : reporting_instance);
+  out.image = a.Intern(pull->image);
+  out.outcome = pull->outcome;
+  out.waited_millis = pull->waited_millis;
+  out.pulled_millis = pull->pulled_millis;
+  out.first_unix = ParseRfc3339Seconds(!first.empty() ? first : event_time);
+  out.last_unix = ParseRfc3339Seconds(!last.empty()          ? last
+                                      : !series_last.empty() ? series_last
+                                                             : event_time);
+  if (out.last_unix == 0) out.last_unix = out.first_unix;
+  out.count = count;
+  return absl::OkStatus();
+}
+
 Labels SnapshotBuilder::Impl::CopyLabels(const Labels& in) {
   Labels out;
   out.reserve(in.size());
@@ -1108,6 +1440,8 @@ void SnapshotBuilder::Impl::CommitPod() {
   out.uses_empty_dir = pod_.uses_empty_dir;
   out.created_unix = pod_.created_unix;
   out.deletion_timestamp = a.Copy(pod_.deletion_timestamp);
+  out.active_deadline = pod_.active_deadline;
+  out.job = a.Copy(pod_.job);
   out.gpu_requests = pod_.gpu_requests;  // names point at interned copies below
   for (ResourceAmount& r : out.gpu_requests) r.name = a.Intern(r.name);
   if (!want_details_ || !options_.keep_pod_details(pod_)) return;

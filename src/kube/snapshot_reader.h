@@ -1,6 +1,7 @@
-// Streams `kubectl get nodes,pods -A -o json` output (a v1 List), API list pages (NodeList,
-// PodList, PodDisruptionBudgetList) or single objects into a ClusterSnapshot with simdjson's
-// On-Demand API: no DOM is built, and only the fields gpunode uses are copied out.
+// Streams `kubectl get nodes,pods,jobs,cronjobs,events -A -o json` output (a v1 List), API list
+// pages (NodeList, PodList, PodDisruptionBudgetList, JobList, CronJobList, EventList) or single
+// objects into a ClusterSnapshot with simdjson's On-Demand API: no DOM is built, and only the
+// fields gpunode uses are copied out (of events, only the kubelet's image pulls).
 #pragma once
 
 #include <functional>

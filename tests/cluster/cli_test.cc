@@ -49,6 +49,15 @@ TEST(ClusterCliTest, AuditEveryFindingFixture) {
       {"gpu-node-untainted.json", {"gpu-node-untainted"}, 0},
       {"cpu-pods-on-gpu-node.json", {"cpu-pods-on-gpu-node"}, 0},
       {"draining-node-new-gpu-pods.json", {"draining-node-new-gpu-pods"}, 1},
+      // Hygiene findings are warnings: the audit still exits 0.
+      {"gpu-pod-no-deadline.json", {"gpu-pod-no-deadline", "gpu-pod-no-deadline"}, 0},
+      {"gpu-job-no-ttl.json", {"gpu-job-no-ttl"}, 0},
+      {"gpu-job-retries-on-disruption.json", {"gpu-job-retries-on-disruption"}, 0},
+      {"gpu-cronjob.json",
+       {"gpu-job-no-ttl", "gpu-job-retries-on-disruption", "gpu-pod-no-deadline"},
+       0},
+      {"gpu-pod-long-running.json", {}, 0},  // --max-gpu-pod-age is off by default
+      {"slow-image-pull.json", {"slow-image-pull", "slow-image-pull", "slow-image-pull"}, 0},
   };
   for (const Case& c : cases) {
     ProcessResult r = Gpunode({"cluster", "audit", "-f", Fixture(c.fixture), "-o", "json"});

@@ -198,9 +198,15 @@ class ApiServerDouble::Impl {
 
   // State, guarded by mu_.
   mutable std::mutex mu_;
-  std::map<std::string, json> nodes_;  // by name
-  std::map<std::string, json> pods_;   // by namespace/name
-  std::map<std::string, json> pdbs_;   // by namespace/name
+  std::map<std::string, json> nodes_;       // by name
+  std::map<std::string, json> pods_;        // by namespace/name
+  std::map<std::string, json> pdbs_;        // by namespace/name
+  std::map<std::string, json> jobs_;        // by namespace/name
+  std::map<std::string, json> cronjobs_;    // by namespace/name
+  std::map<std::string, json> events_;      // by namespace/name
+  std::map<std::string, json> namespaces_;  // by name
+  std::map<std::string, json> daemonsets_;  // by namespace/name
+  int64_t next_uid_ = 1;
   int64_t resource_version_ = 1000;
   struct Fault {
     std::string method, prefix;
@@ -312,14 +318,21 @@ class ApiServerDouble::Impl {
 
   // Applies fieldSelector terms for pods/nodes; false (and a 400 reply) for unsupported fields.
   bool FieldSelects(const httplib::Request& req, httplib::Response& res, const json& obj,
-                    bool& ok) {
+                    const std::string& kind, bool& ok) {
     ok = true;
     if (!req.has_param("fieldSelector")) return true;
     for (const Requirement& r : ParseSelector(req.get_param_value("fieldSelector"))) {
       std::string have;
-      if (r.key == "spec.nodeName")
+      // Events have their own selectable fields, as in the API server's event strategy.
+      if (kind == "EventList" && r.key.rfind("involvedObject.", 0) == 0 &&
+          (r.key == "involvedObject.kind" || r.key == "involvedObject.name" ||
+           r.key == "involvedObject.namespace")) {
+        have = StringAt(obj, {"involvedObject", r.key.substr(15).c_str()});
+      } else if (kind == "EventList" && r.key == "reason") {
+        have = StringAt(obj, {"reason"});
+      } else if (r.key == "spec.nodeName" && kind == "PodList")
         have = StringAt(obj, {"spec", "nodeName"});
-      else if (r.key == "status.phase")
+      else if (r.key == "status.phase" && kind == "PodList")
         have = StringAt(obj, {"status", "phase"});
       else if (r.key == "metadata.name")
         have = StringAt(obj, {"metadata", "name"});
@@ -347,7 +360,7 @@ class ApiServerDouble::Impl {
     for (const auto& [key, obj] : from) {
       if (!ns.empty() && StringAt(obj, {"metadata", "namespace"}) != ns) continue;
       bool ok = true;
-      if (!FieldSelects(req, res, obj, ok)) {
+      if (!FieldSelects(req, res, obj, kind, ok)) {
         if (!ok) return;
         continue;
       }
@@ -373,6 +386,69 @@ class ApiServerDouble::Impl {
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
                    ListOf(req, res, pdbs_, "PodDisruptionBudgetList", "policy/v1", "");
                  }));
+    server_->Get("/apis/batch/v1/jobs",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, jobs_, "JobList", "batch/v1", "");
+                 }));
+    server_->Get("/apis/batch/v1/cronjobs",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, cronjobs_, "CronJobList", "batch/v1", "");
+                 }));
+    server_->Get("/api/v1/events",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, events_, "EventList", "v1", "");
+                 }));
+    server_->Get(R"(/api/v1/namespaces/([^/]+))",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   auto it = namespaces_.find(req.matches[1]);
+                   if (it == namespaces_.end()) {
+                     Reply(res, 404, NotFound("namespaces", req.matches[1]));
+                   } else {
+                     Reply(res, 200, it->second);
+                   }
+                 }));
+    server_->Post(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets)",
+                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                    CreateDaemonSet(req, res, req.matches[1]);
+                  }));
+    server_->Get(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+))",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   auto it = daemonsets_.find(std::string(req.matches[1]) + "/" +
+                                              std::string(req.matches[2]));
+                   if (it == daemonsets_.end()) {
+                     Reply(res, 404, NotFound("daemonsets.apps", req.matches[2]));
+                   } else {
+                     Reply(res, 200, it->second);
+                   }
+                 }));
+    server_->Put(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+))",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ReplaceDaemonSet(req, res, req.matches[1], req.matches[2]);
+                 }));
+    server_->Delete(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+))",
+                    Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                      std::lock_guard<std::mutex> lock(mu_);
+                      auto it = daemonsets_.find(std::string(req.matches[1]) + "/" +
+                                                 std::string(req.matches[2]));
+                      if (it == daemonsets_.end()) {
+                        Reply(res, 404, NotFound("daemonsets.apps", req.matches[2]));
+                        return;
+                      }
+                      json details = {{"name", req.matches[2]},
+                                      {"group", "apps"},
+                                      {"kind", "daemonsets"},
+                                      {"uid", StringAt(it->second, {"metadata", "uid"})}};
+                      daemonsets_.erase(it);
+                      NextRv();
+                      Reply(res, 200,
+                            {{"kind", "Status"},
+                             {"apiVersion", "v1"},
+                             {"metadata", json::object()},
+                             {"status", "Success"},
+                             {"details", details}});
+                    }));
     server_->Get(R"(/api/v1/nodes/([^/]+))",
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
                    std::lock_guard<std::mutex> lock(mu_);
@@ -406,6 +482,123 @@ class ApiServerDouble::Impl {
   static json NotFound(const std::string& resource, const std::string& name) {
     return StatusObject(404, "NotFound", resource + " \"" + name + "\" not found",
                         {{"name", name}, {"kind", resource}});
+  }
+
+  // The checks of the API server's create path that a client can trip over.
+  std::optional<json> ReadDaemonSet(const httplib::Request& req, httplib::Response& res,
+                                    const std::string& ns) {
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || body.value("kind", "") != "DaemonSet" ||
+        body.value("apiVersion", "") != "apps/v1") {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
+      return std::nullopt;
+    }
+    if (!body.contains("metadata") || !body["metadata"].is_object())
+      body["metadata"] = json::object();
+    std::string body_ns = StringAt(body, {"metadata", "namespace"});
+    if (!body_ns.empty() && body_ns != ns) {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest",
+                         "the namespace of the provided object does not match the namespace "
+                         "sent on the request"));
+      return std::nullopt;
+    }
+    std::string name = StringAt(body, {"metadata", "name"});
+    const json* template_labels = Find(body, {"spec", "template", "metadata", "labels"});
+    const json* selector = Find(body, {"spec", "selector", "matchLabels"});
+    if (name.empty() || !template_labels || !selector) {
+      Reply(res, 422,
+            StatusObject(422, "Invalid",
+                         "DaemonSet.apps \"" + name +
+                             "\" is invalid: metadata.name, spec.selector and "
+                             "spec.template.metadata.labels are required"));
+      return std::nullopt;
+    }
+    for (auto& [k, v] : selector->items()) {
+      if (!template_labels->contains(k) || (*template_labels)[k] != v) {
+        Reply(res, 422,
+              StatusObject(422, "Invalid",
+                           "DaemonSet.apps \"" + name +
+                               "\" is invalid: spec.template.metadata.labels: Invalid value: "
+                               "`selector` does not match template `labels`"));
+        return std::nullopt;
+      }
+    }
+    body["metadata"]["namespace"] = ns;
+    return body;
+  }
+
+  void CreateDaemonSet(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
+    std::optional<json> ds = ReadDaemonSet(req, res, ns);
+    if (!ds) return;
+    std::string name = StringAt(*ds, {"metadata", "name"});
+    std::lock_guard<std::mutex> lock(mu_);
+    if (daemonsets_.count(ns + "/" + name)) {
+      Reply(res, 409,
+            StatusObject(409, "AlreadyExists", "daemonsets.apps \"" + name + "\" already exists",
+                         {{"name", name}, {"group", "apps"}, {"kind", "daemonsets"}}));
+      return;
+    }
+    (*ds)["metadata"]["uid"] =
+        "d5e7a000-0000-4000-8000-" + std::to_string(100000000000 + next_uid_++);
+    (*ds)["metadata"]["resourceVersion"] = NextRv();
+    (*ds)["metadata"]["generation"] = 1;
+    (*ds)["metadata"]["creationTimestamp"] = "2024-05-06T10:00:00Z";
+    (*ds)["status"] = {{"currentNumberScheduled", 0},
+                       {"desiredNumberScheduled", 0},
+                       {"numberMisscheduled", 0},
+                       {"numberReady", 0}};
+    daemonsets_[ns + "/" + name] = *ds;
+    Reply(res, 201, *ds);
+  }
+
+  void ReplaceDaemonSet(const httplib::Request& req, httplib::Response& res, const std::string& ns,
+                        const std::string& name) {
+    std::optional<json> ds = ReadDaemonSet(req, res, ns);
+    if (!ds) return;
+    if (StringAt(*ds, {"metadata", "name"}) != name) {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest",
+                         "the name of the object (" + StringAt(*ds, {"metadata", "name"}) +
+                             ") does not match the name on the URL (" + name + ")"));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = daemonsets_.find(ns + "/" + name);
+    if (it == daemonsets_.end()) {
+      Reply(res, 404, NotFound("daemonsets.apps", name));
+      return;
+    }
+    std::string rv = StringAt(*ds, {"metadata", "resourceVersion"});
+    if (rv.empty()) {
+      Reply(res, 422,
+            StatusObject(422, "Invalid",
+                         "DaemonSet.apps \"" + name +
+                             "\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must "
+                             "be specified for an update"));
+      return;
+    }
+    if (rv != StringAt(it->second, {"metadata", "resourceVersion"})) {
+      Reply(res, 409,
+            StatusObject(409, "Conflict",
+                         "Operation cannot be fulfilled on daemonsets.apps \"" + name +
+                             "\": the object has been modified; please apply your changes to "
+                             "the latest version and try again"));
+      return;
+    }
+    json& stored = it->second;
+    // A PUT of the main resource changes spec and metadata; status belongs to the controller.
+    bool spec_changed = stored["spec"] != (*ds)["spec"];
+    json replaced = *ds;
+    replaced["status"] = stored["status"];
+    replaced["metadata"]["uid"] = stored["metadata"]["uid"];
+    replaced["metadata"]["creationTimestamp"] = stored["metadata"]["creationTimestamp"];
+    replaced["metadata"]["generation"] =
+        stored["metadata"].value("generation", 1) + (spec_changed ? 1 : 0);
+    replaced["metadata"]["resourceVersion"] = NextRv();
+    stored = replaced;
+    Reply(res, 200, stored);
   }
 
   void PatchNode(const httplib::Request& req, httplib::Response& res) {
@@ -542,6 +735,16 @@ void ApiServerDouble::AddObject(nlohmann::json object) {
     impl_->pods_[ns + "/" + name] = std::move(object);
   } else if (kind == "PodDisruptionBudget") {
     impl_->pdbs_[ns + "/" + name] = std::move(object);
+  } else if (kind == "Job") {
+    impl_->jobs_[ns + "/" + name] = std::move(object);
+  } else if (kind == "CronJob") {
+    impl_->cronjobs_[ns + "/" + name] = std::move(object);
+  } else if (kind == "Event") {
+    impl_->events_[ns + "/" + name] = std::move(object);
+  } else if (kind == "Namespace") {
+    impl_->namespaces_[name] = std::move(object);
+  } else if (kind == "DaemonSet") {
+    impl_->daemonsets_[ns + "/" + name] = std::move(object);
   }
 }
 
@@ -585,6 +788,29 @@ void ApiServerDouble::SetDisruptionsAllowed(const std::string& ns, const std::st
   std::lock_guard<std::mutex> lock(impl_->mu_);
   auto it = impl_->pdbs_.find(ns + "/" + name);
   if (it != impl_->pdbs_.end()) it->second["status"]["disruptionsAllowed"] = allowed;
+}
+
+std::optional<nlohmann::json> ApiServerDouble::DaemonSet(const std::string& ns,
+                                                         const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->daemonsets_.find(ns + "/" + name);
+  if (it == impl_->daemonsets_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ApiServerDouble::SetDaemonSetStatus(const std::string& ns, const std::string& name,
+                                         int desired, int ready, int updated) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->daemonsets_.find(ns + "/" + name);
+  if (it == impl_->daemonsets_.end()) return;
+  json& ds = it->second;
+  ds["status"]["desiredNumberScheduled"] = desired;
+  ds["status"]["currentNumberScheduled"] = desired;
+  ds["status"]["numberReady"] = ready;
+  ds["status"]["numberAvailable"] = ready;
+  ds["status"]["updatedNumberScheduled"] = updated;
+  ds["status"]["observedGeneration"] = ds["metadata"].value("generation", 1);
+  ds["metadata"]["resourceVersion"] = impl_->NextRv();
 }
 
 void ApiServerDouble::FailNext(const std::string& method, const std::string& path_prefix,

@@ -1,7 +1,9 @@
 // An in-process Kubernetes API server double that speaks the real wire format for what gpunode
 // uses: paginated lists (limit, continue tokens, remainingItemCount) with field and label
 // selectors, GET of single objects, node PATCH (merge, strategic merge, JSON patch), the
-// policy/v1 Eviction subresource answering 429 with the PodDisruptionBudget Status, bearer-token
+// policy/v1 Eviction subresource answering 429 with the PodDisruptionBudget Status, batch/v1 Jobs
+// and CronJobs, core/v1 Events and Namespaces, apps/v1 DaemonSets (create 201 / 409 when it
+// exists, get, replace with resourceVersion checks, delete 404 when missing), bearer-token
 // authentication, and injected 429/5xx answers with Retry-After.
 #pragma once
 
@@ -47,14 +49,20 @@ class ApiServerDouble {
   std::string url() const;
 
   // Objects, as the API server would return them (kind and apiVersion are filled in).
-  void AddObject(nlohmann::json object);  // Node, Pod or PodDisruptionBudget
-  // Loads every Node, Pod and PodDisruptionBudget of a `kubectl get -o json` List file.
+  // Node, Pod, PodDisruptionBudget, Job, CronJob, Event, Namespace or DaemonSet.
+  void AddObject(nlohmann::json object);
+  // Loads every object of those kinds in a `kubectl get -o json` List file.
   bool LoadList(const std::string& path);
   std::optional<nlohmann::json> Node(const std::string& name) const;
   std::optional<nlohmann::json> Pod(const std::string& ns, const std::string& name) const;
   void SetPodPhase(const std::string& ns, const std::string& name, const std::string& phase);
   void DeletePod(const std::string& ns, const std::string& name);
   void SetDisruptionsAllowed(const std::string& ns, const std::string& name, int allowed);
+  std::optional<nlohmann::json> DaemonSet(const std::string& ns, const std::string& name) const;
+  // What the DaemonSet controller would write: desired, ready and updated pod counts for the
+  // current generation.
+  void SetDaemonSetStatus(const std::string& ns, const std::string& name, int desired, int ready,
+                          int updated);
 
   // The next `count` requests with this method whose path starts with `path_prefix` get
   // `status` (a Status body), with a Retry-After header when retry_after_seconds >= 0.
