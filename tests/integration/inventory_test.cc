@@ -16,6 +16,7 @@ namespace gpunode {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -353,6 +354,32 @@ TEST(InventoryNoDriver, OneClearLineAndFailure) {
             "gpunode: NVIDIA driver library libnvidia-ml.so.1 not found under /nonexistent-root: "
             "is the driver "
             "installed?\n");
+}
+
+// A libnvidia-ml.so.1 that is there but does not load (here: text, as a damaged or foreign-
+// architecture file would be) is reported with the dynamic linker's reason, not as a missing
+// driver.
+TEST(InventoryNoDriver, ALibraryThatDoesNotLoadSaysWhy) {
+  testing::TempDir root("gpunode-bad-driver-root");
+  fs::create_directories(fs::path(root.path()) / "usr/lib64");
+  std::string text;  // longer than an ELF header, so the linker reads one and rejects it
+  for (int i = 0; i < 8; ++i) text += "this is not a shared library\n";
+  const std::string library = root.Write("usr/lib64/libnvidia-ml.so.1", text);
+
+  testing::ProcessResult r = Gpunode({"--driver-root", root.path(), "inventory"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("gpunode: NVIDIA driver library libnvidia-ml.so.1 found but cannot "
+                                "be loaded: " +
+                                library + ": "));
+  EXPECT_THAT(r.err, HasSubstr("invalid ELF header"));
+  EXPECT_THAT(r.err, Not(HasSubstr("is the driver installed")));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  r = Gpunode({"--nvml-library", library, "inventory"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("gpunode: cannot load NVML library " + library + ": "));
+  EXPECT_THAT(r.err, HasSubstr("invalid ELF header"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 }  // namespace
