@@ -351,6 +351,11 @@ TEST_F(H2grpcServerTest, AStreamWhoseClientStoppedReadingIsBounded) {
 // accept failing with EMFILE leaves the connection queued: the loop must not spin on the readable
 // listener, and must accept it once descriptors are free again.
 TEST_F(H2grpcServerTest, AcceptOutOfDescriptorsDoesNotSpinAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizers' own checks need descriptors (UBSan's vptr check probes memory through a pipe)
+  // and report false errors in a process that has none left.
+  GTEST_SKIP() << "needs a process without free descriptors, which the sanitizers cannot run in";
+#endif
   Service service;
   service.AddUnary<v1beta1::Empty, v1beta1::DevicePluginOptions>(
       "/v1beta1.DevicePlugin/GetDevicePluginOptions",
