@@ -273,15 +273,23 @@ GpuModel read_gpu(pugi::xml_node node) {
   gpu.temperature_c = unsigned_at(node, "temperature/gpu_temp", "C");
   gpu.memory_temperature_c = unsigned_at(node, "temperature/memory_temp", "C");
   // power_readings up to R525, gpu_power_readings since. nvmlDeviceGetPowerUsage is the power
-  // draw (an average since Ampere); the instant reading nvidia-smi adds is a different query.
+  // draw: a one-second average since Ampere (GA100 excepted), the instantaneous power before.
+  // Newer nvidia-smi prints the two apart and leaves the average N/A where the GPU has none, so
+  // there the instant reading is what NVML returns.
+  auto milliwatts = [](std::string_view t) -> std::optional<unsigned> {
+    auto mw = parse_with_unit(t, "W", 3);
+    if (!mw || *mw > 0xFFFFFFFFULL) return std::nullopt;
+    return static_cast<unsigned>(*mw);
+  };
   gpu.power_mw = first_value(node,
                              {"power_readings/power_draw", "gpu_power_readings/power_draw",
                               "gpu_power_readings/average_power_draw"},
-                             [](std::string_view t) -> std::optional<unsigned> {
-                               auto mw = parse_with_unit(t, "W", 3);
-                               if (!mw || *mw > 0xFFFFFFFFULL) return std::nullopt;
-                               return static_cast<unsigned>(*mw);
-                             });
+                             milliwatts);
+  if (!gpu.power_mw && power_usage_is_instantaneous(gpu.architecture, gpu.pci_device_id)) {
+    gpu.power_mw = first_value(
+        node, {"gpu_power_readings/instant_power_draw", "power_readings/instant_power_draw"},
+        milliwatts);
+  }
   gpu.power_limit_mw =
       first_value(node,
                   {"power_readings/enforced_power_limit", "gpu_power_readings/current_power_limit",

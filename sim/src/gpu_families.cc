@@ -73,6 +73,13 @@ std::optional<std::pair<int, int>> derived_compute_capability(
   }
 }
 
+bool power_usage_is_instantaneous(std::optional<unsigned> architecture,
+                                  std::optional<unsigned> pci_device_id) {
+  if (!architecture) return false;
+  if (*architecture < 7) return true;
+  return *architecture == 7 && pci_device_id && ((*pci_device_id >> 24) & 0xFF) == 0x20;
+}
+
 std::optional<unsigned> sms_per_mig_slice(std::optional<unsigned> architecture) {
   if (architecture == 7u) return 14;  // A100, A30: 1g has 14 SMs
   if (architecture == 9u) return 16;  // H100, H200: 1g has 16 SMs

@@ -18,6 +18,12 @@ std::optional<unsigned> architecture_from_name(std::string_view name);
 std::optional<std::pair<int, int>> derived_compute_capability(
     std::optional<unsigned> architecture, std::optional<unsigned> pci_device_id);
 
+// True where nvmlDeviceGetPowerUsage returns the instantaneous power rather than a one-second
+// average: GA100 and every architecture before Ampere (nvml.h, nvmlDeviceGetPowerUsage). False
+// where the architecture is unknown, or is Ampere and the device id does not tell GA100 apart.
+bool power_usage_is_instantaneous(std::optional<unsigned> architecture,
+                                  std::optional<unsigned> pci_device_id);
+
 // Streaming multiprocessors in one MIG compute slice of the architecture's MIG-capable die
 // (GA100: 14, GH100: 16); nullopt where not known.
 std::optional<unsigned> sms_per_mig_slice(std::optional<unsigned> architecture);

@@ -15,11 +15,13 @@ std::string str_cat(const Args&... args) {
   return out.str();
 }
 
-// `text` in double quotes, shortened, with control characters escaped, so that user input
-// quoted in a message can never break it across lines.
+// `text` in double quotes, shortened, with control characters and bytes that are not UTF-8
+// escaped (core/printable.h), so that user input quoted in a message can never break it across
+// lines or garble a terminal.
 std::string quote(std::string_view text);
 
-// Replaces line breaks and other control characters with spaces: every error is one line.
+// Escapes line breaks, other control characters and bytes that are not UTF-8 as \xNN: every error
+// is one printable line.
 std::string one_line(std::string_view text);
 
 // "a, b, c" from any range of string-like values.

@@ -82,7 +82,7 @@ int RunConfigure(const runtime::ConfigureOptions& options) {
 int RunRevert(const runtime::ConfigureOptions& options) {
   absl::StatusOr<runtime::RevertResult> result = runtime::Revert(options);
   if (!result.ok()) return Fail(result.status());
-  if (!result->had_record) {
+  if (!result->had_record && !result->repair) {
     std::cout << "nothing to revert: no gpunode record " << result->ledger_path
               << " (never configured, or already reverted)\n";
     return kExitOk;
@@ -96,10 +96,20 @@ int RunRevert(const runtime::ConfigureOptions& options) {
       case runtime::RevertAction::Kind::kDelete:
         std::cout << prefix << "delete " << action.path << " (gpunode created it)\n";
         break;
+      case runtime::RevertAction::Kind::kSetAside:
+        std::cout << prefix << "move " << action.path << " to " << action.backup
+                  << " (gpunode created it, it was edited since: the edits are kept there)\n";
+        break;
       case runtime::RevertAction::Kind::kAlreadyOriginal:
         std::cout << action.path << " already holds its original bytes\n";
         break;
     }
+  }
+  if (const std::optional<runtime::ImportRepair>& repair = result->repair) {
+    std::cout << prefix << "remove the import of " << repair->drop_in << " from "
+              << repair->config_path
+              << " (the file is gone and containerd would not start; the config as it was is "
+              << (options.dry_run ? "kept" : "in") << " " << repair->backup << ")\n";
   }
   if (result->wrote) std::cout << "restart containerd to drop the runtime\n";
   return kExitOk;

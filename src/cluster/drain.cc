@@ -55,9 +55,21 @@ struct EvictionAnswer {
   absl::Duration retry_after = absl::ZeroDuration();
 };
 
+// An eviction is idempotent (a second POST for a pod already evicted answers 200 or 404), so a
+// 5xx or a transport error is sent again with backoff, as the client retries its list calls.
+// 429 is not: it is a PodDisruptionBudget's answer, which the drain loop paces.
+constexpr int kEvictionAttempts = 5;
+constexpr absl::Duration kEvictionBackoff = absl::Milliseconds(500);
+constexpr absl::Duration kEvictionMaxBackoff = absl::Seconds(8);
+
+bool ServerError(int status) {
+  return status == 500 || status == 502 || status == 503 || status == 504;
+}
+
 // POSTs a policy/v1 Eviction and classifies the answer. A 429 means a PodDisruptionBudget (or
-// the budget controller not having caught up) forbids it for now.
-absl::StatusOr<EvictionAnswer> Evict(kube::Client& client, const kube::PodView& pod) {
+// the budget controller not having caught up) forbids it for now. kFailed comes after the
+// retries: an error the server kept answering, or a transport error.
+EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const DrainClock& clock) {
   nlohmann::json body = {{"apiVersion", "policy/v1"},
                          {"kind", "Eviction"},
                          {"metadata", {{"name", pod.name}, {"namespace", pod.ns}}}};
@@ -67,8 +79,26 @@ absl::StatusOr<EvictionAnswer> Evict(kube::Client& client, const kube::PodView& 
                         kube::UrlEncode(pod.name), "/eviction");
   request.content_type = "application/json";
   request.body = body.dump();
-  ASSIGN_OR_RETURN(kube::HttpResponse response, client.SendOnce(request));
+  absl::StatusOr<kube::HttpResponse> sent;
+  absl::Duration backoff = kEvictionBackoff;
+  for (int attempt = 1;; ++attempt) {
+    sent = client.SendOnce(request);
+    if ((sent.ok() && !ServerError(sent->status)) || attempt == kEvictionAttempts) break;
+    absl::Duration wait = backoff;
+    int64_t seconds = 0;
+    if (sent.ok() && absl::SimpleAtoi(sent->retry_after, &seconds) && seconds > 0) {
+      wait = std::min(absl::Seconds(seconds), kEvictionMaxBackoff);
+    }
+    clock.sleep(wait);
+    backoff = std::min(backoff * 2, kEvictionMaxBackoff);
+  }
   EvictionAnswer answer;
+  if (!sent.ok()) {
+    answer.message =
+        StrCat(std::string(sent.status().message()), " (after ", kEvictionAttempts, " attempts)");
+    return answer;
+  }
+  const kube::HttpResponse& response = *sent;
   if (response.status == 200 || response.status == 201) {
     answer.kind = EvictionAnswer::kEvicted;
     return answer;
@@ -101,7 +131,10 @@ absl::StatusOr<EvictionAnswer> Evict(kube::Client& client, const kube::PodView& 
   if (!causes.empty()) kube::StrAppend(&answer.message, " (", causes, ")");
   answer.kind = response.status == 429 ? EvictionAnswer::kBlocked : EvictionAnswer::kFailed;
   if (answer.kind == EvictionAnswer::kFailed) {
-    answer.message = StrCat("HTTP ", response.status, ": ", answer.message);
+    answer.message =
+        StrCat("HTTP ", response.status, ": ", answer.message,
+               ServerError(response.status) ? StrCat(" (after ", kEvictionAttempts, " attempts)")
+                                            : std::string());
   }
   return answer;
 }
@@ -299,6 +332,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
     std::string uid;
     bool evicted = false;
     std::string blocked;  // last 429 message
+    std::string failed;   // the API server's error after the retries: not tried again
   };
   std::vector<Target> targets;
   std::vector<std::string> refused;
@@ -310,15 +344,15 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
       refused.push_back(PodName(pod));
       continue;
     }
-    targets.push_back({&pod, pod.details ? std::string(pod.details->uid) : "", false, ""});
+    targets.push_back({&pod, pod.details ? std::string(pod.details->uid) : "", false, "", ""});
   }
   absl::Time eviction_deadline = clock.now() + options.eviction_timeout;
   for (;;) {
     absl::Duration wait = options.eviction_retry_interval;
     bool pending = false;
     for (Target& t : targets) {
-      if (t.evicted) continue;
-      ASSIGN_OR_RETURN(EvictionAnswer answer, Evict(client, *t.pod));
+      if (t.evicted || !t.failed.empty()) continue;
+      EvictionAnswer answer = Evict(client, *t.pod, clock);
       if (answer.kind == EvictionAnswer::kEvicted || answer.kind == EvictionAnswer::kGone) {
         t.evicted = true;
         out << (answer.kind == EvictionAnswer::kEvicted ? "evicted " : "already gone: ")
@@ -330,8 +364,10 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
         out << "cannot evict " << PodName(*t.pod) << " yet: " << answer.message
             << " (will retry)\n";
       } else {
-        return absl::InternalError(
-            StrCat("evicting ", PodName(*t.pod), " from ", options.node, ": ", answer.message));
+        // The other pods still get their eviction: a drain that stops here would leave the node
+        // labelled with no word on what was done.
+        t.failed = answer.message;
+        out << "cannot evict " << PodName(*t.pod) << ": " << answer.message << "\n";
       }
     }
     absl::Time now = clock.now();
@@ -340,9 +376,15 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   }
 
   // Phase 3: wait until evicted pods are really gone (their grace period runs after eviction).
-  std::vector<std::string> blocked;
+  std::vector<std::string> blocked, failed, evicted_names;
   for (const Target& t : targets) {
-    if (!t.evicted) blocked.push_back(StrCat(PodName(*t.pod), ": ", t.blocked));
+    if (t.evicted) {
+      evicted_names.push_back(PodName(*t.pod));
+    } else if (!t.failed.empty()) {
+      failed.push_back(StrCat(PodName(*t.pod), ": ", t.failed));
+    } else {
+      blocked.push_back(StrCat(PodName(*t.pod), ": ", t.blocked));
+    }
   }
   std::vector<std::string> still_there;
   for (;;) {
@@ -364,7 +406,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
 
   int evicted = static_cast<int>(
       std::count_if(targets.begin(), targets.end(), [](const Target& t) { return t.evicted; }));
-  if (blocked.empty() && still_there.empty() && refused.empty()) {
+  if (blocked.empty() && failed.empty() && still_there.empty() && refused.empty()) {
     outcome.complete = true;
     outcome.summary = StrCat("node ", options.node, " drained: ", finished.size(),
                              " pod(s) finished on their own, ", evicted, " evicted, ", skipped,
@@ -376,6 +418,12 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   outcome.summary = StrCat("drain of ", options.node,
                            " is incomplete (the node stays labelled "
                            "draining):");
+  kube::StrAppend(&outcome.summary,
+                  " evicted: ", evicted_names.empty() ? std::string("none") : Names(evicted_names),
+                  ";");
+  if (!failed.empty()) {
+    kube::StrAppend(&outcome.summary, " not evicted, the API server failed: ", Names(failed), ";");
+  }
   if (!blocked.empty()) {
     kube::StrAppend(&outcome.summary, " still blocked after ", Dur(options.eviction_timeout), ": ",
                     Names(blocked), ";");

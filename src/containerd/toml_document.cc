@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/printable.h"
 
 namespace gpunode::containerd {
 namespace {
@@ -39,7 +40,7 @@ absl::StatusOr<toml::table> ParseToml(std::string_view text, const std::string& 
   } catch (const toml::parse_error& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ":", e.source().begin.line, ":",
                                                    e.source().begin.column, ": ",
-                                                   std::string(e.description())));
+                                                   core::Printable(e.description())));
   }
 }
 

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +24,14 @@ namespace {
 constexpr size_t kMaxConnections = 32;
 // How long Stop waits for a slow client to take the last statuses and the GOAWAY.
 constexpr int kFlushTimeoutMs = 200;
+// accept failing for want of descriptors or memory leaves the connection queued, so the listener
+// stays readable: polling it again at once would spin the loop. It is left out of the poll set
+// this long instead, while the connected clients are served as before.
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+
+bool OutOfResources(int error) {
+  return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+}
 
 struct Client {
   int fd = -1;
@@ -137,13 +147,26 @@ void Server::Loop() {
   auto wake = [this] { Wake(); };
   auto runner = [this](std::function<void()> call) { RunOnWorker(std::move(call)); };
   std::vector<pollfd> fds;
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> accept_paused_until;
+  bool accept_failing = false;  // warned once per episode, not every backoff
   while (!stopping_) {
-    fds.assign({{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}});
+    int timeout_ms = -1;
+    if (accept_paused_until) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*accept_paused_until - Clock::now());
+      if (left.count() > 0) {
+        timeout_ms = static_cast<int>(left.count());
+      } else {
+        accept_paused_until.reset();
+      }
+    }
+    // A negative descriptor is one poll skips.
+    fds.assign({{wake_fd_, POLLIN, 0}, {accept_paused_until ? -1 : listen_fd_, POLLIN, 0}});
     for (const Client& client : clients) {
       fds.push_back(
           {client.fd, static_cast<short>(POLLIN | (client.output.empty() ? 0 : POLLOUT)), 0});
     }
-    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       spdlog::error("poll: {}", std::strerror(errno));
       break;
     }
@@ -169,7 +192,19 @@ void Server::Loop() {
     if (fds[1].revents & POLLIN) {
       for (;;) {
         int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;
+        if (fd < 0) {
+          if (OutOfResources(errno)) {
+            if (!accept_failing) {
+              spdlog::warn("cannot accept a connection: {}; retrying every {} ms",
+                           std::strerror(errno), kAcceptBackoff.count());
+            }
+            accept_failing = true;
+            accept_paused_until = Clock::now() + kAcceptBackoff;
+          }
+          break;
+        }
+        if (accept_failing) spdlog::info("accepting connections again");
+        accept_failing = false;
         if (clients.size() >= kMaxConnections) {
           spdlog::warn("refusing a connection: {} clients are connected already", clients.size());
           close(fd);

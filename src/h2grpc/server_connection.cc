@@ -188,7 +188,11 @@ absl::Status ServerConnection::Receive(std::string_view bytes) {
 void ServerConnection::Pump() {
   for (auto& [id, call] : calls_) {
     if (!call->stream || call->trailers_sent) continue;
-    std::optional<absl::Status> final = call->stream->Drain(call->body);
+    // Past the bound the responses stay in the stream's queue, where Write sees them pile up.
+    std::optional<absl::Status> final;
+    if (size_t unsent = call->body.size() - call->body_offset; unsent < kMaxUnsentPerCall) {
+      final = call->stream->Drain(call->body, kMaxUnsentPerCall - unsent);
+    }
     if (final && !call->final) call->final = std::move(final);
     if (call->body_offset == call->body.size() && !call->final) continue;
     if (!call->response_started) {

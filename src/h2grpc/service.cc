@@ -1,5 +1,7 @@
 #include "h2grpc/service.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "h2grpc/message_framing.h"
 
@@ -9,6 +11,12 @@ bool ServerStream::Write(std::string_view message) {
   {
     std::lock_guard lock(mutex_);
     if (closed_ || cancelled_ || final_) return false;
+    // One message larger than the bound still goes out alone.
+    if (!pending_.empty() && pending_.size() + message.size() > kMaxQueuedPerStream) {
+      overflowed_ = true;
+      cancelled_ = true;
+      return false;
+    }
     AppendFramedMessage(message, pending_);
   }
   wake_();
@@ -28,7 +36,10 @@ void ServerStream::Finish(absl::Status status) {
   {
     std::lock_guard lock(mutex_);
     if (closed_ || final_) return;
-    final_ = std::move(status);
+    final_ = overflowed_ ? absl::ResourceExhaustedError(absl::StrCat(
+                               "the client stopped reading: more than ", kMaxQueuedPerStream,
+                               " bytes of responses were waiting for it"))
+                         : std::move(status);
   }
   wake_();
 }
@@ -44,11 +55,12 @@ void ServerStream::Cancel() {
   cancelled_ = true;
 }
 
-std::optional<absl::Status> ServerStream::Drain(std::string& out) {
+std::optional<absl::Status> ServerStream::Drain(std::string& out, size_t max_bytes) {
   std::lock_guard lock(mutex_);
-  out.append(pending_);
-  pending_.clear();
-  return final_;
+  size_t n = std::min(max_bytes, pending_.size());
+  out.append(pending_, 0, n);
+  pending_.erase(0, n);
+  return pending_.empty() ? final_ : std::nullopt;
 }
 
 void Service::AddUnary(std::string path, UnaryHandler handler) {

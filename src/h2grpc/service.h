@@ -16,6 +16,12 @@
 
 namespace gpunode::h2grpc {
 
+// Responses a client has not taken yet wait in memory: up to this many bytes in the call's queue,
+// and as much again in its connection (kMaxUnsentPerCall). A client that stopped reading while
+// the handler keeps writing would otherwise grow them without end.
+inline constexpr size_t kMaxQueuedPerStream = 4 << 20;
+inline constexpr size_t kMaxUnsentPerCall = 1 << 20;
+
 // One server-streaming call as its handler sees it. Thread-safe: the handler writes from its own
 // thread while the connection's thread sends.
 class ServerStream {
@@ -23,7 +29,9 @@ class ServerStream {
   explicit ServerStream(std::function<void()> wake) : wake_(std::move(wake)) {}
 
   // Queues one serialized response; false once the call is over (the client cancelled or went
-  // away, or the server is stopping), when the handler should return.
+  // away, or the server is stopping), when the handler should return. Also false, ending the
+  // call with RESOURCE_EXHAUSTED whatever the handler then returns, when the queue would pass
+  // kMaxQueuedPerStream: the client has stopped reading.
   bool Write(std::string_view message);
   bool Write(const google::protobuf::MessageLite& message);
   // True once the client cancelled or went away, or the server is stopping.
@@ -36,8 +44,9 @@ class ServerStream {
   void Finish(absl::Status status);  // the handler returned
   void Close();                      // the HTTP/2 stream is gone
   void Cancel();                     // the server is stopping: writes end, Finish still goes out
-  // Moves queued bytes (framed) into `out`; returns the final status once the handler finished.
-  std::optional<absl::Status> Drain(std::string& out);
+  // Moves up to `max_bytes` of the queued bytes (framed) into `out`; returns the final status
+  // once the handler finished and the queue is empty.
+  std::optional<absl::Status> Drain(std::string& out, size_t max_bytes);
 
   std::function<void()> wake_;
   mutable std::mutex mutex_;
@@ -45,6 +54,7 @@ class ServerStream {
   std::optional<absl::Status> final_;
   bool closed_ = false;
   bool cancelled_ = false;
+  bool overflowed_ = false;
 };
 
 // A unary handler gets the serialized request and returns the serialized response or an error.

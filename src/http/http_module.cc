@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 
@@ -30,6 +31,32 @@ absl::StatusOr<std::string> FindModule() {
   return module.string();
 }
 
+std::string Describe(const ModuleIdentity& identity) {
+  return absl::StrCat(
+      "interface v", identity.interface_version, " ",
+      std::string(identity.interface_hash ? identity.interface_hash : "").substr(0, 12), ", sizes ",
+      identity.server_options_size, "/", identity.result_size, "/", identity.response_size);
+}
+
+// Refuses a module built against another interface before any of its code runs on our structs.
+absl::Status CheckIdentity(void* handle, const std::string& path) {
+  const ModuleIdentity ours = {kInterfaceVersion, sizeof(ServerOptions), sizeof(Result),
+                               sizeof(Response), GPUNODE_HTTP_INTERFACE_HASH};
+  auto identify = reinterpret_cast<ModuleIdentityFunction>(dlsym(handle, kModuleIdentitySymbol));
+  const ModuleIdentity* theirs = identify ? identify() : nullptr;
+  if (theirs != nullptr && theirs->interface_version == ours.interface_version &&
+      theirs->server_options_size == ours.server_options_size &&
+      theirs->result_size == ours.result_size && theirs->response_size == ours.response_size &&
+      theirs->interface_hash != nullptr &&
+      std::string_view(theirs->interface_hash) == ours.interface_hash) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the HTTP server module ", path, " is from another gpunode build (",
+      theirs ? Describe(*theirs) : absl::StrCat("no ", kModuleIdentitySymbol), "; this binary has ",
+      Describe(ours), "): install the ", kModuleFile, " built with this binary"));
+}
+
 absl::StatusOr<CreateServerFunction> LoadModule() {
   static const absl::StatusOr<CreateServerFunction> create =
       []() -> absl::StatusOr<CreateServerFunction> {
@@ -42,6 +69,7 @@ absl::StatusOr<CreateServerFunction> LoadModule() {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot load the HTTP server module ", *path, ": ", dlerror()));
     }
+    if (absl::Status same = CheckIdentity(handle, *path); !same.ok()) return same;
     auto function = reinterpret_cast<CreateServerFunction>(dlsym(handle, kCreateServerSymbol));
     if (function == nullptr) {
       return absl::FailedPreconditionError(

@@ -93,10 +93,26 @@ class HttpServer {
   virtual bool Wait() = 0;
 };
 
-// The module's one export. The version in the name changes with any change to this header, so a
+// The module's factory. The version in the name changes with any change to this header, so a
 // module from another build is refused instead of misread.
 inline constexpr const char* kCreateServerSymbol = "gpunode_http_create_server_v1";
 // Returns a new server, or null with `result` saying why.
 using CreateServerFunction = HttpServer* (*)(const ServerOptions& options, Result& result);
+
+// Which interface a module was built against. The loader compares it with its own before it
+// calls the factory: the version and the structs' sizes catch a module of another release or
+// other compiler settings; the hash of this header (taken when the build is configured, as
+// GPUNODE_HTTP_INTERFACE_HASH) catches a change to it that the version was not bumped for. Plain
+// C types only, so that any module can be asked.
+struct ModuleIdentity {
+  unsigned interface_version;
+  unsigned server_options_size;
+  unsigned result_size;
+  unsigned response_size;
+  const char* interface_hash;  // hex SHA-256 of http/http_server.h
+};
+inline constexpr unsigned kInterfaceVersion = 1;
+inline constexpr const char* kModuleIdentitySymbol = "gpunode_http_module_identity_v1";
+using ModuleIdentityFunction = const ModuleIdentity* (*)();
 
 }  // namespace gpunode::http

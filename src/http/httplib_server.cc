@@ -164,3 +164,12 @@ gpunode_http_create_server_v1(const gpunode::http::ServerOptions& options,
     return nullptr;
   }
 }
+
+// Named as kModuleIdentitySymbol says: the interface this module was built against.
+extern "C" __attribute__((visibility("default"))) const gpunode::http::ModuleIdentity*
+gpunode_http_module_identity_v1() {
+  static const gpunode::http::ModuleIdentity identity = {
+      gpunode::http::kInterfaceVersion, sizeof(gpunode::http::ServerOptions),
+      sizeof(gpunode::http::Result), sizeof(gpunode::http::Response), GPUNODE_HTTP_INTERFACE_HASH};
+  return &identity;
+}

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/file_io.h"
+#include "core/printable.h"
 #include "core/status_macros.h"
 #include "kube/text.h"
 #include "yaml-cpp/yaml.h"
@@ -187,7 +188,7 @@ absl::Status ParseOne(const KubeconfigText& file, Merged& merged) {
     });
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
-        StrCat("kubeconfig ", file.path, ": line ", e.mark.line + 1, ": ", e.msg));
+        StrCat("kubeconfig ", file.path, ": line ", e.mark.line + 1, ": ", core::Printable(e.msg)));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/log.h"
@@ -72,15 +73,26 @@ absl::StatusOr<std::unique_ptr<Library>> Library::Open(const LibraryOptions& opt
       if (::access(path.c_str(), F_OK) != 0) continue;
       handle = TryOpen(path, &error);
       if (handle != nullptr) break;
-      tried.push_back(absl::StrCat(path, " (", error, ")"));
+      // dlerror names the file itself ("PATH: invalid ELF header").
+      tried.push_back(absl::StrContains(error, path) ? error : absl::StrCat(path, ": ", error));
     }
     if (handle == nullptr && (options.driver_root.empty() || options.driver_root == "/")) {
       path = kLibraryName;  // the dynamic linker's cache and LD_LIBRARY_PATH
       handle = TryOpen(path, &error);
+      // Any other answer means the linker found a file by that name and could not load it.
+      if (handle == nullptr && !absl::StrContains(error, "No such file or directory")) {
+        tried.push_back(error);
+      }
     }
     if (handle == nullptr) {
-      if (!tried.empty())
-        spdlog::debug("NVML candidates that failed to load: {}", absl::StrJoin(tried, "; "));
+      // A file that is there but does not load (truncated, not an ELF, another architecture) is
+      // not a missing driver: say what the dynamic linker said.
+      if (!tried.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "NVIDIA driver library ", kLibraryName,
+            " found but cannot be loaded: ", absl::StrJoin(tried, "; "),
+            "; reinstall the driver (the file is damaged or for another architecture)"));
+      }
       return absl::NotFoundError(absl::StrCat(
           "NVIDIA driver library ", kLibraryName, " not found under ",
           options.driver_root.empty() ? "/" : options.driver_root, ": is the driver installed?"));

@@ -34,7 +34,9 @@ struct LibraryOptions {
 
 class Library {
  public:
-  // Finds, loads and initializes NVML. A missing library is one clear NotFound error.
+  // Finds, loads and initializes NVML. A missing library is one clear NotFound error; one that is
+  // there but does not load is FailedPrecondition (NotFound for --nvml-library) with dlopen's
+  // reason.
   static absl::StatusOr<std::unique_ptr<Library>> Open(const LibraryOptions& options);
   ~Library();
   Library(const Library&) = delete;

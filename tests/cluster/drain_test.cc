@@ -150,6 +150,45 @@ TEST_F(DrainLiveTest, ABudgetThatNeverAllowsItEndsIncompleteNamingIt) {
   EXPECT_GE(server_->CountRequests("POST", "/api/v1/namespaces/serving/pods/infer"), 50);
 }
 
+// An eviction is idempotent: a burst of 5xx is retried with backoff and the drain completes.
+TEST_F(DrainLiveTest, ABurstOfServerErrorsOnAnEvictionIsRetried) {
+  options_.timeout = absl::ZeroDuration();
+  server_->SetDisruptionsAllowed("serving", "infer", 1);
+  const std::string eviction = "/api/v1/namespaces/research/pods/notebook-alice/eviction";
+  server_->FailNext("POST", eviction, 503, 3);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->complete) << outcome->summary << "\n" << out_.str();
+  EXPECT_EQ(server_->CountRequests("POST", eviction), 4);
+  EXPECT_FALSE(server_->Pod("research", "notebook-alice").has_value());
+}
+
+// An API server that keeps failing one eviction: the others still happen, and the outcome names
+// what was evicted and what was not (the command exits 1 on an incomplete drain).
+TEST_F(DrainLiveTest, AnEvictionTheServerKeepsFailingEndsIncompleteNamingEachPod) {
+  options_.timeout = absl::ZeroDuration();
+  server_->SetDisruptionsAllowed("serving", "infer", 1);
+  const std::string eviction = "/api/v1/namespaces/research/pods/notebook-alice/eviction";
+  server_->FailNext("POST", eviction, 500, 1000);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_FALSE(outcome->complete);
+  EXPECT_EQ(server_->CountRequests("POST", eviction), 5);
+  EXPECT_NE(outcome->summary.find("evicted: ml/train-llama-6c8d7f9b5-q4x2z, "
+                                  "serving/infer-7b9d6c5f4-p2r8s;"),
+            std::string::npos)
+      << outcome->summary;
+  EXPECT_NE(outcome->summary.find("not evicted, the API server failed: research/notebook-alice: "
+                                  "HTTP 500"),
+            std::string::npos)
+      << outcome->summary;
+  EXPECT_NE(outcome->summary.find("(after 5 attempts)"), std::string::npos) << outcome->summary;
+  EXPECT_TRUE(server_->Pod("research", "notebook-alice").has_value());
+  EXPECT_FALSE(server_->Pod("serving", "infer-7b9d6c5f4-p2r8s").has_value());
+  std::optional<nlohmann::json> node = server_->Node("gpu-a");
+  EXPECT_EQ((*node)["metadata"]["labels"]["nvidia.com/gpu.state"], "draining");
+}
+
 TEST_F(DrainLiveTest, RefusesBeforeChangingAnything) {
   options_.force = false;
   absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);

@@ -1,11 +1,15 @@
 // The h2grpc server and client against gRPC's own C++ implementation, on unix sockets, with the
 // device plugin API's messages: what the kubelet's Go gRPC does with them is what gRPC C++ does.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <ctime>
 #include <future>
 #include <thread>
 
@@ -268,6 +272,137 @@ TEST_F(H2grpcServerTest, AClientThatIsNotHttp2IsDisconnected) {
   EXPECT_EQ(n, 0);
   EXPECT_GT(total, 0);
   close(fd);
+}
+
+// A unix socket connected to `path`, or -1.
+int ConnectTo(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// An HTTP/2 frame: 9-byte header, then the payload.
+std::string Frame(uint8_t type, uint8_t flags, uint32_t stream, const std::string& payload) {
+  std::string frame = {static_cast<char>(payload.size() >> 16),
+                       static_cast<char>(payload.size() >> 8),
+                       static_cast<char>(payload.size()),
+                       static_cast<char>(type),
+                       static_cast<char>(flags),
+                       static_cast<char>(stream >> 24),
+                       static_cast<char>(stream >> 16),
+                       static_cast<char>(stream >> 8),
+                       static_cast<char>(stream)};
+  return frame + payload;
+}
+
+// The bytes of a client that opens a server-streaming call to `path` with an empty request and
+// never reads an answer (so never widens HTTP/2's 64 KiB window). HPACK literals without
+// indexing, names and values under 127 bytes.
+std::string OpenCallAndStopReading(const std::string& path) {
+  std::string headers;
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{":method", "POST"},
+                                                        {":scheme", "http"},
+                                                        {":path", path},
+                                                        {":authority", "localhost"},
+                                                        {"content-type", "application/grpc"},
+                                                        {"te", "trailers"}}) {
+    headers += '\0';
+    headers += static_cast<char>(name.size()) + name;
+    headers += static_cast<char>(value.size()) + value;
+  }
+  return std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + Frame(0x4, 0, 0, "") +
+         Frame(0x1, 0x4, 1, headers) + Frame(0x0, 0x1, 1, std::string(5, '\0'));
+}
+
+// A handler that keeps writing to a client that does not read: the queue is bounded, Write
+// returns false, and the handler gets to return (without the bound it would write forever).
+TEST_F(H2grpcServerTest, AStreamWhoseClientStoppedReadingIsBounded) {
+  std::promise<size_t> written_before_refusal;
+  Service service;
+  service.AddServerStreaming("/v1beta1.DevicePlugin/ListAndWatch",
+                             [&](std::string_view, ServerStream& stream) {
+                               const std::string message(64 * 1024, 'x');
+                               size_t written = 0;
+                               while (stream.Write(message)) written += message.size();
+                               written_before_refusal.set_value(written);
+                               return absl::OkStatus();
+                             });
+  Serve(std::move(service));
+  int fd = ConnectTo(socket_);
+  ASSERT_GE(fd, 0);
+  const std::string request = OpenCallAndStopReading("/v1beta1.DevicePlugin/ListAndWatch");
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  std::future<size_t> written = written_before_refusal.get_future();
+  ASSERT_EQ(written.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "Write never refused: the queue for a client that does not read grows without end";
+  // The stream's queue, the call's unsent bytes, and the HTTP/2 window the client opened.
+  EXPECT_LE(written.get(), kMaxQueuedPerStream + kMaxUnsentPerCall + 2 * 64 * 1024);
+  close(fd);
+}
+
+// accept failing with EMFILE leaves the connection queued: the loop must not spin on the readable
+// listener, and must accept it once descriptors are free again.
+TEST_F(H2grpcServerTest, AcceptOutOfDescriptorsDoesNotSpinAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizers' own checks need descriptors (UBSan's vptr check probes memory through a pipe)
+  // and report false errors in a process that has none left.
+  GTEST_SKIP() << "needs a process without free descriptors, which the sanitizers cannot run in";
+#endif
+  Service service;
+  service.AddUnary<v1beta1::Empty, v1beta1::DevicePluginOptions>(
+      "/v1beta1.DevicePlugin/GetDevicePluginOptions",
+      [](const v1beta1::Empty&) { return v1beta1::DevicePluginOptions(); });
+  Serve(std::move(service));
+
+  rlimit original{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &original), 0);
+  // Every descriptor below a new, low limit in use, but one for the client's socket.
+  std::vector<int> fillers;
+  int probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(probe, 0);
+  rlimit low = original;
+  low.rlim_cur = static_cast<rlim_t>(probe) + 16;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  fillers.push_back(probe);
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+  close(fillers.back());
+  fillers.pop_back();
+  int client = ConnectTo(socket_);
+  ASSERT_GE(client, 0);
+
+  // The server's accept now fails with EMFILE. A loop that polled the listener again at once
+  // would burn this whole interval on the CPU.
+  timespec cpu_before{}, cpu_after{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_before);
+  std::this_thread::sleep_for(milliseconds(500));
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_after);
+  double cpu_ms =
+      (cpu_after.tv_sec - cpu_before.tv_sec) * 1e3 + (cpu_after.tv_nsec - cpu_before.tv_nsec) / 1e6;
+
+  for (int fd : fillers) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &original), 0);
+  EXPECT_LT(cpu_ms, 150) << "the server loop spun while accept failed";
+
+  // With descriptors free, the queued connection is accepted and served.
+  const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + Frame(0x4, 0, 0, "");
+  ASSERT_EQ(send(client, preface.data(), preface.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(preface.size()));
+  char buffer[9];
+  ASSERT_EQ(recv(client, buffer, sizeof buffer, MSG_WAITALL), 9) << "never accepted";
+  EXPECT_EQ(buffer[3], 0x4);  // the server's SETTINGS
+  close(client);
+  grpc::ClientContext context;
+  context.set_deadline(In(milliseconds(5000)));
+  v1beta1::DevicePluginOptions options;
+  EXPECT_TRUE(Dial(socket_)->GetDevicePluginOptions(&context, v1beta1::Empty(), &options).ok());
 }
 
 // The kubelet's side of registration, played by gRPC's C++ server.

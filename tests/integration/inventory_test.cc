@@ -10,11 +10,13 @@
 #include "nlohmann/json.hpp"
 #include "process.h"
 #include "pugixml.hpp"
+#include "temp_dir.h"
 
 namespace gpunode {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -235,6 +237,53 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Capture,
                              std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml")),
                          testing::CaptureTestName);
 
+// Newer nvidia-smi (its v12 DTD from R550, v13) prints the power draw as average_power_draw and
+// instant_power_draw, and leaves the average N/A on a GPU that keeps none. A real capture with its
+// power readings rewritten that way, and the inventory of it.
+json InventoryWithSplitPowerReadings(const std::string& capture, const std::string& average,
+                                     const std::string& instant) {
+  pugi::xml_document doc;
+  EXPECT_TRUE(
+      doc.load_file((std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml/" + capture).c_str()));
+  for (pugi::xml_node gpu : doc.child("nvidia_smi_log").children("gpu")) {
+    gpu.remove_child("power_readings");
+    gpu.remove_child("gpu_power_readings");
+    pugi::xml_node power = gpu.append_child("gpu_power_readings");
+    power.append_child("power_state").text() = "P0";
+    power.append_child("average_power_draw").text() = average.c_str();
+    power.append_child("instant_power_draw").text() = instant.c_str();
+    power.append_child("current_power_limit").text() = "250.00 W";
+  }
+  testing::TempDir dir("gpunode-split-power");
+  std::string path = dir.path() + "/" + capture;
+  EXPECT_TRUE(doc.save_file(path.c_str()));
+  return InventoryJson({"--sim", path});
+}
+
+// nvmlDeviceGetPowerUsage is the instantaneous power on GA100 and every architecture before
+// Ampere, a one-second average on the others: only the former report the instant reading.
+TEST(Inventory, SplitPowerReadingsGiveTheInstantPowerWhereNvmlReturnsIt) {
+  struct Case {
+    std::string capture;
+    bool instantaneous;
+  };
+  for (const Case& c : {Case{"tesla-p100.xml", true}, Case{"rtx-2080-win.xml", true},
+                        Case{"a100-sxm4-mig.xml", true}, Case{"rtx-3060.xml", false}}) {
+    SCOPED_TRACE(c.capture);
+    json inv = InventoryWithSplitPowerReadings(c.capture, "N/A", "31.42 W");
+    ASSERT_EQ(inv["gpus"].size(), 1u);
+    if (c.instantaneous) {
+      ASSERT_TRUE(inv["gpus"][0]["power_w"].is_number()) << inv["gpus"][0]["power_w"];
+      EXPECT_NEAR(inv["gpus"][0]["power_w"].get<double>(), 31.42, 1e-9);
+    } else {
+      EXPECT_TRUE(inv["gpus"][0]["power_w"].is_null()) << inv["gpus"][0]["power_w"];
+    }
+    // Where the capture has an average, that is the power usage, whatever the architecture.
+    inv = InventoryWithSplitPowerReadings(c.capture, "28.50 W", "31.42 W");
+    EXPECT_NEAR(inv["gpus"][0]["power_w"].get<double>(), 28.5, 1e-9);
+  }
+}
+
 TEST(Inventory, CaptureWithA100MigNamesTheProfile) {
   json inv = InventoryJson(
       {"--sim", std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml/a100-sxm4-mig.xml"});
@@ -305,6 +354,32 @@ TEST(InventoryNoDriver, OneClearLineAndFailure) {
             "gpunode: NVIDIA driver library libnvidia-ml.so.1 not found under /nonexistent-root: "
             "is the driver "
             "installed?\n");
+}
+
+// A libnvidia-ml.so.1 that is there but does not load (here: text, as a damaged or foreign-
+// architecture file would be) is reported with the dynamic linker's reason, not as a missing
+// driver.
+TEST(InventoryNoDriver, ALibraryThatDoesNotLoadSaysWhy) {
+  testing::TempDir root("gpunode-bad-driver-root");
+  fs::create_directories(fs::path(root.path()) / "usr/lib64");
+  std::string text;  // longer than an ELF header, so the linker reads one and rejects it
+  for (int i = 0; i < 8; ++i) text += "this is not a shared library\n";
+  const std::string library = root.Write("usr/lib64/libnvidia-ml.so.1", text);
+
+  testing::ProcessResult r = Gpunode({"--driver-root", root.path(), "inventory"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("gpunode: NVIDIA driver library libnvidia-ml.so.1 found but cannot "
+                                "be loaded: " +
+                                library + ": "));
+  EXPECT_THAT(r.err, HasSubstr("invalid ELF header"));
+  EXPECT_THAT(r.err, Not(HasSubstr("is the driver installed")));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  r = Gpunode({"--nvml-library", library, "inventory"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, StartsWith("gpunode: cannot load NVML library " + library + ": "));
+  EXPECT_THAT(r.err, HasSubstr("invalid ELF header"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 namespace fs = std::filesystem;
 
 const std::string kFixtures = GPUNODE_FIXTURES_DIR;
@@ -359,11 +360,21 @@ TEST(Exporter, AMissingOrForeignHttpModuleIsOneLine) {
                              "built with this binary next to it (the exporter and the webhook "
                              "load it from there)\n");
 
-  const std::string foreign = dir.path() + "/libgpunode-sim.so";
-  testing::ProcessResult wrong = testing::RunProcess(argv, {"GPUNODE_HTTP_MODULE=" + foreign});
-  EXPECT_EQ(wrong.exit_code, 1) << wrong.err;
-  EXPECT_THAT(wrong.err, HasSubstr(foreign + " does not export gpunode_http_create_server_v1"));
-  EXPECT_EQ(std::count(wrong.err.begin(), wrong.err.end(), '\n'), 1) << wrong.err;
+  // Not an HTTP module at all; one exporting the factory but no identity (older than the check);
+  // one of another build. Each is refused in one line before its factory is called.
+  const std::string not_http = dir.path() + "/libgpunode-sim.so";
+  for (const auto& [foreign, why] : std::vector<std::pair<std::string, std::string>>{
+           {not_http, "(no gpunode_http_module_identity_v1;"},
+           {FOREIGN_HTTP_MODULE_WITHOUT_IDENTITY, "(no gpunode_http_module_identity_v1;"},
+           {FOREIGN_HTTP_MODULE, "(interface v1 000000000000, sizes "}}) {
+    testing::ProcessResult wrong = testing::RunProcess(argv, {"GPUNODE_HTTP_MODULE=" + foreign});
+    EXPECT_EQ(wrong.exit_code, 1) << wrong.err;
+    EXPECT_THAT(wrong.err, StartsWith("gpunode: the HTTP server module " + foreign +
+                                      " is from another gpunode build " + why));
+    EXPECT_THAT(wrong.err, HasSubstr("install the libgpunode-http.so built with this binary"));
+    EXPECT_THAT(wrong.err, Not(HasSubstr("factory was called")));
+    EXPECT_EQ(std::count(wrong.err.begin(), wrong.err.end(), '\n'), 1) << wrong.err;
+  }
 
   testing::ProcessResult once =
       testing::RunProcess({dir.path() + "/gpunode", "--sim", "h200-1", "exporter", "--once",

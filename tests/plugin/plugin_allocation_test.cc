@@ -1,6 +1,7 @@
 // Preferred allocation: the exact best set of whole GPUs against a brute-force reference, and
 // NVIDIA's packed and distributed policies for replicas.
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "gmock/gmock.h"
@@ -121,6 +122,40 @@ TEST(BestSet, RandomMatricesUpTo16Gpus) {
     std::vector<size_t> got = BestSet(m, all, required, size);
     EXPECT_EQ(got, reference) << "n " << n << " size " << size;
   }
+}
+
+// 32 GPUs, half of them asked for: C(32,16) subsets, far beyond what the exact search may spend
+// on the plugin's one gRPC thread. The search stops at its budget with a full, valid set.
+TEST(BestSet, AHostileRequestStopsAtTheBudgetWithAFullSet) {
+  std::mt19937 random(11);
+  const size_t n = 32;
+  ScoreMatrix m(n, std::vector<int>(n, 0));
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = a + 1; b < n; ++b) m[a][b] = m[b][a] = static_cast<int>(random() % 1000);
+  std::vector<size_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = i;
+
+  auto started = std::chrono::steady_clock::now();
+  BestSetResult result = BestSetWithin(m, all, {3}, 16);
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_FALSE(result.exact);
+  ASSERT_EQ(result.set.size(), 16u);
+  EXPECT_TRUE(std::is_sorted(result.set.begin(), result.set.end()));
+  EXPECT_EQ(std::adjacent_find(result.set.begin(), result.set.end()), result.set.end());
+  EXPECT_TRUE(std::binary_search(result.set.begin(), result.set.end(), 3u));
+  // Minutes without the budget; the default is meant to be tens of milliseconds.
+  EXPECT_LT(took, std::chrono::seconds(5));
+
+  // Even a budget too small to finish one descent reaches a full set.
+  BestSetResult tiny = BestSetWithin(m, all, {}, 16, 1);
+  EXPECT_FALSE(tiny.exact);
+  EXPECT_EQ(tiny.set.size(), 16u);
+}
+
+TEST(BestSet, RealNodesAreSolvedExactlyWithinTheBudget) {
+  ScoreMatrix m = Dgx1();
+  std::vector<size_t> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (size_t size = 1; size <= 8; ++size) EXPECT_TRUE(BestSetWithin(m, all, {}, size).exact);
 }
 
 Resource SharedResource(int gpus, int replicas) {

@@ -440,6 +440,102 @@ TEST_F(Configure, FilesChangedAfterConfigureAreNeverOverwritten) {
   EXPECT_EQ(Snapshot(dir_), edited);
 }
 
+TEST_F(Configure, RevertSetsAnEditedDropInAsideAndTakesOutItsImport) {
+  const std::string original = Read(Use("kind-base.toml"));
+  ASSERT_EQ(Gpunode({"runtime", "configure", "--config", config_.string()}).exit_code, 0);
+  const fs::path drop_in = dir_ / "conf.d/99-nvidia.toml";
+  const std::string edited = Read(drop_in) + "# tuned by hand\n";
+  Write(drop_in, edited);
+  testing::ProcessResult r = Gpunode({"runtime", "revert", "--config", config_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path aside = dir_ / "99-nvidia.toml.edited.gpunode.bak";
+  EXPECT_THAT(r.out, HasSubstr("move " + drop_in.string() + " to " + aside.string()));
+  EXPECT_EQ(Read(aside), edited);
+  EXPECT_FALSE(fs::exists(drop_in));
+  EXPECT_EQ(Read(config_), original);
+  Dump(config_);  // containerd loads it
+  EXPECT_THAT(Gpunode({"runtime", "revert", "--config", config_.string()}).out,
+              StartsWith("nothing to revert"));
+
+  // A second edited drop-in never replaces the first one set aside.
+  ASSERT_EQ(Gpunode({"runtime", "configure", "--config", config_.string()}).exit_code, 0);
+  Write(drop_in, Read(drop_in) + "# again\n");
+  ASSERT_EQ(Gpunode({"runtime", "revert", "--config", config_.string()}).exit_code, 0);
+  EXPECT_EQ(Read(aside), edited);
+  EXPECT_THAT(Read(aside.string() + ".1"), HasSubstr("# again"));
+}
+
+TEST_F(Configure, RevertAfterTheDropInWasDeletedRestoresTheConfig) {
+  const std::string original = Read(Use("kind-base.toml"));
+  ASSERT_EQ(Gpunode({"runtime", "configure", "--config", config_.string()}).exit_code, 0);
+  fs::remove(dir_ / "conf.d/99-nvidia.toml");
+  testing::ProcessResult r = Gpunode({"runtime", "revert", "--config", config_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Read(config_), original);
+  Dump(config_);
+}
+
+// What an older revert advised for an edited drop-in: delete it and the record. The config kept
+// importing the missing file, and containerd refused to load it.
+TEST_F(Configure, RevertRepairsTheImportOfADropInDeletedWithItsRecord) {
+  const std::string original = Read(Use("kind-base.toml"));
+  ASSERT_EQ(Gpunode({"runtime", "configure", "--config", config_.string()}).exit_code, 0);
+  const fs::path drop_in = dir_ / "conf.d/99-nvidia.toml";
+  Write(drop_in, Read(drop_in) + "# tuned by hand\n");
+  fs::remove(drop_in);
+  fs::remove(config_.string() + ".gpunode.json");
+  const std::string dangling = Read(config_);
+  testing::ProcessResult dump =
+      testing::RunProcess({GPUNODE_CONTAINERD, "--config", config_.string(), "config", "dump"});
+  ASSERT_NE(dump.exit_code, 0) << "containerd loads a config importing a missing file";
+  EXPECT_THAT(dump.err, HasSubstr("99-nvidia.toml"));
+
+  const auto before = Snapshot(dir_);
+  testing::ProcessResult r =
+      Gpunode({"runtime", "revert", "--config", config_.string(), "--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("would remove the import of " + drop_in.string()));
+  EXPECT_EQ(Snapshot(dir_), before);
+
+  r = Gpunode({"runtime", "revert", "--config", config_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string backup = config_.string() + ".dangling-import.gpunode.bak";
+  EXPECT_THAT(r.out, HasSubstr("remove the import of " + drop_in.string()));
+  EXPECT_THAT(r.out, HasSubstr(backup));
+  EXPECT_EQ(Read(config_), original);  // the imports line gpunode added is gone, nothing else
+  EXPECT_EQ(Read(backup), dangling);
+  Dump(config_);
+  EXPECT_THAT(Gpunode({"runtime", "revert", "--config", config_.string()}).out,
+              StartsWith("nothing to revert"));
+}
+
+TEST_F(Configure, ARepairTakesOutOnlyThePlainImportOfGpunodesDropIn) {
+  Write(dir_ / "conf.d/10-gc.toml",
+        "version = 2\n[plugins.\"io.containerd.gc.v1.scheduler\"]\n  pause_threshold = 0.03\n");
+  const std::string gc = "\"" + (dir_ / "conf.d/10-gc.toml").string() + "\"";
+  const std::string glob = "\"" + (dir_ / "conf.d").string() + "/*.toml\"";
+  const std::string head = "version = 2\n# the site's imports\nimports = [";
+  // Relative: against the config's directory.
+  Write(config_, head + gc + ", " + glob + ", \"conf.d/99-nvidia.toml\"]\n[plugins]\n");
+  testing::ProcessResult r = Gpunode({"runtime", "revert", "--config", config_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The array is written anew (as toml++ lays it out); every other byte stays.
+  EXPECT_EQ(Read(config_), head + " " + gc + ", " + glob + " ]\n[plugins]\n");
+  Dump(config_);
+
+  // Another tool's missing import, or gpunode's under another --drop-in, is not gpunode's to drop.
+  const std::string foreign =
+      "version = 2\nimports = [\"" + (dir_ / "conf.d/50-x.toml").string() + "\"]\n";
+  Write(config_, foreign);
+  r = Gpunode({"runtime", "revert", "--config", config_.string()});
+  EXPECT_THAT(r.out, StartsWith("nothing to revert"));
+  EXPECT_EQ(Read(config_), foreign);
+  r = Gpunode({"runtime", "revert", "--config", config_.string(), "--drop-in",
+               (dir_ / "conf.d/50-x.toml").string()});
+  EXPECT_THAT(r.out, HasSubstr("remove the import of"));
+  EXPECT_EQ(Read(config_), "version = 2\n");
+}
+
 TEST_F(Configure, SwitchingModesNeedsARevertFirst) {
   Use("kind-base.toml");
   ASSERT_EQ(Gpunode({"runtime", "configure", "--config", config_.string()}).exit_code, 0);

@@ -92,6 +92,33 @@ TEST_F(ContainerdLive, StatusSeesTheHandlerOnlyAfterConfigure) {
   ASSERT_EQ(Gpunode({"runtime", "revert", "--config", config_.string()}).exit_code, 0);
 }
 
+// An older revert refused an edited drop-in and advised deleting it and the record by hand. Done
+// literally, that left config.toml importing a missing file; revert now repairs it, and a revert
+// of a fresh edit sets the drop-in aside instead of refusing. Either way containerd starts.
+TEST_F(ContainerdLive, StartsAfterTheEditedDropInAdviceWasFollowed) {
+  const fs::path drop_in = dir_ / "conf.d/99-nvidia.toml";
+  for (bool old_advice : {true, false}) {
+    SCOPED_TRACE(old_advice ? "drop-in and record deleted by hand" : "drop-in edited");
+    ASSERT_EQ(Gpunode({"runtime", "configure", "--config", config_.string()}).exit_code, 0);
+    std::ofstream(drop_in, std::ios::app) << "# tuned by hand\n";
+    if (old_advice) {
+      fs::remove(drop_in);
+      fs::remove(config_.string() + ".gpunode.json");
+    }
+    testing::ProcessResult r = Gpunode({"runtime", "revert", "--config", config_.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(fs::exists(drop_in));
+
+    Containerd containerd(GPUNODE_CONTAINERD, config_,
+                          dir_ / (old_advice ? "repaired.log" : "set-aside.log"));
+    ASSERT_TRUE(containerd.AwaitCri(socket_, std::chrono::seconds(20))) << containerd.Log();
+    r = Gpunode({"runtime", "status", "--socket", socket_});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("handler nvidia: not loaded (default runtime: runc)"));
+    EXPECT_THAT(r.out, HasSubstr("RuntimeReady: true"));
+  }
+}
+
 TEST(ContainerdStatus, NothingListeningIsAFailureNamingTheSocket) {
   testing::ProcessResult r = Gpunode(
       {"runtime", "status", "--socket", "/tmp/gpunode-no-such.sock", "--timeout-ms", "300"});

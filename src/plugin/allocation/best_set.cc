@@ -11,14 +11,15 @@ namespace {
 class Search {
  public:
   Search(const ScoreMatrix& scores, std::vector<size_t> candidates, long base_score,
-         std::vector<long> base_gains, size_t picks)
+         std::vector<long> base_gains, size_t picks, long budget)
       : scores_(scores),
         candidates_(std::move(candidates)),
         picks_(picks),
         gains_(picks + 1, std::vector<long>(candidates_.size())),
         chosen_(picks),
         best_score_(-1),
-        base_score_(base_score) {
+        base_score_(base_score),
+        budget_(std::max(budget, static_cast<long>(picks) + 1)) {
     gains_[0] = std::move(base_gains);
     size_t n = candidates_.size();
     // suffix_max_pair_[i]: the best score between two candidates at positions >= i; bounds what
@@ -30,19 +31,21 @@ class Search {
         best = std::max<long>(best, scores_[candidates_[i]][candidates_[j]]);
       suffix_max_pair_[i] = best;
     }
-    // The budget only matters far beyond 16 GPUs, where exhaustive search stops being cheap.
-    budget_ = n <= kExactCandidateLimit ? -1 : 20'000'000;
   }
 
   std::vector<size_t> Run() {
     Visit(0, 0, base_score_);
     return best_;
   }
+  bool cut_short() const { return cut_short_; }
 
  private:
   void Visit(size_t start, size_t depth, long score) {
-    if (budget_ == 0) return;
-    if (budget_ > 0) --budget_;
+    if (budget_ == 0) {
+      cut_short_ = true;
+      return;
+    }
+    --budget_;
     if (depth == picks_) {
       if (score > best_score_) {
         best_score_ = score;
@@ -54,6 +57,10 @@ class Search {
     size_t n = candidates_.size();
     const std::vector<long>& gains = gains_[depth];
     for (size_t i = start; i + remaining <= n; ++i) {
+      if (budget_ == 0) {
+        cut_short_ = true;
+        return;
+      }
       if (best_score_ >= 0 && Bound(i, remaining, score, gains) <= best_score_) {
         // Later starting points see a subset of these candidates; none can do better either.
         return;
@@ -89,7 +96,8 @@ class Search {
   std::vector<size_t> best_;
   long best_score_;
   long base_score_;
-  long budget_;
+  long budget_;  // visits left; never below picks + 1, so that the first full set is reached
+  bool cut_short_ = false;
 };
 
 }  // namespace
@@ -101,8 +109,8 @@ long SetScore(const ScoreMatrix& scores, const std::vector<size_t>& set) {
   return total;
 }
 
-std::vector<size_t> BestSet(const ScoreMatrix& scores, const std::vector<size_t>& available,
-                            const std::vector<size_t>& required, size_t size) {
+BestSetResult BestSetWithin(const ScoreMatrix& scores, const std::vector<size_t>& available,
+                            const std::vector<size_t>& required, size_t size, long budget) {
   std::vector<size_t> sorted_required = required;
   std::sort(sorted_required.begin(), sorted_required.end());
   std::vector<size_t> candidates;
@@ -119,14 +127,21 @@ std::vector<size_t> BestSet(const ScoreMatrix& scores, const std::vector<size_t>
   for (size_t i = 0; i < candidates.size(); ++i)
     for (size_t r : sorted_required) gains[i] += scores[candidates[i]][r];
 
-  std::vector<size_t> out = sorted_required;
+  BestSetResult result;
+  result.set = sorted_required;
   if (picks > 0) {
-    std::vector<size_t> chosen =
-        Search(scores, candidates, SetScore(scores, sorted_required), gains, picks).Run();
-    out.insert(out.end(), chosen.begin(), chosen.end());
+    Search search(scores, candidates, SetScore(scores, sorted_required), gains, picks, budget);
+    std::vector<size_t> chosen = search.Run();
+    result.exact = !search.cut_short();
+    result.set.insert(result.set.end(), chosen.begin(), chosen.end());
   }
-  std::sort(out.begin(), out.end());
-  return out;
+  std::sort(result.set.begin(), result.set.end());
+  return result;
+}
+
+std::vector<size_t> BestSet(const ScoreMatrix& scores, const std::vector<size_t>& available,
+                            const std::vector<size_t>& required, size_t size) {
+  return BestSetWithin(scores, available, required, size).set;
 }
 
 }  // namespace gpunode::plugin

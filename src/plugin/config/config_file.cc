@@ -8,9 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/file_io.h"
+#include "core/printable.h"
 #include "core/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
@@ -48,20 +48,6 @@ const std::map<std::string, std::vector<std::string>>& Sections() {
 YAML::Node Field(const YAML::Node& map, const char* key) {
   YAML::Node value = map[key];
   return value.IsDefined() ? value : YAML::Node(YAML::NodeType::Null);
-}
-
-// Errors are one line: control characters from the file (in keys, values or yaml-cpp's own
-// messages) are written as \xNN.
-std::string OneLine(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      out += absl::StrFormat("\\x%02x", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 // Values end up in protobuf strings and JSON, which must be well-formed UTF-8 (no overlong forms,
@@ -117,7 +103,7 @@ class Parser {
     try {
       root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-      return absl::InvalidArgumentError(OneLine(absl::StrCat(
+      return absl::InvalidArgumentError(core::Printable(absl::StrCat(
           file_, ":", e.mark.line + 1, ": ", e.msg, "; the file must be YAML or JSON")));
     }
     if (root.IsNull()) return out_;  // empty file: every default, as NVIDIA's plugin
@@ -148,7 +134,7 @@ class Parser {
  private:
   absl::Status Error(const YAML::Node& at, const std::string& path, const std::string& message) {
     return absl::InvalidArgumentError(
-        OneLine(absl::StrCat(file_, ":", at.Mark().line + 1, ": ", path, ": ", message)));
+        core::Printable(absl::StrCat(file_, ":", at.Mark().line + 1, ": ", path, ": ", message)));
   }
 
   // `value` must be a map whose keys all belong to `section`; duplicates are refused (YAML
@@ -549,7 +535,7 @@ absl::StatusOr<ConfigFile> ParseConfigFile(const std::string& text, const std::s
   } catch (const YAML::Exception& e) {
     // Conversions inside a well-formed document (e.g. a key that is itself a map).
     return absl::InvalidArgumentError(
-        OneLine(absl::StrCat(file_name, ":", e.mark.line + 1, ": ", e.msg)));
+        core::Printable(absl::StrCat(file_name, ":", e.mark.line + 1, ": ", e.msg)));
   }
 }
 

@@ -4,10 +4,12 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/log.h"
 #include "core/status_macros.h"
 #include "plugin/allocation/best_set.h"
 #include "plugin/allocation/replica_policy.h"
 #include "plugin/server/container_response.h"
+#include "spdlog/spdlog.h"
 
 namespace gpunode::plugin {
 
@@ -101,8 +103,14 @@ absl::StatusOr<std::vector<std::string>> RequestHandler::Preferred(
       gpus_available.push_back(resource_.devices[position].gpu);
     }
     for (size_t position : required) gpus_required.push_back(resource_.devices[position].gpu);
-    for (size_t gpu : BestSet(state_->node.scores, gpus_available, gpus_required, size))
-      ids.push_back(resource_.devices[device_of_gpu[gpu]].id);
+    BestSetResult best = BestSetWithin(state_->node.scores, gpus_available, gpus_required, size);
+    if (!best.exact) {
+      spdlog::warn(
+          "{}: the preferred allocation of {} of {} GPUs stopped at its search budget; "
+          "answering with the best set found by then",
+          resource_.name, size, gpus_available.size());
+    }
+    for (size_t gpu : best.set) ids.push_back(resource_.devices[device_of_gpu[gpu]].id);
   } else {
     std::sort(available.begin(), available.end());
     for (size_t position : PickShared(resource_, available, required, size,
