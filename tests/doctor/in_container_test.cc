@@ -168,8 +168,7 @@ TEST_F(InContainer, OneMoreVisibleThanListedIsBrokenIsolation) {
   json report = Run({"NVIDIA_VISIBLE_DEVICES=" + kGpu2});
   json visible = Find(report, "container.visible-devices");
   EXPECT_EQ(visible["status"], "fail");
-  EXPECT_EQ(visible["summary"],
-            "NVML sees 2 GPU(s) but 1 listed: the container is not isolated");
+  EXPECT_EQ(visible["summary"], "NVML sees 2 GPU(s) but 1 listed: the container is not isolated");
   EXPECT_THAT(visible["evidence"].get<std::string>(),
               HasSubstr("visible but not listed: " + kGpu5));
   EXPECT_THAT(visible["fix"].get<std::string>(), HasSubstr("privileged"));
