@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "cli_support.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "httplib.h"
@@ -19,14 +20,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kBinary = GPUNODE_BINARY;
-
-std::string Fixture(const std::string& name) { return std::string(CLUSTER_FIXTURES) + "/" + name; }
-
-ProcessResult Gpunode(std::vector<std::string> args) {
-  args.insert(args.begin(), kBinary);
-  return RunProcess(args);
-}
+std::string Fixture(const std::string& name) { return ClusterFixture(name); }
 
 std::vector<std::string> FindingIds(const std::string& out) {
   std::vector<std::string> ids;
@@ -69,7 +63,8 @@ TEST(ClusterCliTest, AuditEveryFindingFixture) {
 
 TEST(ClusterCliTest, AuditTableAndStdin) {
   ProcessResult r = RunProcess(
-      {"/bin/sh", "-c", kBinary + " cluster audit -f - < '" + Fixture("gpu-unhealthy.json") + "'"});
+      {"/bin/sh", "-c",
+       kGpunodeBinary + " cluster audit -f - < '" + Fixture("gpu-unhealthy.json") + "'"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("NODE    READY   GPU.STATE   GPU.COUNT   CAPACITY   ALLOCATABLE"),
             std::string::npos)
@@ -158,24 +153,7 @@ TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
   }
 }
 
-// The binary against the API server double over TLS with a bearer token, via a kubeconfig file.
-class ClusterCliLiveTest : public TlsApiServerTest {
- protected:
-  void SetUp() override {
-    TlsApiServerTest::SetUp();
-    if (HasFatalFailure()) return;
-    kubeconfig_ =
-        dir_->Write("kubeconfig-" + std::to_string(server_->port()),
-                    KubeconfigYaml(server_->url(), dir_->path() + "/ca.crt", "double-token", "ml"));
-  }
-  ProcessResult Live(std::vector<std::string> args) {
-    args.push_back("--kubeconfig");
-    args.push_back(kubeconfig_);
-    return Gpunode(args);
-  }
-
-  std::string kubeconfig_;
-};
+class ClusterCliLiveTest : public LiveApiServerTest {};
 
 TEST_F(ClusterCliLiveTest, AuditReadsTheApi) {
   ASSERT_TRUE(server_->LoadList(Fixture("zombie-pods.json")));
@@ -296,7 +274,7 @@ TEST_F(ClusterCliLiveTest, RestoreRefusesWhileAGpuIsMissing) {
 
 TEST_F(ClusterCliLiveTest, WebhookOverTls) {
   ASSERT_TRUE(server_->LoadList(Fixture("healthy.json")));
-  BackgroundProcess webhook({kBinary, "webhook", "--tls-cert", dir_->path() + "/tls.crt",
+  BackgroundProcess webhook({kGpunodeBinary, "webhook", "--tls-cert", dir_->path() + "/tls.crt",
                              "--tls-key", dir_->path() + "/tls.key", "--listen", "127.0.0.1:0",
                              "--nodes-from-api", "--kubeconfig", kubeconfig_},
                             BackgroundProcess::Options{.stdout_pipe = true});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "cli_support.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "httplib.h"
@@ -16,14 +17,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kBinary = GPUNODE_BINARY;
-
-std::string Fixture(const std::string& name) { return std::string(CLUSTER_FIXTURES) + "/" + name; }
-
-ProcessResult Gpunode(std::vector<std::string> args) {
-  args.insert(args.begin(), kBinary);
-  return RunProcess(args);
-}
+std::string Fixture(const std::string& name) { return ClusterFixture(name); }
 
 // The findings of an `audit -o json`, as "id object".
 std::vector<std::string> Findings(const std::string& out) {
@@ -147,23 +141,7 @@ TEST(HygieneCliTest, SlowAndFailingImagePullsOnGpuNodes) {
   EXPECT_EQ(Findings(patient.out), (std::vector<std::string>{"slow-image-pull node/gpu-a"}));
 }
 
-class HygieneLiveTest : public TlsApiServerTest {
- protected:
-  void SetUp() override {
-    TlsApiServerTest::SetUp();
-    if (HasFatalFailure()) return;
-    kubeconfig_ =
-        dir_->Write("kubeconfig-" + std::to_string(server_->port()),
-                    KubeconfigYaml(server_->url(), dir_->path() + "/ca.crt", "double-token", "ml"));
-  }
-  ProcessResult Live(std::vector<std::string> args) {
-    args.push_back("--kubeconfig");
-    args.push_back(kubeconfig_);
-    return Gpunode(args);
-  }
-
-  std::string kubeconfig_;
-};
+class HygieneLiveTest : public LiveApiServerTest {};
 
 TEST_F(HygieneLiveTest, AuditListsJobsCronJobsAndPodEventsPageByPage) {
   ASSERT_TRUE(server_->LoadList(Fixture("gpu-cronjob.json")));
@@ -309,7 +287,7 @@ TEST_F(HygieneLiveTest, WebhookDefaultsOnlyInOptedInNamespaces) {
        {"kind", "Namespace"},
        {"metadata", {{"name", "ml"}, {"labels", {{"kubernetes.io/metadata.name", "ml"}}}}}});
   BackgroundProcess webhook(
-      {kBinary, "webhook", "--tls-cert", dir_->path() + "/tls.crt", "--tls-key",
+      {kGpunodeBinary, "webhook", "--tls-cert", dir_->path() + "/tls.crt", "--tls-key",
        dir_->path() + "/tls.key", "--listen", "127.0.0.1:0", "--default-active-deadline", "24h",
        "--default-ttl", "1h", "--kubeconfig", kubeconfig_},
       BackgroundProcess::Options{.stdout_pipe = true});
