@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/printable.h"
 #include "doctor/checks.h"
 #include "host/device_checkpoint.h"
 #include "host/kubelet_process.h"
@@ -117,7 +118,7 @@ Finding FeatureGates(const Context& context) {
         evidence.push_back(config_path + ": DevicePlugins not set (on by default)");
       }
     } catch (const YAML::Exception& e) {
-      evidence.push_back(absl::StrCat(config_path, ": not YAML (", e.what(), ")"));
+      evidence.push_back(absl::StrCat(config_path, ": not YAML (", core::Printable(e.what()), ")"));
     }
   }
   if (!args && !text.ok()) {

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/printable.h"
 #include "core/status_macros.h"
 #include "host/kubelet_process.h"
 #include "yaml-cpp/yaml.h"
@@ -102,7 +103,7 @@ absl::Status ApplyKubeletConfigFile(std::string_view text, const std::string& pa
     document = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ":", e.mark.line + 1, ": not YAML or JSON: ", e.msg));
+        absl::StrCat(path, ":", e.mark.line + 1, ": not YAML or JSON: ", core::Printable(e.msg)));
   }
   if (document.IsNull()) {
     settings.files.push_back(path);

@@ -33,6 +33,17 @@ class KubeletImageSettingsRead : public ::testing::Test {
   fs::path root_;
 };
 
+TEST(KubeletConfigFile, AParserMessageQuotingBinaryBytesStaysOnePrintableLine) {
+  KubeletImageSettings settings;
+  absl::Status status = ApplyKubeletConfigFile("a: \"\\\xd0\x1b[2J\xff\"\n", "/k.yaml", settings);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(std::string(status.message()), HasSubstr("/k.yaml:1: not YAML or JSON: "));
+  for (char c : status.message()) {
+    EXPECT_TRUE(c >= 0x20 && c < 0x7F)
+        << "byte " << int(static_cast<unsigned char>(c)) << " in " << status.message();
+  }
+}
+
 TEST(KubeletFlags, BothFormsAndTheLastOneWins) {
   std::vector<std::string> args = {"kubelet", "--config=/a.yaml", "--v",
                                    "2",       "--config",         "/b.yaml"};
