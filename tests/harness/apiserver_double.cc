@@ -400,13 +400,7 @@ class ApiServerDouble::Impl {
                  }));
     server_->Get(R"(/api/v1/namespaces/([^/]+))",
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
-                   std::lock_guard<std::mutex> lock(mu_);
-                   auto it = namespaces_.find(req.matches[1]);
-                   if (it == namespaces_.end()) {
-                     Reply(res, 404, NotFound("namespaces", req.matches[1]));
-                   } else {
-                     Reply(res, 200, it->second);
-                   }
+                   GetOne(res, namespaces_, req.matches[1], "namespaces", req.matches[1]);
                  }));
     server_->Post(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets)",
                   Wrap([this](const httplib::Request& req, httplib::Response& res) {
@@ -414,14 +408,9 @@ class ApiServerDouble::Impl {
                   }));
     server_->Get(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+))",
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
-                   std::lock_guard<std::mutex> lock(mu_);
-                   auto it = daemonsets_.find(std::string(req.matches[1]) + "/" +
-                                              std::string(req.matches[2]));
-                   if (it == daemonsets_.end()) {
-                     Reply(res, 404, NotFound("daemonsets.apps", req.matches[2]));
-                   } else {
-                     Reply(res, 200, it->second);
-                   }
+                   GetOne(res, daemonsets_,
+                          std::string(req.matches[1]) + "/" + std::string(req.matches[2]),
+                          "daemonsets.apps", req.matches[2]);
                  }));
     server_->Put(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+))",
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
@@ -451,24 +440,13 @@ class ApiServerDouble::Impl {
                     }));
     server_->Get(R"(/api/v1/nodes/([^/]+))",
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
-                   std::lock_guard<std::mutex> lock(mu_);
-                   auto it = nodes_.find(req.matches[1]);
-                   if (it == nodes_.end()) {
-                     Reply(res, 404, NotFound("nodes", req.matches[1]));
-                   } else {
-                     Reply(res, 200, it->second);
-                   }
+                   GetOne(res, nodes_, req.matches[1], "nodes", req.matches[1]);
                  }));
     server_->Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
-                   std::lock_guard<std::mutex> lock(mu_);
-                   auto it =
-                       pods_.find(std::string(req.matches[1]) + "/" + std::string(req.matches[2]));
-                   if (it == pods_.end()) {
-                     Reply(res, 404, NotFound("pods", req.matches[2]));
-                   } else {
-                     Reply(res, 200, it->second);
-                   }
+                   GetOne(res, pods_,
+                          std::string(req.matches[1]) + "/" + std::string(req.matches[2]), "pods",
+                          req.matches[2]);
                  }));
     server_->Patch(
         R"(/api/v1/nodes/([^/]+))",
@@ -477,6 +455,18 @@ class ApiServerDouble::Impl {
                   Wrap([this](const httplib::Request& req, httplib::Response& res) {
                     Evict(req, res, req.matches[1], req.matches[2]);
                   }));
+  }
+
+  // GET of one object: 200 with it, or the API server's 404 Status.
+  void GetOne(httplib::Response& res, const std::map<std::string, json>& from,
+              const std::string& key, const std::string& resource, const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = from.find(key);
+    if (it == from.end()) {
+      Reply(res, 404, NotFound(resource, name));
+    } else {
+      Reply(res, 200, it->second);
+    }
   }
 
   static json NotFound(const std::string& resource, const std::string& name) {
