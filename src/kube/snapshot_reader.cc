@@ -217,6 +217,47 @@ class SnapshotBuilder::Impl {
     return absl::OkStatus();
   }
 
+  // The controller among metadata.ownerReferences (value `val`): its kind and name, and whether
+  // there is one. JSON null has none.
+  absl::Status ReadControllerOwner(od::value& val, const Where& w, std::string_view& owner_kind,
+                                   std::string_view& owner_name, bool& found) {
+    bool null = false;
+    GN_JSON(IsNull(val, null), w, "metadata.ownerReferences", "an array");
+    if (null) return absl::OkStatus();
+    od::array refs;
+    GN_JSON(val.get_array().get(refs), w, "metadata.ownerReferences", "an array");
+    for (auto ref_result : refs) {
+      od::value ref;
+      GN_JSON(std::move(ref_result).get(ref), w, "metadata.ownerReferences", "an array of objects");
+      std::string_view kind, name;
+      bool controller = false;
+      RETURN_IF_ERROR(ForEachField(
+          ref, w, "metadata.ownerReferences[]",
+          [&](od::field&, const od::raw_json_string& key, od::value& field) -> absl::Status {
+            if (key == "kind") {
+              GN_JSON(ReadString(field, kind), w, "metadata.ownerReferences[].kind", "a string");
+            } else if (key == "name") {
+              GN_JSON(ReadString(field, name), w, "metadata.ownerReferences[].name", "a string");
+            } else if (key == "controller") {
+              bool null_flag = false;
+              GN_JSON(IsNull(field, null_flag), w, "metadata.ownerReferences[].controller",
+                      "true or false");
+              if (!null_flag) {
+                GN_JSON(field.get_bool().get(controller), w,
+                        "metadata.ownerReferences[].controller", "true or false");
+              }
+            }
+            return absl::OkStatus();
+          }));
+      if (controller) {
+        found = true;
+        owner_kind = kind;
+        owner_name = name;
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ReadTopLevel(od::object& top, std::string_view& kind, std::string_view& api_version,
                             bool& saw_items, std::string* continue_token);
   absl::Status ParseItem(od::value& item, size_t index, std::string_view list_kind);
@@ -853,45 +894,15 @@ absl::Status SnapshotBuilder::Impl::ParsePod(od::object& obj, Where& w) {
                     return absl::OkStatus();
                   }));
             } else if (key == "ownerReferences") {
-              bool null = false;
-              GN_JSON(IsNull(val, null), w, "metadata.ownerReferences", "an array");
-              if (null) return absl::OkStatus();
-              od::array refs;
-              GN_JSON(val.get_array().get(refs), w, "metadata.ownerReferences", "an array");
-              for (auto ref_result : refs) {
-                od::value ref;
-                GN_JSON(std::move(ref_result).get(ref), w, "metadata.ownerReferences",
-                        "an array of objects");
-                std::string_view kind, name;
-                bool controller = false;
-                RETURN_IF_ERROR(ForEachField(
-                    ref, w, "metadata.ownerReferences[]",
-                    [&](od::field&, const od::raw_json_string& key,
-                        od::value& val) -> absl::Status {
-                      if (key == "kind") {
-                        GN_JSON(ReadString(val, kind), w, "metadata.ownerReferences[].kind",
-                                "a string");
-                      } else if (key == "name") {
-                        GN_JSON(ReadString(val, name), w, "metadata.ownerReferences[].name",
-                                "a string");
-                      } else if (key == "controller") {
-                        bool null_flag = false;
-                        GN_JSON(IsNull(val, null_flag), w, "metadata.ownerReferences[].controller",
-                                "true or false");
-                        if (!null_flag) {
-                          GN_JSON(val.get_bool().get(controller), w,
-                                  "metadata.ownerReferences[].controller", "true or false");
-                        }
-                      }
-                      return absl::OkStatus();
-                    }));
-                if (controller) {
-                  pod_.has_controller = true;
-                  pod_.daemonset = kind == "DaemonSet";
-                  if (kind == "Job") pod_.job = name;
-                  details_.controller_kind = kind;
-                  details_.controller_name = name;
-                }
+              std::string_view kind, name;
+              bool found = false;
+              RETURN_IF_ERROR(ReadControllerOwner(val, w, kind, name, found));
+              if (found) {
+                pod_.has_controller = true;
+                pod_.daemonset = kind == "DaemonSet";
+                if (kind == "Job") pod_.job = name;
+                details_.controller_kind = kind;
+                details_.controller_name = name;
               }
             } else if (details && key == "labels") {
               RETURN_IF_ERROR(ParseStringMap(val, details_.labels, w, "metadata.labels"));
@@ -1219,40 +1230,10 @@ absl::Status SnapshotBuilder::Impl::ParseJob(od::object& obj, Where& w) {
               GN_JSON(ReadString(val, job_.ns), w, "metadata.namespace", "a string");
               w.ns = job_.ns;
             } else if (key == "ownerReferences" && !cron) {
-              bool null = false;
-              GN_JSON(IsNull(val, null), w, "metadata.ownerReferences", "an array");
-              if (null) return absl::OkStatus();
-              od::array refs;
-              GN_JSON(val.get_array().get(refs), w, "metadata.ownerReferences", "an array");
-              for (auto ref_result : refs) {
-                od::value ref;
-                GN_JSON(std::move(ref_result).get(ref), w, "metadata.ownerReferences",
-                        "an array of objects");
-                std::string_view kind, name;
-                bool controller = false;
-                RETURN_IF_ERROR(ForEachField(
-                    ref, w, "metadata.ownerReferences[]",
-                    [&](od::field&, const od::raw_json_string& key,
-                        od::value& val) -> absl::Status {
-                      if (key == "kind") {
-                        GN_JSON(ReadString(val, kind), w, "metadata.ownerReferences[].kind",
-                                "a string");
-                      } else if (key == "name") {
-                        GN_JSON(ReadString(val, name), w, "metadata.ownerReferences[].name",
-                                "a string");
-                      } else if (key == "controller") {
-                        bool null_flag = false;
-                        GN_JSON(IsNull(val, null_flag), w, "metadata.ownerReferences[].controller",
-                                "true or false");
-                        if (!null_flag) {
-                          GN_JSON(val.get_bool().get(controller), w,
-                                  "metadata.ownerReferences[].controller", "true or false");
-                        }
-                      }
-                      return absl::OkStatus();
-                    }));
-                if (controller && kind == "CronJob") job_.cronjob = name;
-              }
+              std::string_view kind, name;
+              bool found = false;
+              RETURN_IF_ERROR(ReadControllerOwner(val, w, kind, name, found));
+              if (found && kind == "CronJob") job_.cronjob = name;
             }
             return absl::OkStatus();
           }));
