@@ -1,5 +1,6 @@
 #include "cluster/admission_review.h"
 
+#include "core/json_field.h"
 #include "kube/snapshot_reader.h"
 #include "kube/text.h"
 
@@ -13,20 +14,20 @@ std::optional<Review> ParseReview(std::string_view body, std::string& error) {
     error = "request body is not JSON; expected an admission.k8s.io/v1 AdmissionReview";
     return std::nullopt;
   }
-  if (j.value("kind", "") != "AdmissionReview" || !j.contains("request") ||
+  if (core::JsonString(j, "kind") != "AdmissionReview" || !j.contains("request") ||
       !j["request"].is_object()) {
     error = "expected an AdmissionReview with a request";
     return std::nullopt;
   }
   Review r;
-  r.api_version = j.value("apiVersion", "admission.k8s.io/v1");
+  r.api_version = core::JsonString(j, "apiVersion", "admission.k8s.io/v1");
   const json& req = j["request"];
   if (!req.contains("uid") || !req["uid"].is_string()) {
     error = "AdmissionReview request has no uid";
     return std::nullopt;
   }
   r.uid = req["uid"];
-  if (req.contains("kind") && req["kind"].is_object()) r.kind = req["kind"].value("kind", "");
+  if (req.contains("kind")) r.kind = core::JsonString(req["kind"], "kind");
   if (req.contains("operation") && req["operation"].is_string()) r.operation = req["operation"];
   if (req.contains("subResource") && req["subResource"].is_string()) {
     r.sub_resource = req["subResource"];
@@ -53,7 +54,7 @@ absl::StatusOr<kube::ClusterSnapshot> ReadObject(json object, std::string_view k
     object["metadata"] = json::object();
   json& meta = object["metadata"];
   if (!meta.contains("name") || !meta["name"].is_string() || meta["name"] == "") {
-    meta["name"] = kube::StrCat(meta.value("generateName", std::string("object-")), "<generated>");
+    meta["name"] = kube::StrCat(core::JsonString(meta, "generateName", "object-"), "<generated>");
   }
   kube::ReadOptions options;
   options.keep_pod_details = [](const kube::PodView&) { return true; };

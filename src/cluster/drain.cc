@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "absl/strings/numbers.h"
+#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
@@ -108,7 +109,7 @@ EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const Drain
     return answer;
   }
   nlohmann::json status = nlohmann::json::parse(response.body, nullptr, false);
-  std::string message = status.is_object() ? status.value("message", "") : "";
+  std::string message = core::JsonString(status, "message");
   std::string causes;
   if (status.is_object() && status.contains("details") && status["details"].is_object()) {
     const nlohmann::json& details = status["details"];

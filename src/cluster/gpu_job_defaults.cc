@@ -3,6 +3,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/time/time.h"
 #include "cluster/admission_review.h"
+#include "core/json_field.h"
 #include "kube/text.h"
 
 namespace gpunode::cluster {
@@ -72,8 +73,8 @@ AdmissionReply ApplyJobDefaults(std::string_view request_body, const JobDefaults
   // The MutatingWebhookConfiguration's namespaceSelector sends only opted-in namespaces; the
   // label is checked again so that a configuration without it changes nothing.
   std::string ns = review->ns;
-  if (ns.empty() && review->object.contains("metadata") && review->object["metadata"].is_object())
-    ns = review->object["metadata"].value("namespace", "");
+  if (ns.empty() && review->object.is_object() && review->object.contains("metadata"))
+    ns = core::JsonString(review->object["metadata"], "namespace");
   absl::StatusOr<bool> enabled = ns.empty() ? absl::StatusOr<bool>(false) : opted_in(ns);
   if (!enabled.ok()) {
     out["response"]["warnings"] = {StrCat("gpunode: no default ", addition->field,

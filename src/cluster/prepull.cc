@@ -1,6 +1,7 @@
 #include "cluster/prepull.h"
 
 #include "absl/strings/str_split.h"
+#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "kube/text.h"
 
@@ -139,8 +140,8 @@ absl::StatusOr<json> PrepullDaemonSet(const PrepullOptions& o) {
 }
 
 absl::Status ApplyPrepull(kube::Client& client, const json& daemonset, std::ostream& out) {
-  const std::string ns = daemonset["metadata"].value("namespace", "");
-  const std::string name = daemonset["metadata"].value("name", "");
+  const std::string ns = core::JsonString(daemonset["metadata"], "namespace");
+  const std::string name = core::JsonString(daemonset["metadata"], "name");
   kube::HttpRequest create{"POST", DaemonSetPath(ns, ""), "application/json", daemonset.dump()};
   ASSIGN_OR_RETURN(kube::HttpResponse created, client.Send(create));
   if (created.status == 201 || created.status == 200) {
@@ -155,7 +156,8 @@ absl::Status ApplyPrepull(kube::Client& client, const json& daemonset, std::ostr
     return absl::InternalError(StrCat("GET ", DaemonSetPath(ns, name), ": not a DaemonSet"));
   }
   json replacement = daemonset;
-  replacement["metadata"]["resourceVersion"] = existing["metadata"].value("resourceVersion", "");
+  replacement["metadata"]["resourceVersion"] =
+      core::JsonString(existing["metadata"], "resourceVersion");
   kube::HttpRequest replace{"PUT", DaemonSetPath(ns, name), "application/json", replacement.dump()};
   ASSIGN_OR_RETURN(kube::HttpResponse replaced, client.Send(replace));
   if (replaced.status != 200) return kube::StatusFromResponse(replace, replaced);

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "kube/text.h"
 #include "nlohmann/json.hpp"
@@ -27,13 +28,13 @@ absl::StatusOr<std::vector<PodUtilization>> ParseUtilizationAnswer(std::string_v
     return absl::InvalidArgumentError(
         StrCat(kSource, ": the answer is not JSON; is --prometheus the Prometheus server's URL?"));
   }
-  if (j.value("status", "") != "success") {
-    std::string error = j.contains("error") && j["error"].is_string() ? j["error"] : "no error";
+  if (core::JsonString(j, "status") != "success") {
+    std::string error = core::JsonString(j, "error", "no error");
     return absl::InvalidArgumentError(StrCat(kSource, ": the query failed: ", error));
   }
   const json* result = nullptr;
   if (j.contains("data") && j["data"].is_object() &&
-      j["data"].value("resultType", "") == "vector" && j["data"].contains("result") &&
+      core::JsonString(j["data"], "resultType") == "vector" && j["data"].contains("result") &&
       j["data"]["result"].is_array()) {
     result = &j["data"]["result"];
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "cri/api.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -18,11 +19,6 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& socket,
                   : absl::StatusCode::kInternal;
   return absl::Status(code, absl::StrCat("unix://", socket, ": CRI ", call, ": ",
                                          status.error_message(), " (is containerd running?)"));
-}
-
-std::string StringOr(const nlohmann::json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
@@ -46,11 +42,11 @@ absl::Status ParseCriConfig(const std::string& config_json, CriRuntimeStatus& st
   }
   // containerd 1.x and 2.x both write the CRI config under "containerd" with these camelCase keys.
   const nlohmann::json& containerd = config.contains("containerd") ? config["containerd"] : config;
-  status.default_runtime = StringOr(containerd, "defaultRuntimeName");
+  status.default_runtime = core::JsonString(containerd, "defaultRuntimeName");
   auto runtimes = containerd.find("runtimes");
   if (runtimes == containerd.end() || !runtimes->is_object()) return absl::OkStatus();
   for (auto& [name, runtime] : runtimes->items()) {
-    CriHandler handler{.name = name, .runtime_type = StringOr(runtime, "runtimeType")};
+    CriHandler handler{.name = name, .runtime_type = core::JsonString(runtime, "runtimeType")};
     if (auto options = runtime.find("options"); options != runtime.end() && options->is_object()) {
       handler.options = *options;
     }

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/json_field.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::host {
@@ -14,11 +15,6 @@ void CollectIds(const json& ids, std::set<std::string>& out) {
   for (const json& id : ids) {
     if (id.is_string()) out.insert(id.get<std::string>());
   }
-}
-
-std::string StringField(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 }  // namespace
@@ -53,9 +49,9 @@ absl::StatusOr<DeviceCheckpoint> ParseDeviceCheckpoint(std::string_view text) {
         }
       }
       if (unique.empty()) continue;
-      checkpoint.allocations.push_back({StringField(pod, "PodUID"),
-                                        StringField(pod, "ContainerName"),
-                                        StringField(pod, "ResourceName"),
+      checkpoint.allocations.push_back({core::JsonString(pod, "PodUID"),
+                                        core::JsonString(pod, "ContainerName"),
+                                        core::JsonString(pod, "ResourceName"),
                                         {unique.begin(), unique.end()}});
     }
   }

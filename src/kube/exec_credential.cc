@@ -13,6 +13,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/json_field.h"
 #include "nlohmann/json.hpp"
 
 extern char** environ;
@@ -68,23 +69,21 @@ absl::StatusOr<ExecCredential> ParseExecCredential(std::string_view text,
   if (doc.is_discarded() || !doc.is_object()) {
     return absl::InvalidArgumentError("its output is not a JSON ExecCredential");
   }
-  if (doc.value("kind", "") != "ExecCredential" || doc.value("apiVersion", "") != api_version) {
-    return absl::InvalidArgumentError(
-        StrCat("its output is not an ExecCredential of ", std::string(api_version), " (kind \"",
-               doc.value("kind", ""), "\", apiVersion \"", doc.value("apiVersion", ""), "\")"));
+  if (core::JsonString(doc, "kind") != "ExecCredential" ||
+      core::JsonString(doc, "apiVersion") != api_version) {
+    return absl::InvalidArgumentError(StrCat("its output is not an ExecCredential of ",
+                                             std::string(api_version), " (kind \"",
+                                             core::JsonString(doc, "kind"), "\", apiVersion \"",
+                                             core::JsonString(doc, "apiVersion"), "\")"));
   }
   auto status = doc.find("status");
   if (status == doc.end() || !status->is_object()) {
     return absl::InvalidArgumentError("its ExecCredential has no status");
   }
   ExecCredential credential;
-  auto text_field = [&](const char* key) {
-    auto it = status->find(key);
-    return it != status->end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  credential.token = text_field("token");
-  credential.client_cert_pem = text_field("clientCertificateData");
-  credential.client_key_pem = text_field("clientKeyData");
+  credential.token = core::JsonString(*status, "token");
+  credential.client_cert_pem = core::JsonString(*status, "clientCertificateData");
+  credential.client_key_pem = core::JsonString(*status, "clientKeyData");
   if (credential.client_cert_pem.empty() != credential.client_key_pem.empty()) {
     return absl::InvalidArgumentError(
         "its ExecCredential has a client certificate or a key but not both");
@@ -93,7 +92,7 @@ absl::StatusOr<ExecCredential> ParseExecCredential(std::string_view text,
     return absl::InvalidArgumentError(
         "its ExecCredential has neither status.token nor status.clientCertificateData");
   }
-  if (std::string expiry = text_field("expirationTimestamp"); !expiry.empty()) {
+  if (std::string expiry = core::JsonString(*status, "expirationTimestamp"); !expiry.empty()) {
     absl::Time at;
     std::string error;
     if (!absl::ParseTime(absl::RFC3339_full, expiry, &at, &error)) {

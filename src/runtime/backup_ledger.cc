@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/file_io.h"
+#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -61,7 +62,7 @@ absl::StatusOr<std::optional<Ledger>> ReadLedger(const std::string& config_path)
   };
   nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) return bad("not JSON");
-  if (json.value("format", 0) != kLedgerFormat) return bad("unknown format");
+  if (core::JsonInteger(json, "format", 0) != kLedgerFormat) return bad("unknown format");
   try {
     Ledger ledger;
     ledger.mode = json.at("mode").get<std::string>();

@@ -298,6 +298,8 @@ TEST(ExecCredential, ParsesTokensCertificatesAndExpiry) {
            R"({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
                "status": {"token": "t"}})",
            R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential"})",
+           R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": {"ExecCredential": 1}})",
+           R"({"apiVersion": ["client.authentication.k8s.io/v1"], "kind": "ExecCredential"})",
            R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
                "status": {"clientCertificateData": "C"}})",
            R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",

@@ -1,5 +1,7 @@
 // gpu-pod-idle against a real Prometheus (Debian's) on loopback, which scrapes a small target
 // serving DCGM_FI_DEV_GPU_UTIL with the pod labels gpunode's exporter and dcgm-exporter use.
+#include "cluster/prometheus_idle.h"
+
 #include <signal.h>
 
 #include <thread>
@@ -70,6 +72,17 @@ class IdleGpuPods : public ::testing::Test {
   int target_port_ = 0, prometheus_port_ = 0;
   std::unique_ptr<testing::BackgroundProcess> prometheus_;
 };
+
+// Members of the wrong type in whatever --prometheus answers are an input error, never a crash.
+TEST(UtilizationAnswer, MistypedMembersAreRefused) {
+  for (const char* body : {
+           R"({"status": {"resultType": "vector"}})",
+           R"({"status": "error", "error": {"why": 1}})",
+           R"({"status": "success", "data": {"resultType": ["vector"], "result": []}})",
+       }) {
+    EXPECT_FALSE(cluster::ParseUtilizationAnswer(body).ok()) << body;
+  }
+}
 
 TEST_F(IdleGpuPods, ReportedFromDcgmUtilizationInPrometheus) {
   // Wait until Prometheus has scraped the four series.

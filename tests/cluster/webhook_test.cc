@@ -116,6 +116,16 @@ TEST(ValidateTest, RefusesWithEveryReason) {
             std::string::npos);
 }
 
+// Members of the wrong JSON type are read as absent: a request is answered or refused, never a
+// crash of the webhook.
+TEST(MutateTest, MistypedMembersAreAnsweredNotFatal) {
+  EXPECT_EQ(Mutate(R"({"kind": {}, "request": {"uid": "u"}})").http_status, 400);
+  AdmissionReply reply = Mutate(
+      R"({"kind": "AdmissionReview", "apiVersion": 1, "request": {"uid": "u", "kind": "Pod",
+          "operation": "CREATE", "object": {"metadata": {"generateName": 7}}}})");
+  EXPECT_EQ(reply.http_status, 200) << reply.body;
+}
+
 TEST(ValidateTest, TolerationValuesMustMatchTheNodesTaint) {
   ClusterLimits limits;
   limits.gpu_taint_values = {"present"};
