@@ -19,13 +19,14 @@ packages=(
 )
 
 # NVIDIA's driver user space as Debian packages it (component non-free, driver 535), for the CDI
-# tests (tests/cdi), which lay the packages out in a temporary driver root. They are downloaded
-# into a fixed cache and never installed: installing them pulls in the kernel module through
-# dkms. firmware-nvidia-gsp is in non-free-firmware.
+# tests (tests/cdi), which lay the packages out in a temporary driver root, and NVIDIA's nvml.h
+# (libnvidia-ml-dev) with the real libnvidia-ml.so.1 for the ABI checks (tests/nvml). They are
+# downloaded into a fixed cache and never installed: installing them pulls in the kernel module
+# through dkms. firmware-nvidia-gsp is in non-free-firmware.
 nvidia_debs=(
   libcuda1 libnvidia-ml1 libnvidia-ptxjitcompiler1 libnvidia-nvvm4 libnvidia-allocator1
   libnvidia-cfg1 libnvidia-pkcs11-openssl3 nvidia-opencl-icd nvidia-smi nvidia-cuda-mps
-  nvidia-persistenced firmware-nvidia-gsp
+  nvidia-persistenced firmware-nvidia-gsp libnvidia-ml-dev
 )
 nvidia_deb_cache=/var/cache/gpunode/nvidia-debs
 

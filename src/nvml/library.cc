@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,6 +30,10 @@ constexpr const char* kLibraryName = "libnvidia-ml.so.1";
 constexpr const char* kLibraryDirs[] = {
     "/usr/lib/x86_64-linux-gnu",
     "/usr/lib/aarch64-linux-gnu",
+    // Debian's packages of the driver (libnvidia-ml1), reached through nvidia-alternative's
+    // loader configuration on the host but not when gpunode looks under a --driver-root.
+    "/usr/lib/x86_64-linux-gnu/nvidia/current",
+    "/usr/lib/aarch64-linux-gnu/nvidia/current",
     "/usr/lib64",
     "/usr/lib",
     "/lib/x86_64-linux-gnu",
@@ -52,6 +57,31 @@ void* TryOpen(const std::string& path, std::string* error) {
     *error = e ? e : "unknown dlopen error";
   }
   return handle;
+}
+
+// nvmlInit's failures that have one usual cause on a node, said with the way to confirm it.
+absl::Status WithInitHint(const absl::Status& status, const std::string& path) {
+  absl::string_view hint;
+  switch (ReturnOf(status)) {
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      hint =
+          "the NVIDIA kernel module is not loaded (lsmod | grep nvidia; gpunode doctor says why)";
+      break;
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      hint =
+          "the library and the loaded kernel module are of different driver versions: reboot "
+          "after a driver upgrade, or reinstall one driver";
+      break;
+    case NVML_ERROR_NO_PERMISSION:
+      hint = "cannot open /dev/nvidiactl: run as root or with access to the NVIDIA device nodes";
+      break;
+    default:
+      return status;
+  }
+  absl::Status out(status.code(), absl::StrCat(status.message(), " from ", path, ": ", hint));
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
 }  // namespace
@@ -100,7 +130,9 @@ absl::StatusOr<std::unique_ptr<Library>> Library::Open(const LibraryOptions& opt
   }
   std::unique_ptr<Library> library(new Library(handle, path));
   library->ResolveEntryPoints();
-  if (absl::Status st = GPUNODE_NVML_CALL(*library, init); !st.ok()) return st;
+  if (absl::Status st = GPUNODE_NVML_CALL(*library, init); !st.ok()) {
+    return WithInitHint(st, path);
+  }
   library->initialized_ = true;
   spdlog::debug("NVML loaded from {}", path);
   return library;
