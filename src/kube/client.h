@@ -31,6 +31,10 @@ struct HttpResponse {
 
 // Sends one request. A transport failure (DNS, connect, TLS, timeout) is an error Status; any
 // HTTP status, 500 included, is a response.
+//
+// Thread-safety: none. A transport keeps one connection and caches credentials (the token file it
+// rereads, an exec plugin's answer until it expires), and Send mutates both: one thread per
+// transport, or one transport per thread.
 class HttpTransport {
  public:
   virtual ~HttpTransport() = default;
@@ -67,6 +71,8 @@ std::string UrlEncode(std::string_view value);
 // One line for a non-2xx answer: method, path, code and the API server's Status message.
 absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& response);
 
+// Thread-safety: as its transport's, which is none for the curl transport: a Client belongs to
+// one thread at a time.
 class Client {
  public:
   Client(std::unique_ptr<HttpTransport> transport, RetryPolicy retry, std::string description);

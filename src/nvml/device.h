@@ -64,6 +64,8 @@ enum class EccErrorType { kCorrected, kUncorrected };
 enum class EccCounter { kVolatile, kAggregate };
 enum class RetirementCause { kMultipleSingleBitEcc, kDoubleBitEcc };
 
+// A GPU or MIG device handle with typed queries. Thread-safety: holds no state of its own beyond
+// the handle; any method may be called from any thread while the Library lives.
 class Device {
  public:
   Device(const Library* library, nvmlDevice_t handle) : library_(library), handle_(handle) {}

@@ -32,6 +32,9 @@ struct LibraryOptions {
   std::string library_path;
 };
 
+// Thread-safety: after Open the object is immutable and NVML is itself thread-safe (NVIDIA's
+// documentation: simultaneous calls from several threads are allowed), so every const method may
+// be called from any thread. It must outlive every Device, EventSet and System made from it.
 class Library {
  public:
   // Finds, loads and initializes NVML. A missing library is one clear NotFound error; one that is
