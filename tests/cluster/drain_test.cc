@@ -15,6 +15,16 @@ using gpunode::testing::ApiServerDouble;
 
 std::string Fixture(const std::string& name) { return std::string(CLUSTER_FIXTURES) + "/" + name; }
 
+// The planned pod named `name`; a test that asks for one the plan lacks fails here.
+const PlannedPod& Planned(const DrainPlan& plan, std::string_view name) {
+  for (const PlannedPod& p : plan.pods) {
+    if (p.pod->name == name) return p;
+  }
+  ADD_FAILURE() << "the plan has no pod " << name;
+  static const PlannedPod kNone{};
+  return kNone;
+}
+
 TEST(DrainPlanTest, ClassifiesEveryPodOnTheNode) {
   kube::ReadOptions options;
   options.keep_pod_details = [](const kube::PodView&) { return true; };
@@ -33,26 +43,17 @@ TEST(DrainPlanTest, ClassifiesEveryPodOnTheNode) {
   EXPECT_EQ(actions["nvidia-device-plugin-daemonset-4xk9s"], PodAction::kSkipDaemonSet);
   EXPECT_EQ(actions["kube-proxy-gpu-a"], PodAction::kSkipMirror);
   EXPECT_TRUE(plan.Refused());
-  for (const PlannedPod& p : plan.pods) {
-    if (p.pod->name == "infer-7b9d6c5f4-p2r8s") {
-      EXPECT_EQ(p.blocking_budget, "serving/infer (1 healthy, needs 1)");
-    }
-  }
+  EXPECT_EQ(Planned(plan, "infer-7b9d6c5f4-p2r8s").blocking_budget,
+            "serving/infer (1 healthy, needs 1)");
   o.delete_emptydir_data = true;
-  for (const PlannedPod& p : PlanDrain(*s, *s->FindNode("gpu-a"), o).pods) {
-    if (p.pod->name == "notebook-alice") {
-      EXPECT_EQ(p.action, PodAction::kRefuseUnmanaged);  // it has no controller either
-    }
-  }
+  DrainPlan with_emptydir = PlanDrain(*s, *s->FindNode("gpu-a"), o);
+  // It has no controller either.
+  EXPECT_EQ(Planned(with_emptydir, "notebook-alice").action, PodAction::kRefuseUnmanaged);
   o.force = true;
   o.all_pods = true;
   DrainPlan all = PlanDrain(*s, *s->FindNode("gpu-a"), o);
   EXPECT_FALSE(all.Refused());
-  for (const PlannedPod& p : all.pods) {
-    if (p.pod->name == "log-shipper-5d8f7c6b9-x2k4p") {
-      EXPECT_EQ(p.action, PodAction::kDrain);
-    }
-  }
+  EXPECT_EQ(Planned(all, "log-shipper-5d8f7c6b9-x2k4p").action, PodAction::kDrain);
 }
 
 // Drives RunDrain against the API double on a simulated clock: sleeping only advances time.
@@ -125,14 +126,18 @@ TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
   EXPECT_TRUE(server_->Pod("logging", "log-shipper-5d8f7c6b9-x2k4p").has_value());
   // The waiting used the whole --timeout before evicting.
   EXPECT_GE(now_ - absl::FromUnixSeconds(1714986000), absl::Minutes(1));
+  int patches = 0;
   for (const ApiServerDouble::Request& r : server_->Requests()) {
     if (r.method == "PATCH") {
+      ++patches;
       EXPECT_EQ(r.content_type, "application/merge-patch+json");
     }
     if (r.path == "/api/v1/pods") {
       EXPECT_EQ(r.query.at("fieldSelector"), "spec.nodeName=gpu-a");
     }
   }
+  EXPECT_GT(patches, 0);    // the cordon and the annotations
+  EXPECT_GE(pod_lists, 3);  // the node's pods, listed by field selector while waiting
 }
 
 TEST_F(DrainLiveTest, ABudgetThatNeverAllowsItEndsIncompleteNamingIt) {
