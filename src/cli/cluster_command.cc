@@ -19,6 +19,7 @@
 #include "cluster/report.h"
 #include "cluster/restore.h"
 #include "cluster/why_pending.h"
+#include "core/duration.h"
 #include "core/status_macros.h"
 #include "kube/api_loader.h"
 #include "kube/client.h"
@@ -61,15 +62,6 @@ int InputError(const absl::Status& status) {
   return kExitUsage;
 }
 
-absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& flag, const std::string& text) {
-  absl::Duration d;
-  int64_t seconds = 0;
-  if (absl::SimpleAtoi(text, &seconds) && seconds >= 0) return absl::Seconds(seconds);
-  if (absl::ParseDuration(text, &d) && d >= absl::ZeroDuration()) return d;
-  return absl::InvalidArgumentError(
-      kube::StrCat(flag, " ", text, ": not a duration; use e.g. 30s, 5m or 1h30m"));
-}
-
 struct Connection {
   kube::ClusterAccess access;
   std::unique_ptr<kube::Client> client;
@@ -83,7 +75,7 @@ absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
   ASSIGN_OR_RETURN(c.access, kube::ResolveAccess(sources));
   kube::TransportOptions transport;
   ASSIGN_OR_RETURN(transport.request_timeout,
-                   ParseDurationFlag("--request-timeout", o.request_timeout));
+                   core::ParseDuration("--request-timeout", o.request_timeout));
   ASSIGN_OR_RETURN(c.client, kube::NewClient(c.access, transport));
   return c;
 }
@@ -103,7 +95,7 @@ absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& 
   options.hygiene.now = absl::Now();
   if (!flags.max_gpu_pod_age.empty()) {
     ASSIGN_OR_RETURN(absl::Duration age,
-                     ParseDurationFlag("--max-gpu-pod-age", flags.max_gpu_pod_age));
+                     core::ParseDuration("--max-gpu-pod-age", flags.max_gpu_pod_age));
     options.hygiene.max_gpu_pod_age = age;
   } else if (!flags.age_namespaces.empty()) {
     return absl::InvalidArgumentError(
@@ -111,15 +103,15 @@ absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& 
         "6h");
   }
   options.hygiene.age_namespaces = flags.age_namespaces;
-  ASSIGN_OR_RETURN(options.slow_pull, ParseDurationFlag("--slow-pull", flags.slow_pull));
+  ASSIGN_OR_RETURN(options.slow_pull, core::ParseDuration("--slow-pull", flags.slow_pull));
   if (!flags.prometheus.empty()) {
-    ASSIGN_OR_RETURN(absl::Duration window, ParseDurationFlag("--idle-for", flags.idle_for));
+    ASSIGN_OR_RETURN(absl::Duration window, core::ParseDuration("--idle-for", flags.idle_for));
     if (window < absl::Minutes(1)) {
       return absl::InvalidArgumentError(
           kube::StrCat("--idle-for ", flags.idle_for, ": use 1m or more"));
     }
     absl::Duration timeout;
-    ASSIGN_OR_RETURN(timeout, ParseDurationFlag("--request-timeout", o.request_timeout));
+    ASSIGN_OR_RETURN(timeout, core::ParseDuration("--request-timeout", o.request_timeout));
     ASSIGN_OR_RETURN(cluster::IdleEvidence idle,
                      cluster::QueryIdleGpus(flags.prometheus, window, flags.idle_util, timeout));
     options.hygiene.idle = std::move(idle);
@@ -227,7 +219,7 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
         std::tuple{"--poll-interval", &flags.poll_interval, &d.poll_interval},
         std::tuple{"--eviction-retry-interval", &flags.eviction_retry_interval,
                    &d.eviction_retry_interval}}) {
-    absl::StatusOr<absl::Duration> parsed = ParseDurationFlag(flag, *text);
+    absl::StatusOr<absl::Duration> parsed = core::ParseDuration(flag, *text);
     if (!parsed.ok()) return InputError(parsed.status());
     *out = *parsed;
   }
@@ -333,7 +325,7 @@ int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
   for (auto [flag, text, out] :
        {std::tuple{"--timeout", &flags.timeout, &wait.timeout},
         std::tuple{"--poll-interval", &flags.poll_interval, &wait.poll_interval}}) {
-    absl::StatusOr<absl::Duration> parsed = ParseDurationFlag(flag, *text);
+    absl::StatusOr<absl::Duration> parsed = core::ParseDuration(flag, *text);
     if (!parsed.ok()) return InputError(parsed.status());
     *out = *parsed;
   }

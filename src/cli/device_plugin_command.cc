@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
+#include "core/duration.h"
 #include "core/log.h"
 #include "plugin/config/sources.h"
 #include "plugin/daemon/plugin_daemon.h"
@@ -41,28 +42,6 @@ struct DevicePluginOptions {
   std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
   std::optional<std::string> recovery_period;
 };
-
-// "60s", "500ms", "2m", "1h" or a number of seconds; "0" turns recovery off.
-absl::StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& what,
-                                                        const std::string& text) {
-  absl::string_view rest = text;
-  double factor = 1000;  // seconds
-  if (absl::ConsumeSuffix(&rest, "ms")) {
-    factor = 1;
-  } else if (absl::ConsumeSuffix(&rest, "s")) {
-    factor = 1000;
-  } else if (absl::ConsumeSuffix(&rest, "m")) {
-    factor = 60'000;
-  } else if (absl::ConsumeSuffix(&rest, "h")) {
-    factor = 3'600'000;
-  }
-  double value = 0;
-  if (!absl::SimpleAtod(rest, &value) || value < 0 || value > 24 * 3600) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": \"", text, "\" is not a duration; write e.g. 60s, 500ms or 2m (0 = never)"));
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(value * factor));
-}
 
 // A flag's text through the same parser as the config file, naming the flag on error.
 template <typename T>
@@ -176,10 +155,11 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
     if (const char* env = std::getenv("HEALTH_RECOVERY_PERIOD")) period = env;
   }
   if (period) {
-    absl::StatusOr<std::chrono::milliseconds> ms =
-        ParseDuration("--health-recovery-period", *period);
-    if (!ms.ok()) return ReportError(ms.status());
-    daemon.health.recovery_period = *ms;
+    // "0" turns recovery off.
+    absl::StatusOr<absl::Duration> recovery =
+        core::ParseDuration("--health-recovery-period", *period, {.max = absl::Hours(24)});
+    if (!recovery.ok()) return ReportError(recovery.status());
+    daemon.health.recovery_period = absl::ToChronoMilliseconds(*recovery);
   }
 
   // NVIDIA's nvidiaDriverRoot says where the driver's libnvidia-ml is, unless --driver-root does.

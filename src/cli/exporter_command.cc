@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "cli/stop_signals.h"
+#include "core/duration.h"
 #include "host/host_root.h"
 #include "metrics/attribution_watcher.h"
 #include "metrics/listen_address.h"
@@ -32,19 +33,6 @@ struct ExporterOptions {
   std::string hostname;
 };
 
-absl::StatusOr<absl::Duration> ParseInterval(const std::string& text) {
-  absl::Duration interval;
-  if (!absl::ParseDuration(text, &interval)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--interval \"", text, "\": not a duration; give e.g. 1s, 500ms or 15s"));
-  }
-  if (interval < absl::Milliseconds(100) || interval > absl::Hours(1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--interval ", text, ": out of range; give a duration from 100ms to 1h"));
-  }
-  return interval;
-}
-
 // dcgm-exporter's rule: NODE_NAME (set from spec.nodeName), else the host name.
 std::string DefaultHostname() {
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') return node;
@@ -54,7 +42,8 @@ std::string DefaultHostname() {
 }
 
 int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
-  absl::StatusOr<absl::Duration> interval = ParseInterval(options.interval);
+  absl::StatusOr<absl::Duration> interval = core::ParseDuration(
+      "--interval", options.interval, {absl::Milliseconds(100), absl::Hours(1)});
   if (!interval.ok()) return ReportError(interval.status());
   absl::StatusOr<metrics::ListenAddress> address = metrics::ParseListenAddress(options.listen);
   if (!address.ok()) return ReportError(address.status());

@@ -14,6 +14,8 @@
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "cli/stop_signals.h"
+#include "core/duration.h"
+#include "core/status_macros.h"
 #include "core/log.h"
 #include "host/host_root.h"
 #include "labels/gfd_labels.h"
@@ -105,12 +107,8 @@ absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI
       interval_source = which;
     }
   }
-  if (!absl::ParseDuration(interval_text, &settings.interval) ||
-      settings.interval < absl::Seconds(1)) {
-    return absl::InvalidArgumentError(absl::StrCat(interval_source, " \"", interval_text,
-                                                   "\": not a duration of 1s or more; give e.g. "
-                                                   "60s or 5m"));
-  }
+  ASSIGN_OR_RETURN(settings.interval,
+                   core::ParseDuration(interval_source, interval_text, {.min = absl::Seconds(1)}));
   return settings;
 }
 

@@ -16,6 +16,8 @@
 #include "cli/command.h"
 #include "cli/stop_signals.h"
 #include "cluster/webhook_server.h"
+#include "core/duration.h"
+#include "core/status_macros.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "kube/text.h"
@@ -38,11 +40,7 @@ struct WebhookFlags {
 
 // A duration flag in whole seconds, at least one.
 absl::StatusOr<int64_t> SecondsFlag(const std::string& flag, const std::string& text) {
-  absl::Duration d;
-  if (!absl::ParseDuration(text, &d) || d < absl::Seconds(1)) {
-    return absl::InvalidArgumentError(
-        kube::StrCat(flag, " ", text, ": use a duration of 1s or more, e.g. 24h"));
-  }
+  ASSIGN_OR_RETURN(absl::Duration d, core::ParseDuration(flag, text, {.min = absl::Seconds(1)}));
   return absl::ToInt64Seconds(d);
 }
 
@@ -76,11 +74,10 @@ int RunWebhook(const WebhookFlags& flags) {
     return kube::NewClient(*access, kube::TransportOptions{});
   };
   if (flags.nodes_from_api) {
-    if (!absl::ParseDuration(flags.refresh_interval, &options.refresh_interval) ||
-        options.refresh_interval < absl::Seconds(1)) {
-      return Fail(absl::InvalidArgumentError(kube::StrCat(
-          "--refresh-interval ", flags.refresh_interval, ": use a duration of 1s or more")));
-    }
+    absl::StatusOr<absl::Duration> refresh = core::ParseDuration(
+        "--refresh-interval", flags.refresh_interval, {.min = absl::Seconds(1)});
+    if (!refresh.ok()) return Fail(refresh.status());
+    options.refresh_interval = *refresh;
     absl::StatusOr<std::unique_ptr<kube::Client>> client = new_client();
     if (!client.ok()) return Fail(client.status());
     options.client = std::move(*client);
