@@ -185,10 +185,18 @@ absl::StatusOr<ApplyResult> ApplyConfig(const nvml::Library& library, const MigC
 absl::StatusOr<std::vector<std::string>> AssertConfig(const nvml::Library& library,
                                                       const MigConfigFile& file,
                                                       const std::string& config_name) {
-  ASSIGN_OR_RETURN(NodePlan node, PlanNode(library, file, config_name));
+  ASSIGN_OR_RETURN(std::vector<GpuMigState> states, ReadNodeMigState(library));
   std::vector<std::string> differences;
-  for (const GpuPlan& plan : node.plans)
-    differences.insert(differences.end(), plan.differences.begin(), plan.differences.end());
+  for (const GpuMigState& state : states) {
+    ASSIGN_OR_RETURN(const MigConfigEntry* entry, EntryFor(file, config_name, state));
+    // A layout that cannot exist on a GPU is a difference there, not a failure to check.
+    absl::StatusOr<GpuPlan> plan = PlanGpu(state, entry);
+    if (!plan.ok()) {
+      differences.emplace_back(plan.status().message());
+      continue;
+    }
+    differences.insert(differences.end(), plan->differences.begin(), plan->differences.end());
+  }
   return differences;
 }
 

@@ -74,7 +74,7 @@ absl::StatusOr<const MigConfigEntry*> EntryFor(const MigConfigFile& file, const 
   if (it == file.configs.end()) {
     std::vector<std::string> names;
     for (const auto& [known, entries] : file.configs) names.push_back(known);
-    return absl::NotFoundError(
+    return absl::InvalidArgumentError(
         absl::StrCat(file.path, ": no config \"", name,
                      "\" in mig-configs; known: ", absl::StrJoin(names, ", ")));
   }
