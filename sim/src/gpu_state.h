@@ -4,6 +4,7 @@
 
 #include <array>
 #include <optional>
+#include <vector>
 
 #include "node_model.h"
 
@@ -33,6 +34,13 @@ class GpuState {
   // The energy counter at `now` in millijoules: the model's starting value plus the integral of
   // power draw since time zero. Calls must not go back in time.
   std::optional<uint64_t> energy_mj(SimTime now);
+
+  // MIG management replaces the mode and the MIG devices (NodeState::publish_mig_layout).
+  void set_mig(bool enabled, bool pending, std::vector<MigDevice> devices) {
+    model_.mig_enabled = enabled;
+    model_.mig_pending = pending;
+    model_.mig_devices = std::move(devices);
+  }
 
   bool lost() const { return lost_; }
   void set_lost(bool lost) { lost_ = lost; }

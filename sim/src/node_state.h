@@ -5,12 +5,14 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "gpu_state.h"
 #include "handles.h"
+#include "mig_layout.h"
 #include "node_model.h"
 
 namespace gpunode::sim {
@@ -49,6 +51,20 @@ class NodeState {
   // True when `set` listens to a GPU that is lost.
   bool watches_lost_gpu(const nvmlEventSet_st& set) const;
 
+  // MIG management (node_state_mig.cc). The layout of GPU `gpu`, built from its model on first
+  // use; after changing it, publish_mig_layout makes the GPU's mode, MIG devices and MIG device
+  // handles follow (handles of devices that went away stop resolving).
+  MigLayout& mig_layout(unsigned gpu);
+  void publish_mig_layout(unsigned gpu);
+  // The GPU whose layout holds the instance `handle` names; nullopt when none does.
+  std::optional<unsigned> gpu_of(nvmlGpuInstance_t handle);
+  std::optional<unsigned> gpu_of(nvmlComputeInstance_t handle);
+  // GPUNODE_SIM_STATE: where MIG changes are saved ("" for nowhere).
+  const std::string& mig_state_file() const { return mig_state_file_; }
+  void set_mig_state_file(std::string path) { mig_state_file_ = std::move(path); }
+  // Numbers MIG changes from 1, for GPUNODE_SIM_MIG_FAIL_AT.
+  unsigned next_mig_change() { return ++mig_changes_; }
+
  private:
   void apply(const TimelineEvent& event);
   void deliver(unsigned gpu, unsigned long long type, unsigned long long data,
@@ -63,6 +79,10 @@ class NodeState {
   std::vector<std::vector<std::unique_ptr<nvmlDevice_st>>> mig_handles_;  // by mig_position
   std::unordered_set<const nvmlDevice_st*> valid_handles_;
   std::unordered_map<nvmlEventSet_t, std::shared_ptr<nvmlEventSet_st>> event_sets_;
+  std::vector<std::unique_ptr<MigLayout>> mig_layouts_;  // by GPU; null until first used
+  std::vector<std::unique_ptr<nvmlDevice_st>> retired_mig_handles_;
+  std::string mig_state_file_;
+  unsigned mig_changes_ = 0;
 };
 
 }  // namespace gpunode::sim

@@ -5,6 +5,7 @@
 
 #include "error_strings.h"
 #include "messages.h"
+#include "mig_state_file.h"
 #include "spec_loader.h"
 #include "text_values.h"
 
@@ -51,7 +52,12 @@ int Simulator::configure_locked(const char* spec, const char* topology_file, std
     error = one_line(loaded.error());
     return 1;
   }
-  node_ = std::make_unique<NodeState>(std::move(loaded.value()), *scale);
+  auto node = std::make_unique<NodeState>(std::move(loaded.value()), *scale);
+  if (const char* state = std::getenv("GPUNODE_SIM_STATE"); state != nullptr && *state != '\0') {
+    node->set_mig_state_file(state);
+    if (!load_mig_state(*node, state, error)) return 1;
+  }
+  node_ = std::move(node);
   environment_error_.clear();
   return 0;
 }

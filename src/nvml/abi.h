@@ -213,6 +213,124 @@ typedef struct {
   nvmlValue_t value;
 } nvmlFieldValue_t;
 
+// ---- MIG management (nvml.h "Multi Instance GPU Management"). ----
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
+
+// The `profile` argument of nvmlDeviceGetGpuInstanceProfileInfo(V): an index, not the profile id
+// the info returns. 1_SLICE_REV2 and 2_SLICE_REV1 are in the headers of NVML_API_VERSION 12 on.
+enum : unsigned {
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0x0,
+  NVML_GPU_INSTANCE_PROFILE_2_SLICE = 0x1,
+  NVML_GPU_INSTANCE_PROFILE_3_SLICE = 0x2,
+  NVML_GPU_INSTANCE_PROFILE_4_SLICE = 0x3,
+  NVML_GPU_INSTANCE_PROFILE_7_SLICE = 0x4,
+  NVML_GPU_INSTANCE_PROFILE_8_SLICE = 0x5,
+  NVML_GPU_INSTANCE_PROFILE_6_SLICE = 0x6,
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7,
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 = 0x8,
+  NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 = 0x9,
+  NVML_GPU_INSTANCE_PROFILE_COUNT = 0xA,
+};
+// The `profile` argument of nvmlGpuInstanceGetComputeInstanceProfileInfo(V).
+enum : unsigned {
+  NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE = 0x0,
+  NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE = 0x1,
+  NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE = 0x2,
+  NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE = 0x3,
+  NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE = 0x4,
+  NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE = 0x5,
+  NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE = 0x6,
+  NVML_COMPUTE_INSTANCE_PROFILE_COUNT = 0x7,
+  NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0x0,
+  NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96,
+};
+
+typedef struct {
+  unsigned int start;  // first memory slice
+  unsigned int size;   // memory slices
+} nvmlGpuInstancePlacement_t;
+
+typedef struct {
+  unsigned int version;  // kNvmlGpuInstanceProfileInfoV2Version
+  unsigned int id;       // the profile id (e.g. 19 for 1g.10gb on A100)
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+} nvmlGpuInstanceProfileInfo_v2_t;
+constexpr unsigned kNvmlGpuInstanceProfileInfoV2Version =
+    sizeof(nvmlGpuInstanceProfileInfo_v2_t) | (2u << 24);
+
+// nvmlGpuInstanceProfileInfo_t: v2 without version and name.
+typedef struct {
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+} nvmlGpuInstanceProfileInfo_t;
+
+typedef struct {
+  nvmlDevice_t device;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+typedef struct {
+  unsigned int start;  // first compute slice within the GPU instance
+  unsigned int size;
+} nvmlComputeInstancePlacement_t;
+
+typedef struct {
+  unsigned int version;  // kNvmlComputeInstanceProfileInfoV2Version
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+} nvmlComputeInstanceProfileInfo_v2_t;
+constexpr unsigned kNvmlComputeInstanceProfileInfoV2Version =
+    sizeof(nvmlComputeInstanceProfileInfo_v2_t) | (2u << 24);
+
+typedef struct {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct {
+  nvmlDevice_t device;
+  nvmlGpuInstance_t gpuInstance;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
+
 static_assert(sizeof(nvmlDevice_t) == 8);
 static_assert(sizeof(nvmlMemory_t) == 24);
 static_assert(sizeof(nvmlMemory_v2_t) == 40);
@@ -229,6 +347,23 @@ static_assert(sizeof(nvmlDeviceAttributes_t) == 40);
 static_assert(sizeof(nvmlFieldValue_t) == 40);
 static_assert(offsetof(nvmlFieldValue_t, valueType) == 24);
 static_assert(offsetof(nvmlFieldValue_t, value) == 32);
+static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48);
+static_assert(offsetof(nvmlGpuInstanceProfileInfo_t, memorySizeMB) == 40);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152);
+static_assert(offsetof(nvmlGpuInstanceProfileInfo_v2_t, memorySizeMB) == 48);
+static_assert(offsetof(nvmlGpuInstanceProfileInfo_v2_t, name) == 56);
+static_assert(kNvmlGpuInstanceProfileInfoV2Version == 0x02000098);
+static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
+static_assert(offsetof(nvmlGpuInstanceInfo_t, placement) == 16);
+static_assert(sizeof(nvmlComputeInstancePlacement_t) == 8);
+static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
+static_assert(sizeof(nvmlComputeInstanceProfileInfo_v2_t) == 136);
+static_assert(offsetof(nvmlComputeInstanceProfileInfo_v2_t, name) == 40);
+static_assert(kNvmlComputeInstanceProfileInfoV2Version == 0x02000088);
+static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
+static_assert(offsetof(nvmlComputeInstanceInfo_t, id) == 16);
+static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24);
 
 // ---- Entry points. Versioned names are listed beside the older names they fall back to. ----
 nvmlReturn_t nvmlInit_v2(void);
@@ -303,6 +438,45 @@ nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id);
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id);
 nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t* attributes);
+
+nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
+                                  nvmlReturn_t* activationStatus);
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                                 nvmlGpuInstanceProfileInfo_t* info);
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
+                                                  nvmlGpuInstanceProfileInfo_v2_t* info);
+nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device,
+                                                           unsigned int profileId,
+                                                           nvmlGpuInstancePlacement_t* placements,
+                                                           unsigned int* count);
+nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device, unsigned int profileId,
+                                                       unsigned int* count);
+nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profileId,
+                                         nvmlGpuInstance_t* gpuInstance);
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
+                                                      const nvmlGpuInstancePlacement_t* placement,
+                                                      nvmlGpuInstance_t* gpuInstance);
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance);
+nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
+                                       nvmlGpuInstance_t* gpuInstances, unsigned int* count);
+nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t* info);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance,
+                                                          unsigned int profile,
+                                                          unsigned int engProfile,
+                                                          nvmlComputeInstanceProfileInfo_t* info);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
+    nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
+    nvmlComputeInstanceProfileInfo_v2_t* info);
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance,
+                                                  unsigned int profileId,
+                                                  nvmlComputeInstance_t* computeInstance);
+nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance);
+nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
+                                                unsigned int profileId,
+                                                nvmlComputeInstance_t* computeInstances,
+                                                unsigned int* count);
+nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance,
+                                           nvmlComputeInstanceInfo_t* info);
 
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
                                       nvmlEnableState_t* isActive);

@@ -57,6 +57,20 @@
   X(device_get_gpu_instance_id, nvmlDeviceGetGpuInstanceId)                                        \
   X(device_get_compute_instance_id, nvmlDeviceGetComputeInstanceId)                                \
   X(device_get_attributes, nvmlDeviceGetAttributes_v2)                                             \
+  X(device_set_mig_mode, nvmlDeviceSetMigMode)                                                     \
+  X(device_get_gpu_instance_profile_info_v, nvmlDeviceGetGpuInstanceProfileInfoV)                  \
+  X(device_get_gpu_instance_possible_placements, nvmlDeviceGetGpuInstancePossiblePlacements_v2)    \
+  X(device_get_gpu_instance_remaining_capacity, nvmlDeviceGetGpuInstanceRemainingCapacity)         \
+  X(device_create_gpu_instance_with_placement, nvmlDeviceCreateGpuInstanceWithPlacement)           \
+  X(device_get_gpu_instances, nvmlDeviceGetGpuInstances)                                           \
+  X(gpu_instance_get_info, nvmlGpuInstanceGetInfo)                                                 \
+  X(gpu_instance_destroy, nvmlGpuInstanceDestroy)                                                  \
+  X(gpu_instance_get_compute_instance_profile_info_v,                                              \
+    nvmlGpuInstanceGetComputeInstanceProfileInfoV)                                                 \
+  X(gpu_instance_create_compute_instance, nvmlGpuInstanceCreateComputeInstance)                    \
+  X(gpu_instance_get_compute_instances, nvmlGpuInstanceGetComputeInstances)                        \
+  X(compute_instance_get_info, nvmlComputeInstanceGetInfo_v2)                                      \
+  X(compute_instance_destroy, nvmlComputeInstanceDestroy)                                          \
   X(device_get_nvlink_state, nvmlDeviceGetNvLinkState)                                             \
   X(device_get_nvlink_remote_pci_info, nvmlDeviceGetNvLinkRemotePciInfo_v2)                        \
   X(device_get_topology_common_ancestor, nvmlDeviceGetTopologyCommonAncestor)                      \
