@@ -37,5 +37,6 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& global, CommandRunner
 void AddWebhookCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddRuntimeCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+void AddMpsControlDaemonCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 
 }  // namespace gpunode::cli

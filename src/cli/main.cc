@@ -47,6 +47,7 @@ int Main(int argc, char** argv) {
   AddWebhookCommand(app, global, run);
   AddRuntimeCommand(app, global, run);
   AddDoctorCommand(app, global, run);
+  AddMpsControlDaemonCommand(app, global, run);
 
   try {
     app.parse(argc, argv);

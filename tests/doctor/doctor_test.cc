@@ -168,10 +168,11 @@ TEST_F(Doctor, HealthyTreeIsOkApartFromContainerd) {
   }
   EXPECT_EQ(Find(report, "runtime.containerd-live")["summary"],
             "blocked by runtime.containerd-version");
-  EXPECT_EQ(report["findings"].size(), 29u);
+  EXPECT_EQ(report["findings"].size(), 30u);
   EXPECT_EQ(report["summary"]["ok"], 19);
   EXPECT_EQ(report["summary"]["fail"], 1);
-  EXPECT_EQ(report["summary"]["skip"], 9);  // containerd-live, image-gc and the 7 container checks
+  // containerd-live, image-gc, plugin.mps-daemon (no MPS root) and the 7 container checks
+  EXPECT_EQ(report["summary"]["skip"], 10);
   EXPECT_EQ(exit_code, 1);
   EXPECT_THAT(Find(report, "runtime.containerd-config")["evidence"].get<std::string>(),
               HasSubstr("/etc/containerd/conf.d/99-nvidia.toml"));
