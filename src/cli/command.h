@@ -38,5 +38,6 @@ void AddWebhookCommand(CLI::App& app, const GlobalOptions& global, CommandRunner
 void AddRuntimeCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddMigCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+void AddMpsControlDaemonCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 
 }  // namespace gpunode::cli

@@ -1,14 +1,17 @@
 // `gpunode device-plugin`: a drop-in for NVIDIA's k8s-device-plugin (same config file, flags,
 // environment variables, resource names and Allocate answers).
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
@@ -26,6 +29,7 @@ constexpr const char* kDefaultKubeletDir = "/var/lib/kubelet/device-plugins";
 
 struct DevicePluginOptions {
   std::optional<std::string> config_file;
+  std::optional<std::string> default_config;
   std::string check_config;
   std::optional<std::string> mig_strategy;
   std::optional<std::string> fail_on_init_error;
@@ -39,7 +43,18 @@ struct DevicePluginOptions {
   std::string kubelet_dir = kDefaultKubeletDir;
   std::optional<std::string> kubelet_socket;
   std::string cdi_spec_dir = "/var/run/cdi";
-  std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
+  std::optional<std::string> cdi_hook_path;
+  std::optional<std::string> mps_root;
+  std::optional<std::string> container_driver_root;
+  std::optional<std::string> device_discovery_strategy;
+  // Features of NVIDIA's plugin gpunode does not have: accepted when off, refused when on.
+  std::optional<std::string> gdrcopy_enabled;
+  std::optional<std::string> gds_enabled;
+  std::optional<std::string> mofed_enabled;
+  std::vector<std::string> imex_channel_ids;
+  std::optional<std::string> imex_required;
+  std::vector<std::string> cdi_feature_flags;
+  std::vector<std::string> cdi_disable_hooks;
   std::optional<std::string> recovery_period;
 };
 
@@ -58,6 +73,36 @@ absl::Status FlagValue(std::optional<T>& out, const char* flag,
 }
 
 absl::StatusOr<std::string> Text(absl::string_view text) { return std::string(text); }
+
+absl::StatusOr<std::string> DiscoveryStrategy(absl::string_view text) {
+  if (absl::Status st = plugin::CheckDeviceDiscoveryStrategy(text); !st.ok()) return st;
+  return std::string(text);
+}
+
+// A list flag's value, else the comma list in its environment variable.
+std::vector<std::string> ListOrEnvironment(const std::vector<std::string>& flag, const char* env) {
+  if (!flag.empty()) return flag;
+  const char* value = std::getenv(env);
+  if (value == nullptr) return {};
+  return absl::StrSplit(value, ',', absl::SkipWhitespace());
+}
+
+// NVIDIA's --cdi-disable-hooks names hooks to leave out of the CDI spec. gpunode's spec has
+// two (update-ldcache, create-symlinks) and leaves them out together; hooks it never writes need
+// no disabling.
+absl::StatusOr<bool> HooksDisabled(const std::vector<std::string>& names) {
+  bool all = false, some = false;
+  for (const std::string& name : names) {
+    if (name == "all") all = true;
+    if (name == "update-ldcache" || name == "create-symlinks") some = true;
+  }
+  if (some && !all) {
+    return absl::InvalidArgumentError(
+        "--cdi-disable-hooks: not supported by gpunode: disabling update-ldcache or "
+        "create-symlinks alone; give all (both) or neither");
+  }
+  return all;
+}
 
 absl::StatusOr<plugin::ConfigLayer> FlagLayer(const DevicePluginOptions& o) {
   plugin::ConfigLayer layer;
@@ -91,6 +136,35 @@ absl::StatusOr<plugin::ConfigLayer> FlagLayer(const DevicePluginOptions& o) {
     return st;
   if (st = FlagValue(layer.nvidia_dev_root, "--dev-root", o.nvidia_dev_root, &Text); !st.ok())
     return st;
+  if (st = FlagValue(layer.mps_root, "--mps-root", o.mps_root, &Text); !st.ok()) return st;
+  if (st = FlagValue(layer.nvidia_cdi_hook_path, "--nvidia-cdi-hook-path", o.cdi_hook_path, &Text);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.container_driver_root, "--driver-root-ctr-path", o.container_driver_root,
+                     &Text);
+      !st.ok())
+    return st;
+  if (st = FlagValue(layer.device_discovery_strategy, "--device-discovery-strategy",
+                     o.device_discovery_strategy, &DiscoveryStrategy);
+      !st.ok())
+    return st;
+  for (const auto& [flag, text, setting] :
+       {std::tuple{"--gdrcopy-enabled", &o.gdrcopy_enabled, "gdrcopyEnabled"},
+        std::tuple{"--gds-enabled", &o.gds_enabled, "gdsEnabled"},
+        std::tuple{"--mofed-enabled", &o.mofed_enabled, "mofedEnabled"},
+        std::tuple{"--imex-required", &o.imex_required, "imexRequired"}}) {
+    std::optional<bool> on;
+    if (st = FlagValue(on, flag, *text, &plugin::ParseGoBool); !st.ok()) return st;
+    if (on.value_or(false)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", plugin::UnsupportedFeature(setting), "; leave the flag out"));
+    }
+  }
+  if (!o.imex_channel_ids.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--imex-channel-ids: ", plugin::UnsupportedFeature("imexChannelIDs"),
+                     "; leave the flag out"));
+  }
   if (!o.device_list_strategy.empty()) {
     std::vector<plugin::DeviceListStrategy> strategies;
     for (const std::string& name : o.device_list_strategy) {
@@ -130,21 +204,47 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
 
   absl::StatusOr<plugin::ConfigLayer> flags = FlagLayer(options);
   if (!flags.ok()) return ReportError(flags.status());
-  plugin::ConfigLoader loader = [flags = *flags, file = options.config_file] {
-    return plugin::ResolveConfig(flags, file, &Getenv);
+  // NVIDIA's --driver-root is gpunode's global one; it also sets nvidiaDriverRoot.
+  if (!flags->nvidia_driver_root && global.driver_root != "/") {
+    flags->nvidia_driver_root = global.driver_root;
+  }
+  plugin::ConfigSelection selection{.default_config = options.default_config};
+  plugin::ConfigLoader loader = [flags = *flags, file = options.config_file, selection] {
+    return plugin::ResolveConfig(flags, file, &Getenv, selection);
   };
   absl::StatusOr<plugin::ResolvedConfig> config = loader();
   if (!config.ok()) return ReportError(config.status());
 
   plugin::DaemonOptions daemon;
   daemon.kubelet_dir = options.kubelet_dir;
+  std::optional<std::string> config_path = options.config_file;
+  if (!config_path || config_path->empty()) {
+    if (const char* env = std::getenv("CONFIG_FILE"); env != nullptr && *env != '\0') {
+      config_path = env;
+    }
+  }
+  if (config_path && !config_path->empty()) {
+    std::error_code ec;
+    daemon.config_watch_dir = std::filesystem::is_directory(*config_path, ec)
+                                  ? *config_path
+                                  : std::filesystem::path(*config_path).parent_path().string();
+    if (daemon.config_watch_dir.empty()) daemon.config_watch_dir = ".";
+  }
   std::optional<std::string> kubelet_socket = options.kubelet_socket;
   if (!kubelet_socket) {
     if (const char* env = std::getenv("KUBELET_SOCKET")) kubelet_socket = env;
   }
   daemon.kubelet_socket = kubelet_socket ? *kubelet_socket : options.kubelet_dir + "/kubelet.sock";
   daemon.cdi_spec_dir = options.cdi_spec_dir;
-  daemon.cdi_hook_path = options.cdi_hook_path;
+  absl::StatusOr<bool> hooks_disabled =
+      HooksDisabled(ListOrEnvironment(options.cdi_disable_hooks, "CDI_DISABLE_HOOKS"));
+  if (!hooks_disabled.ok()) return ReportError(hooks_disabled.status());
+  daemon.cdi_hooks_disabled = *hooks_disabled;
+  for (const std::string& flag :
+       ListOrEnvironment(options.cdi_feature_flags, "CDI_FEATURE_FLAGS")) {
+    spdlog::warn("--cdi-feature-flags: {} has no effect: gpunode's CDI spec has no feature flags",
+                 flag);
+  }
   daemon.host_root = global.host_root;
   absl::StatusOr<plugin::XidPolicy> xids = plugin::XidPolicyFromEnvironment(
       std::getenv("DP_DISABLE_HEALTHCHECKS"), std::getenv("DP_ENABLE_HEALTHCHECKS"));
@@ -164,7 +264,12 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
 
   // NVIDIA's nvidiaDriverRoot says where the driver's libnvidia-ml is, unless --driver-root does.
   GlobalOptions nvml_options = global;
-  if (nvml_options.driver_root == "/") nvml_options.driver_root = config->config.nvidia_driver_root;
+  if (nvml_options.driver_root == "/") {
+    // In a container the host's driver root is mounted at containerDriverRoot when that is set.
+    nvml_options.driver_root = config->config.container_driver_root.empty()
+                                   ? config->config.nvidia_driver_root
+                                   : config->config.container_driver_root;
+  }
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(nvml_options);
   if (library.ok()) {
     // Also the moment the simulator's timeline starts, which the health tests measure from.
@@ -189,7 +294,11 @@ void AddDevicePluginCommand(CLI::App& app, const GlobalOptions& global, CommandR
       "device-plugin",
       "kubelet device plugin for NVIDIA GPUs, a drop-in for NVIDIA's k8s-device-plugin");
   cmd->add_option("--config-file", o->config_file,
-                  "NVIDIA device plugin config file (version v1) (env CONFIG_FILE)");
+                  "NVIDIA device plugin config file (version v1), or a directory of them (a "
+                  "ConfigMap mounted whole) (env CONFIG_FILE)");
+  cmd->add_option("--default-config", o->default_config,
+                  "with --config-file naming a directory: the config of a node without the "
+                  "nvidia.com/device-plugin.config label (env CONFIG_DEFAULT)");
   cmd->add_option("--check-config", o->check_config,
                   "validate this config file (with the flags and environment) and exit");
   cmd->add_option("--mig-strategy", o->mig_strategy, "none, single or mixed (env MIG_STRATEGY)");
@@ -226,9 +335,37 @@ void AddDevicePluginCommand(CLI::App& app, const GlobalOptions& global, CommandR
   cmd->add_option("--cdi-spec-dir", o->cdi_spec_dir,
                   "where the CDI spec is written when a CDI strategy is used")
       ->capture_default_str();
-  cmd->add_option("--nvidia-cdi-hook-path", o->cdi_hook_path,
-                  "nvidia-cdi-hook on the host, named by the CDI spec's hooks")
-      ->capture_default_str();
+  cmd->add_option("--nvidia-cdi-hook-path,--nvidia-ctk-path", o->cdi_hook_path,
+                  "nvidia-cdi-hook on the host, named by the CDI spec's hooks (env "
+                  "NVIDIA_CDI_HOOK_PATH, NVIDIA_CTK_PATH; default /usr/bin/nvidia-cdi-hook)");
+  cmd->add_option("--mps-root", o->mps_root,
+                  "host directory of the MPS control daemons' pipes and logs, needed with "
+                  "sharing.mps (env MPS_ROOT)");
+  cmd->add_option("--driver-root-ctr-path,--container-driver-root", o->container_driver_root,
+                  "where the driver root is mounted in this container (env "
+                  "DRIVER_ROOT_CTR_PATH, CONTAINER_DRIVER_ROOT)");
+  cmd->add_option("--device-discovery-strategy", o->device_discovery_strategy,
+                  "auto or nvml (env DEVICE_DISCOVERY_STRATEGY; default auto)");
+  for (auto [name, target, what] :
+       {std::tuple{"--gdrcopy-enabled", &o->gdrcopy_enabled, "GDRCopy (env GDRCOPY_ENABLED)"},
+        std::tuple{"--gds-enabled", &o->gds_enabled, "GPUDirect Storage (env GDS_ENABLED)"},
+        std::tuple{"--mofed-enabled", &o->mofed_enabled, "MOFED (env MOFED_ENABLED)"},
+        std::tuple{"--imex-required", &o->imex_required, "IMEX channels (env IMEX_REQUIRED)"}}) {
+    cmd->add_option(name, *target, absl::StrCat(what, ": not supported by gpunode; false only"))
+        ->expected(0, 1)
+        ->default_str("true")
+        ->option_text("[BOOL]");
+  }
+  cmd->add_option("--imex-channel-ids", o->imex_channel_ids,
+                  "IMEX channels (env IMEX_CHANNEL_IDS): not supported by gpunode")
+      ->delimiter(',');
+  cmd->add_option("--cdi-feature-flags", o->cdi_feature_flags,
+                  "feature flags of NVIDIA's CDI library (env CDI_FEATURE_FLAGS); gpunode's CDI "
+                  "spec has none, so they have no effect")
+      ->delimiter(',');
+  cmd->add_option("--cdi-disable-hooks", o->cdi_disable_hooks,
+                  "hooks to leave out of the CDI spec: all (env CDI_DISABLE_HOOKS)")
+      ->delimiter(',');
   cmd->add_option("--health-recovery-period", o->recovery_period,
                   "an unhealthy device is Healthy again after NVML answered normally this long "
                   "(env HEALTH_RECOVERY_PERIOD; default 60s; 0 = never)");

@@ -21,6 +21,7 @@ struct DoctorFlags {
   std::string kubelet_dir = "/var/lib/kubelet";
   std::string containerd_config = "/etc/containerd/config.toml";
   std::string containerd_socket;
+  std::optional<std::string> mps_root;
 };
 
 std::optional<std::string> Environment(const char* name) {
@@ -40,6 +41,11 @@ int RunDoctor(const GlobalOptions& global, const DoctorFlags& flags) {
   options.kubelet_dir = flags.kubelet_dir;
   options.containerd_config = flags.containerd_config;
   options.containerd_socket = flags.containerd_socket;
+  if (flags.mps_root) {
+    options.mps_root = *flags.mps_root;
+  } else if (std::optional<std::string> root = Environment("MPS_ROOT"); root && !root->empty()) {
+    options.mps_root = *root;
+  }
   if (flags.in_container) {
     options.visible_devices = Environment("NVIDIA_VISIBLE_DEVICES");
     options.driver_capabilities = Environment("NVIDIA_DRIVER_CAPABILITIES");
@@ -83,6 +89,8 @@ void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
                 "container sees (host-only checks are left out)");
   cmd->add_option("--kubelet-dir", flags->kubelet_dir, "the kubelet's root directory")
       ->capture_default_str();
+  cmd->add_option("--mps-root", flags->mps_root,
+                  "the MPS control daemons' root (env MPS_ROOT; default /run/nvidia/mps)");
   cmd->add_option("--containerd-config", flags->containerd_config, "containerd's config file")
       ->capture_default_str();
   cmd->add_option("--containerd-socket", flags->containerd_socket,

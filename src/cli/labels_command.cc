@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -23,6 +24,7 @@
 #include "labels/node_facts.h"
 #include "labels/sharing.h"
 #include "labels/stable_labels.h"
+#include "plugin/config/config_dir.h"
 #include "plugin/config/config_file.h"
 #include "spdlog/spdlog.h"
 
@@ -72,6 +74,20 @@ absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI
       config_file = env;
       config_source = which;
     }
+  }
+  std::error_code ec;
+  if (!config_file.empty() && std::filesystem::is_directory(config_file, ec)) {
+    // A ConfigMap mounted whole: the same config the device plugin picks.
+    plugin::ConfigSelection selection;
+    if (const char* name = std::getenv("CONFIG_DEFAULT"); name != nullptr && *name != '\0') {
+      selection.default_config = name;
+    }
+    absl::StatusOr<plugin::SelectedConfig> selected = plugin::SelectConfig(config_file, selection);
+    if (!selected.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(config_source, ": ", selected.status().message()));
+    }
+    config_file = selected->path;
   }
   plugin::ConfigFile config;
   if (!config_file.empty()) {

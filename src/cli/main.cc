@@ -48,6 +48,7 @@ int Main(int argc, char** argv) {
   AddRuntimeCommand(app, global, run);
   AddDoctorCommand(app, global, run);
   AddMigCommand(app, global, run);
+  AddMpsControlDaemonCommand(app, global, run);
 
   try {
     app.parse(argc, argv);

@@ -32,6 +32,8 @@ struct DoctorOptions {
   std::optional<std::string> image_cuda_version;
   std::optional<std::string> image_cudart_version;
   std::chrono::milliseconds rpc_timeout{2000};
+  // The MPS root the control daemons use (a host path; --mps-root or MPS_ROOT).
+  std::string mps_root = "/run/nvidia/mps";
 };
 
 class Context {

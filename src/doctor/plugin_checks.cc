@@ -1,4 +1,5 @@
-// plugin.*: the device plugin sockets in the kubelet's device-plugins directory.
+// plugin.*: the device plugin sockets in the kubelet's device-plugins directory, and the MPS
+// control daemons' pipes under the MPS root.
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -39,8 +40,8 @@ absl::StatusOr<std::vector<Socket>> Sockets(const Context& context) {
 
 // Whether anything accepts connections on the socket; a socket file left by a process that
 // exited refuses them.
-bool Listening(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+bool Listening(const std::string& path, int type = SOCK_STREAM) {
+  int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
@@ -129,12 +130,42 @@ Finding StaleSockets(const Context& context) {
   return Ok(absl::StrCat("every plugin socket answers (", sockets->size(), " socket(s))"));
 }
 
+// The MPS control daemon of each resource under the MPS root (<root>/<resource>/pipe) must accept
+// connections on its control socket, as the device plugin's MPS clients need.
+Finding MpsDaemons(const Context& context) {
+  const std::string& root = context.options().mps_root;
+  absl::StatusOr<std::vector<std::string>> names = context.host().ListDir(root);
+  if (!names.ok()) return Skip("no MPS root: no resource is shared through MPS", root);
+  std::vector<std::string> answering, silent;
+  for (const std::string& name : *names) {
+    std::string pipe = absl::StrCat(root, "/", name, "/pipe");
+    absl::StatusOr<struct stat> st = context.host().Stat(pipe);
+    if (name == "shm" || !st.ok() || !S_ISDIR(st->st_mode)) continue;
+    std::string control = context.host().Resolve(pipe + "/control");
+    // The MPS control socket is SEQPACKET.
+    (Listening(control, SOCK_SEQPACKET) ? answering : silent)
+        .push_back(absl::StrCat("nvidia.com/", name));
+  }
+  if (!silent.empty()) {
+    return Fail(absl::StrCat("the MPS control daemon of ", absl::StrJoin(silent, ", "),
+                             " does not answer on its pipe"),
+                root,
+                "kubectl -n <namespace> logs <device plugin pod> -c mps-control-daemon; see "
+                "<root>/<resource>/log/control.log; the plugin marks the replicas Unhealthy until "
+                "the daemon is back");
+  }
+  if (answering.empty()) return Skip("no MPS control daemon under the MPS root", root);
+  return Ok(absl::StrCat("MPS control daemon answering for ", absl::StrJoin(answering, ", ")),
+            root);
+}
+
 }  // namespace
 
 std::vector<Check> PluginChecks() {
   return {
       {"plugin", "plugin.socket", {}, PluginSocket},
       {"plugin", "plugin.stale-sockets", {}, StaleSockets},
+      {"plugin", "plugin.mps-daemon", {}, MpsDaemons},
   };
 }
 

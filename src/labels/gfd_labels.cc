@@ -218,6 +218,13 @@ Labels GfdLabels(const NodeFacts& facts, const GfdOptions& options) {
   if (facts.gpus.empty()) return labels;
   labels["nvidia.com/gpu.present"] = "true";
   ResourceLabels(facts, options, labels);
+  if (options.sharing.strategy == "mps") {
+    // GFD's labeller fails outright on a MIG-enabled GPU here; the node says "not capable"
+    // instead and keeps its other labels (MPS does not run on MIG devices).
+    bool mig_enabled = false;
+    for (const GpuFacts& gpu : facts.gpus) mig_enabled |= gpu.mig_enabled;
+    labels["nvidia.com/mps.capable"] = mig_enabled ? "false" : "true";
+  }
   switch (options.mig_strategy) {
     case plugin::MigStrategy::kNone:
       break;

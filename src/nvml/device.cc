@@ -228,6 +228,16 @@ absl::StatusOr<bool> Device::PersistenceModeEnabled() const {
   return mode == NVML_FEATURE_ENABLED;
 }
 
+absl::StatusOr<nvmlComputeMode_t> Device::ComputeMode() const {
+  nvmlComputeMode_t mode = NVML_COMPUTEMODE_DEFAULT;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_compute_mode, handle_, &mode));
+  return mode;
+}
+
+absl::Status Device::SetComputeMode(nvmlComputeMode_t mode) const {
+  return GPUNODE_NVML_CALL(*library_, device_set_compute_mode, handle_, mode);
+}
+
 absl::StatusOr<std::vector<ProcessInfo>> Device::ComputeProcesses() const {
   // Ask for the count first; processes may start between the calls, so leave slack and retry.
   std::vector<nvmlProcessInfo_t> raw;

@@ -102,6 +102,9 @@ class Device {
   absl::StatusOr<unsigned> MemoryTemperatureC() const;
   absl::StatusOr<RemappedRows> Remapped() const;
   absl::StatusOr<bool> PersistenceModeEnabled() const;
+  // NVML_COMPUTEMODE_*; setting it needs root on a real GPU (NO_PERMISSION otherwise).
+  absl::StatusOr<nvmlComputeMode_t> ComputeMode() const;
+  absl::Status SetComputeMode(nvmlComputeMode_t mode) const;
   absl::StatusOr<std::vector<ProcessInfo>> ComputeProcesses() const;
 
   // MIG: the current mode of a physical GPU, its MIG devices, and for a MIG device its ids and

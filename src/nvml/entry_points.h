@@ -47,6 +47,8 @@
   X(device_get_remapped_rows, nvmlDeviceGetRemappedRows)                                           \
   X(device_get_field_values, nvmlDeviceGetFieldValues)                                             \
   X(device_get_persistence_mode, nvmlDeviceGetPersistenceMode)                                     \
+  X(device_get_compute_mode, nvmlDeviceGetComputeMode)                                             \
+  X(device_set_compute_mode, nvmlDeviceSetComputeMode)                                             \
   X(device_get_compute_running_processes, nvmlDeviceGetComputeRunningProcesses_v3,                 \
     nvmlDeviceGetComputeRunningProcesses_v2)                                                       \
   X(device_get_mig_mode, nvmlDeviceGetMigMode)                                                     \

@@ -5,6 +5,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -199,10 +200,27 @@ TEST(Labels, TimeSlicingMarksTheProductShared) {
       LabelsOf({"--sim", "a10-pcie-4"}, {"--config-file", kConfigs + "/time-slicing-renamed.json"});
   EXPECT_EQ(labels.at("nvidia.com/gpu.product"), "NVIDIA-A10");
   EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), "2");
+  // No MPS config, no mps.capable label.
+  EXPECT_EQ(labels.count("nvidia.com/mps.capable"), 0u);
   // The same file through the environment, as GFD reads it.
   labels =
       LabelsOf({"--sim", "a10-pcie-4"}, {}, {"CONFIG_FILE=" + kConfigs + "/time-slicing.yaml"});
   EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), "4");
+}
+
+TEST(Labels, MpsConfigLabelsTheNodeMpsCapable) {
+  std::string dir = ::testing::TempDir() + "/labels-mps";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/mps2") << "sharing:\n  mps:\n    resources:\n"
+                                  "    - {name: nvidia.com/gpu, replicas: 2}\n";
+  std::ofstream(dir + "/none") << "version: v1\n";
+  // A ConfigMap mounted whole: CONFIG_DEFAULT picks the config, as for the device plugin.
+  Labels labels =
+      LabelsOf({"--sim", "a10-pcie-4"}, {"--config-file", dir}, {"CONFIG_DEFAULT=mps2"});
+  EXPECT_EQ(labels.at("nvidia.com/mps.capable"), "true");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.sharing-strategy"), "mps");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), "2");
+  EXPECT_EQ(labels.at("nvidia.com/gpu.product"), "NVIDIA-A10-SHARED");
 }
 
 TEST(Labels, MigStrategiesOnTheA100Node) {
@@ -212,6 +230,8 @@ TEST(Labels, MigStrategiesOnTheA100Node) {
   EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.count"), "9");
   EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.replicas"), "3");
   EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.sharing-strategy"), "mps");
+  // MPS does not run on MIG devices: GFD's labeller fails here, gpunode says "not capable".
+  EXPECT_EQ(mixed.at("nvidia.com/mps.capable"), "false");
   EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.product"), "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb-SHARED");
   EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.memory"), "9728");
   EXPECT_EQ(mixed.at("nvidia.com/mig-1g.10gb.slices.gi"), "1");

@@ -1,5 +1,7 @@
 // The NVIDIA-compatible config: every key of NVIDIA's v1 file is accepted, anything else is an
 // error naming the key, its line and where it belongs; precedence is flag > env > file > default.
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "gmock/gmock.h"
@@ -166,11 +168,13 @@ TEST(ConfigFile, ClearErrorsForBadValues) {
 
 TEST(ConfigFile, UnsupportedButValidSettingsWarn) {
   absl::StatusOr<ConfigFile> file = Parse(
-      "flags:\n  gdsEnabled: true\nresources:\n  gpus:\n  - {pattern: '*', name: gpu}\n"
+      "flags:\n  gdsEnabled: false\nresources:\n  gpus:\n  - {pattern: '*', name: gpu}\n"
       "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2, rename: x}\n");
   ASSERT_TRUE(file.ok()) << file.status();
-  EXPECT_EQ(file->warnings.size(), 3u);
+  EXPECT_EQ(file->warnings.size(), 2u);
 }
+
+using Vars = std::map<std::string, std::string>;
 
 class FakeEnvironment {
  public:
@@ -238,20 +242,139 @@ TEST(ConfigFile, MpsIsReadWithTheRulesOfTimeSlicing) {
   EXPECT_TRUE(file->time_slicing.resources.empty());
 }
 
-TEST(ConfigSources, MpsIsRefusedByThePlugin) {
-  std::string path = ::testing::TempDir() + "/mps.yaml";
-  {
-    FILE* f = fopen(path.c_str(), "w");
-    fputs("version: v1\nsharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 2}\n", f);
-    fclose(f);
-  }
-  FakeEnvironment env(std::map<std::string, std::string>{});
+std::string WriteConfig(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  FILE* f = fopen(path.c_str(), "w");
+  fputs(text.c_str(), f);
+  fclose(f);
+  return path;
+}
+
+// NVIDIA's README example for MPS: failRequestsGreaterThanOne is true unless written false.
+TEST(ConfigSources, MpsAsNvidiaWithItsDefaults) {
+  std::string path =
+      WriteConfig("mps.yaml",
+                  "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n"
+                  "      replicas: 10\n");
+  FakeEnvironment env(std::map<std::string, std::string>{{"MPS_ROOT", "/run/nvidia/mps"}});
   absl::StatusOr<ResolvedConfig> resolved = ResolveConfig({}, path, env.get());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->config.sharing_strategy(), SharingStrategy::kMps);
+  EXPECT_EQ(resolved->config.mps_root, "/run/nvidia/mps");
+  EXPECT_TRUE(resolved->config.mps.fail_requests_greater_than_one);
+  EXPECT_FALSE(resolved->config.mps.rename_by_default);
+  ASSERT_EQ(resolved->config.shared(), &resolved->config.mps);
+  EXPECT_EQ(resolved->config.mps.resources[0].replicas, 10);
+  EXPECT_THAT(ConfigJson(resolved->config),
+              HasSubstr("\"mps\":{\"failRequestsGreaterThanOne\":true"));
+
+  std::string lenient = WriteConfig(
+      "mps-lenient.yaml",
+      "flags:\n  mpsRoot: /var/mps\nsharing:\n  mps:\n    failRequestsGreaterThanOne: false\n"
+      "    renameByDefault: true\n    resources:\n    - {name: gpu, replicas: 2}\n");
+  resolved = ResolveConfig({}, lenient, FakeEnvironment(Vars{}).get());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_FALSE(resolved->config.mps.fail_requests_greater_than_one);
+  EXPECT_TRUE(resolved->config.mps.rename_by_default);
+  EXPECT_EQ(resolved->config.mps_root, "/var/mps");
+
+  // The time-slicing default stays false.
+  absl::StatusOr<ConfigFile> ts =
+      Parse("sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n");
+  ASSERT_TRUE(ts.ok());
+  EXPECT_FALSE(ts->time_slicing.fail_requests_greater_than_one);
+}
+
+TEST(ConfigSources, MpsWinsOverTimeSlicingWithAWarning) {
+  std::string path =
+      WriteConfig("both.yaml",
+                  "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 4}\n"
+                  "  mps:\n    resources:\n    - {name: gpu, replicas: 2}\n");
+  absl::StatusOr<ResolvedConfig> resolved =
+      ResolveConfig({}, path, FakeEnvironment(Vars{{"MPS_ROOT", "/run/nvidia/mps"}}).get());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->config.sharing_strategy(), SharingStrategy::kMps);
+  EXPECT_EQ(resolved->config.shared()->resources[0].replicas, 2);
+  ASSERT_EQ(resolved->warnings.size(), 1u);
+  EXPECT_THAT(resolved->warnings[0], HasSubstr("sharing.timeSlicing: ignored because sharing.mps"));
+}
+
+TEST(ConfigSources, MpsRefusalsNameTheFileTheLineAndTheFix) {
+  std::string path = WriteConfig(
+      "mps-bad.yaml",
+      "version: v1\nsharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 2}\n");
+  absl::StatusOr<ResolvedConfig> resolved = ResolveConfig({}, path, FakeEnvironment(Vars{}).get());
   ASSERT_FALSE(resolved.ok());
   EXPECT_EQ(resolved.status().message(),
             path +
-                ":3: sharing.mps: MPS sharing is not supported by gpunode device-plugin; "
-                "remove it or use sharing.timeSlicing");
+                ":3: sharing.mps: MPS needs the MPS root shared with the control daemon; set "
+                "--mps-root, MPS_ROOT or flags.mpsRoot (NVIDIA's chart uses /run/nvidia/mps)");
+
+  ConfigLayer flags;
+  flags.mig_strategy = MigStrategy::kMixed;
+  resolved =
+      ResolveConfig(flags, path, FakeEnvironment(Vars{{"MPS_ROOT", "/run/nvidia/mps"}}).get());
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_THAT(resolved.status().message(),
+              HasSubstr(":3: sharing.mps: MPS is not supported with migStrategy mixed"));
+
+  resolved = ResolveConfig({}, path, FakeEnvironment(Vars{{"MPS_ROOT", "run/mps"}}).get());
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_THAT(resolved.status().message(), HasSubstr("is not an absolute path"));
+}
+
+// Every setting of NVIDIA's v0.20 that names a feature gpunode lacks is refused, in the file and
+// in the environment, with the same words; off is fine.
+TEST(ConfigSources, FeaturesGpunodeLacksAreRefusedByName) {
+  struct Case {
+    std::string yaml;
+    std::string message;
+  } cases[] = {
+      {"flags:\n  gdsEnabled: true\n",
+       "config.yaml:2: flags.gdsEnabled: not supported by gpunode: GPUDirect Storage (gdsEnabled)"},
+      {"flags:\n  mofedEnabled: true\n", "not supported by gpunode: MOFED"},
+      {"flags:\n  gdrcopyEnabled: true\n", "not supported by gpunode: GDRCopy (gdrcopyEnabled)"},
+      {"imex:\n  channelIDs: [0]\n", "imex.channelIDs: not supported by gpunode: IMEX channels"},
+      {"imex:\n  required: true\n", "imex.required: not supported by gpunode: IMEX channels"},
+      {"flags:\n  deviceDiscoveryStrategy: tegra\n",
+       "not supported by gpunode: tegra device discovery"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ConfigFile> file = Parse(c.yaml);
+    ASSERT_FALSE(file.ok()) << c.yaml;
+    EXPECT_THAT(std::string(file.status().message()), HasSubstr(c.message));
+  }
+  ASSERT_TRUE(
+      Parse("flags:\n  gdsEnabled: false\n  mofedEnabled: false\nimex:\n  channelIDs: []\n").ok());
+
+  for (const auto& [name, value] : std::map<std::string, std::string>{{"GDS_ENABLED", "true"},
+                                                                      {"MOFED_ENABLED", "1"},
+                                                                      {"GDRCOPY_ENABLED", "t"},
+                                                                      {"IMEX_REQUIRED", "true"},
+                                                                      {"IMEX_CHANNEL_IDS", "0"}}) {
+    absl::StatusOr<ConfigLayer> layer =
+        EnvironmentLayer(FakeEnvironment(Vars{{name, value}}).get());
+    ASSERT_FALSE(layer.ok()) << name;
+    EXPECT_THAT(std::string(layer.status().message()),
+                HasSubstr("environment variable " + name + ": not supported by gpunode: "));
+  }
+  EXPECT_TRUE(EnvironmentLayer(FakeEnvironment(Vars{{"GDS_ENABLED", "false"}}).get()).ok());
+}
+
+TEST(ConfigSources, NvidiaVariablesWithTwoNamesTakeTheFirstSet) {
+  absl::StatusOr<ConfigLayer> layer =
+      EnvironmentLayer(FakeEnvironment(Vars{{"NVIDIA_CTK_PATH", "/usr/local/bin/nvidia-ctk"},
+                                            {"CONTAINER_DRIVER_ROOT", "/host-driver"},
+                                            {"DRIVER_ROOT_CTR_PATH", "/driver-root"},
+                                            {"DEVICE_DISCOVERY_STRATEGY", "nvml"}})
+                           .get());
+  ASSERT_TRUE(layer.ok()) << layer.status();
+  EXPECT_EQ(layer->nvidia_cdi_hook_path, "/usr/local/bin/nvidia-ctk");
+  EXPECT_EQ(layer->container_driver_root, "/driver-root");
+  EXPECT_EQ(layer->device_discovery_strategy, "nvml");
+  Config config = Merge({&*layer}, {});
+  EXPECT_EQ(config.nvidia_cdi_hook_path, "/usr/local/bin/nvidia-ctk");
+  EXPECT_EQ(Merge({}, {}).nvidia_cdi_hook_path, "/usr/bin/nvidia-cdi-hook");
 }
 
 TEST(ConfigSources, MissingFileIsAnError) {
@@ -287,6 +410,68 @@ TEST(XidPolicy, DisableAndEnableAsNvidia) {
   absl::StatusOr<XidPolicy> bad = XidPolicyFromEnvironment("abc", nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("DP_DISABLE_HEALTHCHECKS"));
+}
+
+}  // namespace
+}  // namespace gpunode::plugin
+
+namespace gpunode::plugin {
+namespace {
+
+// NVIDIA's config-manager order: the node label, the default config, a config named default,
+// the only config; the kubelet's ..data bookkeeping and directories are not configs.
+TEST(ConfigDirectory, PicksAsNvidiasConfigManager) {
+  std::string dir = ::testing::TempDir() + "/configs";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/..2026_01_01");
+  std::ofstream(dir + "/..2026_01_01/a") << "version: v1\n";
+  std::ofstream(dir + "/..2026_01_01/b") << "version: v1\n";
+  std::filesystem::create_directory_symlink("..2026_01_01", dir + "/..data");
+  std::filesystem::create_symlink("..data/a", dir + "/a");
+  std::filesystem::create_symlink("..data/b", dir + "/b");
+  EXPECT_THAT(*ConfigNames(dir), ElementsAre("a", "b"));
+
+  absl::StatusOr<SelectedConfig> picked = SelectConfig(dir, {.label = "b"});
+  ASSERT_TRUE(picked.ok()) << picked.status();
+  EXPECT_EQ(picked->path, dir + "/b");
+  EXPECT_EQ(picked->why, "node label nvidia.com/device-plugin.config=b");
+  picked = SelectConfig(dir, {.default_config = "a"});
+  ASSERT_TRUE(picked.ok());
+  EXPECT_EQ(picked->name, "a");
+  // The label wins over the default; a label naming nothing is an error, not the default.
+  EXPECT_EQ(SelectConfig(dir, {.label = "b", .default_config = "a"})->name, "b");
+  picked = SelectConfig(dir, {.label = "mps-2", .default_config = "a"});
+  ASSERT_FALSE(picked.ok());
+  EXPECT_EQ(picked.status().message(),
+            "node label nvidia.com/device-plugin.config=mps-2: no such config in " + dir +
+                " (configs: a, b); set the label to one of them or add the key to the ConfigMap");
+  picked = SelectConfig(dir, {});
+  ASSERT_FALSE(picked.ok());
+  EXPECT_THAT(picked.status().message(), HasSubstr("holds 2 configs (a, b) and none is selected"));
+
+  std::ofstream(dir + "/default") << "version: v1\n";
+  EXPECT_EQ(SelectConfig(dir, {})->name, "default");
+  std::filesystem::remove(dir + "/default");
+  std::filesystem::remove(dir + "/b");
+  EXPECT_EQ(SelectConfig(dir, {})->why, "the only config");
+}
+
+TEST(ConfigDirectory, ResolveConfigReadsTheSelectedFileAndCONFIG_DEFAULT) {
+  std::string dir = ::testing::TempDir() + "/configs-resolve";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/none") << "version: v1\n";
+  std::ofstream(dir + "/ts4")
+      << "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 4}\n";
+  FakeEnvironment env(Vars{{"CONFIG_FILE", dir}, {"CONFIG_DEFAULT", "ts4"}});
+  absl::StatusOr<ResolvedConfig> resolved = ResolveConfig({}, std::nullopt, env.get());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->config_file, dir + "/ts4");
+  EXPECT_EQ(resolved->config.time_slicing.resources[0].replicas, 4);
+  resolved = ResolveConfig({}, std::nullopt, env.get(), {.label = "none"});
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_TRUE(resolved->config.time_slicing.resources.empty());
+  EXPECT_EQ(resolved->selected_by, "node label nvidia.com/device-plugin.config=none");
 }
 
 }  // namespace

@@ -504,23 +504,74 @@ TEST_F(DevicePluginTest, StaleSocketsAreRemovedAndSigtermStopsCleanly) {
 }
 
 TEST_F(DevicePluginTest, SighupReloadsTheConfigAndRegistersAgain) {
-  std::string config = dir_ + "/config.yaml";
+  fs::create_directories(dir_ + "/config");
+  std::string config = dir_ + "/config/config.yaml";
   fs::copy_file(Fixture("time-slicing-4.yaml"), config);
   Start("h200-1", {"--config-file", config});
   Registered("nvidia.com/gpu");
   Await("nvidia.com/gpu", AllHealthy(4));
 
-  // A broken file is refused and the running configuration stays.
+  // A broken file is refused, when it is written and on SIGHUP; the running configuration stays.
   std::ofstream(config) << "flags:\n  renameByDefault: true\n";
+  EXPECT_TRUE(plugin_->WaitForLog("config changed but is not applied", kWait)) << plugin_->Log();
   plugin_->Signal(SIGHUP);
   EXPECT_TRUE(plugin_->WaitForLog("SIGHUP: not reloaded", kWait)) << plugin_->Log();
-  // Then a good one is taken.
+  EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 1);
+  // A good one is taken as soon as it is written, without a signal.
   std::ofstream(config) << "sharing:\n  timeSlicing:\n    resources:\n"
                            "    - {name: nvidia.com/gpu, replicas: 2}\n";
-  plugin_->Signal(SIGHUP);
   Registered("nvidia.com/gpu", 2);
   Await("nvidia.com/gpu", AllHealthy(2));
+  // SIGHUP restarts every plugin, changed or not, as NVIDIA's.
+  plugin_->Signal(SIGHUP);
+  Registered("nvidia.com/gpu", 3);
+  Await("nvidia.com/gpu", AllHealthy(2));
+}
+
+// A ConfigMap mounted whole: --config-file names the directory, the default config picks one, and
+// a new version of the ConfigMap (the kubelet swaps its ..data link) is running within 2 s.
+TEST_F(DevicePluginTest, ConfigDirectoryPicksTheDefaultAndFollowsItsChanges) {
+  std::string configs = dir_ + "/configs";
+  auto publish = [&](const std::string& version, const std::string& ts4) {
+    // As the kubelet updates a ConfigMap volume: a new timestamped directory, then ..data
+    // re-pointed by rename, the keys being links through ..data.
+    fs::create_directories(configs + "/" + version);
+    std::ofstream(configs + "/" + version + "/none") << "version: v1\n";
+    std::ofstream(configs + "/" + version + "/ts4") << ts4;
+    fs::create_directory_symlink(version, configs + "/..data_tmp");
+    fs::rename(configs + "/..data_tmp", configs + "/..data");
+    for (const char* key : {"none", "ts4"}) {
+      if (!fs::is_symlink(configs + "/" + key)) {
+        fs::create_symlink(std::string("..data/") + key, configs + "/" + key);
+      }
+    }
+  };
+  fs::create_directories(configs);
+  publish("..v1", "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 4}\n");
+  Start("a10-pcie-4", {"--config-file", configs}, {"CONFIG_DEFAULT=ts4"});
+  Registered("nvidia.com/gpu");
+  Await("nvidia.com/gpu", AllHealthy(16));
+  EXPECT_THAT(plugin_->Log(),
+              HasSubstr("config ts4 from " + configs + "/ts4 (the default config)"));
+
+  auto changed = std::chrono::steady_clock::now();
+  publish("..v2", "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n");
+  Registered("nvidia.com/gpu", 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - changed, std::chrono::seconds(2));
+  Await("nvidia.com/gpu", AllHealthy(8));
+
+  // A version that does not parse keeps the node's capacity.
+  publish("..v3", "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 1}\n");
+  EXPECT_TRUE(plugin_->WaitForLog("config changed but is not applied", kWait)) << plugin_->Log();
   EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 2);
+
+  // A default that names no config is refused at start with the keys there.
+  testing::ProcessResult r =
+      testing::RunProcess({GPUNODE_BINARY, "--sim", "a10-pcie-4", "device-plugin", "--kubelet-dir",
+                           dir_ + "/other", "--config-file", configs, "--default-config", "mps2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("default config mps2: no such config in " + configs +
+                               " (configs: none, ts4)"));
 }
 
 TEST_F(DevicePluginTest, BadConfigIsRefusedWithOneLine) {

@@ -82,6 +82,39 @@ TEST(Resources, TimeSlicingReplicasAndRename) {
   EXPECT_THAT(warnings[0], HasSubstr("nvidia.com/mig-1g.10gb is not a resource of this node"));
 }
 
+TEST(Resources, MpsReplicasKeepTheirDirectoryNameWhenRenamed) {
+  Config config;
+  config.time_slicing.resources = {{"nvidia.com/gpu", 4}};  // hidden by mps, as NVIDIA's
+  config.mps.resources = {{"nvidia.com/gpu", 2}};
+  config.mps.fail_requests_greater_than_one = true;
+  config.mps.rename_by_default = true;
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::vector<Resource>> rs = BuildResources(PlainNode(2), config, &warnings);
+  ASSERT_TRUE(rs.ok()) << rs.status();
+  const Resource& r = (*rs)[0];
+  EXPECT_TRUE(r.mps);
+  EXPECT_TRUE(r.fail_requests_greater_than_one);
+  EXPECT_EQ(r.name, "nvidia.com/gpu.shared");
+  EXPECT_EQ(r.MpsName(), "gpu");  // the daemon's directory is named by the config's resource
+  EXPECT_THAT(Ids(r), ElementsAre("GPU-0::0", "GPU-0::1", "GPU-1::0", "GPU-1::1"));
+}
+
+TEST(Resources, MpsIsRefusedOnMigDevices) {
+  Config config;
+  config.mig_strategy = MigStrategy::kSingle;
+  config.mps.resources = {{"nvidia.com/gpu", 2}};
+  Node node = MigNode();
+  std::vector<std::string> warnings;
+  // MigNode mixes layouts; keep the first GPU, whose MIG devices share a profile.
+  node.gpus.resize(1);
+  node.gpus[0].migs.resize(1);
+  absl::StatusOr<std::vector<Resource>> rs = BuildResources(node, config, &warnings);
+  ASSERT_FALSE(rs.ok());
+  EXPECT_THAT(std::string(rs.status().message()),
+              HasSubstr("holds MIG-a on GPU 0, which is in MIG mode, and MPS is not supported "
+                        "with MIG; turn MIG off on GPU 0"));
+}
+
 TEST(Resources, MigMixedNamesEachProfile) {
   Config config;
   config.mig_strategy = MigStrategy::kMixed;

@@ -33,7 +33,9 @@ absl::StatusOr<NodeCdiSpec> BuildNodeCdiSpec(const Node& node, const std::string
   if (!driver.ok()) return driver.status();
   NodeCdiSpec result;
   cdi::SpecOptions spec_options{.kind = options.kind, .dev_root = options.dev_root};
-  if (cdi::IsExecutableFile(host, options.hook_path)) {
+  if (options.hook_path.empty()) {
+    // --cdi-disable-hooks all: the spec names no hook.
+  } else if (cdi::IsExecutableFile(host, options.hook_path)) {
     spec_options.hook_path = options.hook_path;
   } else {
     result.warnings.push_back(absl::StrCat(

@@ -18,7 +18,7 @@ struct CdiOptions {
   std::string kind = "k8s.device-plugin.nvidia.com/gpu";
   std::string driver_root = "/";  // where the driver's files are found; their host paths' prefix
   std::string dev_root = "/";     // prefix of the device nodes' host paths
-  std::string hook_path = "/usr/bin/nvidia-cdi-hook";
+  std::string hook_path = "/usr/bin/nvidia-cdi-hook";  // empty: no hooks (--cdi-disable-hooks)
 };
 
 struct NodeCdiSpec {

@@ -50,6 +50,36 @@ bool Config::Uses(DeviceListStrategy strategy) const {
          device_list_strategies.end();
 }
 
+SharingStrategy Config::sharing_strategy() const {
+  if (!mps.resources.empty()) return SharingStrategy::kMps;
+  if (!time_slicing.resources.empty()) return SharingStrategy::kTimeSlicing;
+  return SharingStrategy::kNone;
+}
+
+const TimeSlicing* Config::shared() const {
+  switch (sharing_strategy()) {
+    case SharingStrategy::kMps:
+      return &mps;
+    case SharingStrategy::kTimeSlicing:
+      return &time_slicing;
+    case SharingStrategy::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+std::string Name(SharingStrategy value) {
+  switch (value) {
+    case SharingStrategy::kMps:
+      return "mps";
+    case SharingStrategy::kTimeSlicing:
+      return "time-slicing";
+    case SharingStrategy::kNone:
+      break;
+  }
+  return "none";
+}
+
 absl::StatusOr<MigStrategy> ParseMigStrategy(absl::string_view text) {
   return Lookup(kMigStrategies, text, "MIG strategy");
 }
@@ -67,6 +97,29 @@ std::string Name(DeviceListStrategy value) { return NameOf(kListStrategies, valu
 std::string Name(DeviceIdStrategy value) { return NameOf(kIdStrategies, value); }
 std::string Name(SharedAllocationPolicy value) { return NameOf(kPolicies, value); }
 
+absl::Status CheckDeviceDiscoveryStrategy(absl::string_view text) {
+  if (text == "auto" || text == "nvml") return absl::OkStatus();
+  if (text == "tegra" || text == "vfio") {
+    return absl::InvalidArgumentError(absl::StrCat("not supported by gpunode: ", std::string(text),
+                                                   " device discovery; use auto or nvml"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "\"", std::string(text), "\" is not a device discovery strategy; use auto or nvml"));
+}
+
+std::string UnsupportedFeature(absl::string_view setting) {
+  constexpr std::pair<const char*, const char*> kFeatures[] = {
+      {"gdsEnabled", "GPUDirect Storage"},
+      {"mofedEnabled", "MOFED (GPUDirect RDMA devices)"},
+      {"gdrcopyEnabled", "GDRCopy"},
+      {"imexChannelIDs", "IMEX channels"},
+      {"imexRequired", "IMEX channels"}};
+  for (const auto& [key, feature] : kFeatures) {
+    if (setting == key) return absl::StrCat("not supported by gpunode: ", feature, " (", key, ")");
+  }
+  return absl::StrCat("not supported by gpunode: ", std::string(setting));
+}
+
 absl::StatusOr<bool> ParseGoBool(absl::string_view text) {
   for (const char* yes : {"1", "t", "T", "TRUE", "true", "True"}) {
     if (text == yes) return true;
@@ -81,10 +134,15 @@ absl::StatusOr<bool> ParseGoBool(absl::string_view text) {
 std::string ConfigJson(const Config& config) {
   nlohmann::json strategies = nlohmann::json::array();
   for (DeviceListStrategy s : config.device_list_strategies) strategies.push_back(Name(s));
-  nlohmann::json resources = nlohmann::json::array();
-  for (const TimeSlicedResource& r : config.time_slicing.resources) {
-    resources.push_back({{"name", r.name}, {"replicas", r.replicas}});
-  }
+  auto section = [](const TimeSlicing& ts) {
+    nlohmann::json resources = nlohmann::json::array();
+    for (const TimeSlicedResource& r : ts.resources) {
+      resources.push_back({{"name", r.name}, {"replicas", r.replicas}});
+    }
+    return nlohmann::json{{"renameByDefault", ts.rename_by_default},
+                          {"failRequestsGreaterThanOne", ts.fail_requests_greater_than_one},
+                          {"resources", resources}};
+  };
   nlohmann::json json = {
       {"version", "v1"},
       {"flags",
@@ -92,17 +150,20 @@ std::string ConfigJson(const Config& config) {
         {"failOnInitError", config.fail_on_init_error},
         {"nvidiaDriverRoot", config.nvidia_driver_root},
         {"nvidiaDevRoot", config.dev_root()},
+        {"mpsRoot", config.mps_root},
+        {"deviceDiscoveryStrategy", config.device_discovery_strategy},
         {"plugin",
          {{"passDeviceSpecs", config.pass_device_specs},
           {"deviceListStrategy", strategies},
           {"deviceIDStrategy", Name(config.device_id_strategy)},
           {"cdiAnnotationPrefix", config.cdi_annotation_prefix},
+          {"nvidiaCTKPath", config.nvidia_cdi_hook_path},
+          {"containerDriverRoot", config.container_driver_root},
           {"sharedDevicesAllocationPolicy", Name(config.shared_allocation_policy)}}}}},
-      {"sharing",
-       {{"timeSlicing",
-         {{"renameByDefault", config.time_slicing.rename_by_default},
-          {"failRequestsGreaterThanOne", config.time_slicing.fail_requests_greater_than_one},
-          {"resources", resources}}}}}};
+      {"sharing", {{"timeSlicing", section(config.time_slicing)}}}};
+  if (config.sharing_strategy() == SharingStrategy::kMps) {
+    json["sharing"]["mps"] = section(config.mps);
+  }
   // Replace rather than throw on text that is not UTF-8 (a flag or variable can hold any bytes).
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -20,11 +20,17 @@ struct TimeSlicedResource {
   int replicas = 0;
 };
 
+// sharing.timeSlicing or sharing.mps: both sections hold the same keys.
 struct TimeSlicing {
   bool rename_by_default = false;
+  // Unset in the file: false for timeSlicing, true for mps (NVIDIA's defaults).
   bool fail_requests_greater_than_one = false;
   std::vector<TimeSlicedResource> resources;
 };
+
+// How the replicas of a shared resource reach the GPU: by turns (time-slicing) or side by side
+// through NVIDIA's Multi-Process Service, whose control daemon runs per resource.
+enum class SharingStrategy { kNone, kTimeSlicing, kMps };
 
 struct Config {
   MigStrategy mig_strategy = MigStrategy::kNone;
@@ -38,13 +44,31 @@ struct Config {
   std::string cdi_annotation_prefix = "cdi.k8s.io/";
   SharedAllocationPolicy shared_allocation_policy = SharedAllocationPolicy::kDistributed;
   TimeSlicing time_slicing;
+  // sharing.mps; when it has resources it wins over time_slicing, as in NVIDIA's plugin.
+  TimeSlicing mps;
+  // Where the MPS control daemons keep their pipe and log directories (flags.mpsRoot); the host
+  // path, required with sharing.mps.
+  std::string mps_root;
+  // nvidia-cdi-hook as the runtime runs it, named by the CDI spec's hooks
+  // (flags.plugin.nvidiaCTKPath, --nvidia-cdi-hook-path).
+  std::string nvidia_cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
+  // Where the driver root is mounted inside the plugin's container
+  // (flags.plugin.containerDriverRoot); empty: the driver is found under nvidiaDriverRoot.
+  std::string container_driver_root;
+  std::string device_discovery_strategy = "auto";  // auto or nvml
 
-  // The root DeviceSpec host paths start with.
+  // The root DeviceSpec host paths start with. DeviceSpec host paths start with.
   const std::string& dev_root() const {
     return nvidia_dev_root.empty() ? nvidia_driver_root : nvidia_dev_root;
   }
   bool Uses(DeviceListStrategy strategy) const;
+  SharingStrategy sharing_strategy() const;
+  // The section of the sharing strategy in force; null without sharing.
+  const TimeSlicing* shared() const;
 };
+
+// "none", "time-slicing" or "mps", as GFD's nvidia.com/gpu.sharing-strategy label writes it.
+std::string Name(SharingStrategy value);
 
 // Names as they appear in the config file, flags and environment ("mixed", "volume-mounts", ...).
 absl::StatusOr<MigStrategy> ParseMigStrategy(absl::string_view text);
@@ -55,6 +79,15 @@ std::string Name(MigStrategy value);
 std::string Name(DeviceListStrategy value);
 std::string Name(DeviceIdStrategy value);
 std::string Name(SharedAllocationPolicy value);
+
+// "auto" and "nvml" are accepted; NVIDIA's "tegra" (and GFD's "vfio") are refused as features
+// gpunode does not have.
+absl::Status CheckDeviceDiscoveryStrategy(absl::string_view text);
+
+// The refusal of a setting of NVIDIA's that turns on a feature gpunode does not have
+// ("gdsEnabled", "mofedEnabled", "gdrcopyEnabled", "imexChannelIDs", "imexRequired"):
+// "not supported by gpunode: GPUDirect Storage (gdsEnabled)".
+std::string UnsupportedFeature(absl::string_view setting);
 
 // Go's strconv.ParseBool, which NVIDIA's flags and environment variables use: 1 t T TRUE true
 // True 0 f F FALSE false False.

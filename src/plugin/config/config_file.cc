@@ -261,16 +261,19 @@ class Parser {
         ASSIGN_OR_RETURN(f.nvidia_driver_root, String(k, v, path));
       } else if (key == "nvidiaDevRoot") {
         ASSIGN_OR_RETURN(f.nvidia_dev_root, String(k, v, path));
-      } else if (key == "mpsRoot" || key == "deviceDiscoveryStrategy") {
-        ASSIGN_OR_RETURN(std::optional<std::string> text, String(k, v, path));
-        if (key == "deviceDiscoveryStrategy" && text && *text != "auto" && *text != "nvml") {
-          return Error(
-              k, path,
-              absl::StrCat("\"", *text, "\" is not supported by gpunode; use auto or nvml"));
+      } else if (key == "mpsRoot") {
+        ASSIGN_OR_RETURN(f.mps_root, String(k, v, path));
+      } else if (key == "deviceDiscoveryStrategy") {
+        ASSIGN_OR_RETURN(f.device_discovery_strategy, String(k, v, path));
+        if (f.device_discovery_strategy) {
+          absl::Status st = CheckDeviceDiscoveryStrategy(*f.device_discovery_strategy);
+          if (!st.ok()) return Error(k, path, std::string(st.message()));
         }
       } else if (key == "gdrcopyEnabled" || key == "gdsEnabled" || key == "mofedEnabled") {
         ASSIGN_OR_RETURN(std::optional<bool> on, Bool(k, v, path));
-        if (on.value_or(false)) Ignored(path, "not supported by gpunode; ignored");
+        if (on.value_or(false)) {
+          return Error(k, path, absl::StrCat(UnsupportedFeature(key), "; set it to false"));
+        }
       } else if (key == "useNodeFeatureAPI" || key == "restartOnDeviceUnhealthy") {
         RETURN_IF_ERROR(Bool(k, v, path).status());
       } else if (key == "plugin") {
@@ -302,8 +305,10 @@ class Parser {
       } else if (key == "sharedDevicesAllocationPolicy") {
         ASSIGN_OR_RETURN(f.shared_allocation_policy,
                          Enum(k, v, path, &ParseSharedAllocationPolicy));
-      } else {  // nvidiaCTKPath, containerDriverRoot: CDI hook settings gpunode has no use for
-        ASSIGN_OR_RETURN(std::optional<std::string> text, String(k, v, path));
+      } else if (key == "nvidiaCTKPath") {
+        ASSIGN_OR_RETURN(f.nvidia_cdi_hook_path, String(k, v, path));
+      } else if (key == "containerDriverRoot") {
+        ASSIGN_OR_RETURN(f.container_driver_root, String(k, v, path));
       }
     }
     return absl::OkStatus();
@@ -394,6 +399,9 @@ class Parser {
             ReplicatedSection(entry.first, entry.second, "sharing.timeSlicing", out_.time_slicing));
       }
     }
+    if (out_.mps && !out_.time_slicing.resources.empty()) {
+      Ignored("sharing.timeSlicing", "ignored because sharing.mps is set (as in NVIDIA's plugin)");
+    }
     return absl::OkStatus();
   }
 
@@ -401,6 +409,8 @@ class Parser {
   absl::Status ReplicatedSection(const YAML::Node& key_node, const YAML::Node& value,
                                  const std::string& section, TimeSlicing& ts) {
     RETURN_IF_ERROR(CheckMap(key_node, value, section, section));
+    // NVIDIA's default: an MPS client asking for two replicas would get one GPU's worth anyway.
+    ts.fail_requests_greater_than_one = section == "sharing.mps";
     bool has_resources = false;
     for (const auto& entry : value) {
       const std::string key = entry.first.Scalar();
@@ -410,7 +420,7 @@ class Parser {
         ts.rename_by_default = on.value_or(false);
       } else if (key == "failRequestsGreaterThanOne") {
         ASSIGN_OR_RETURN(std::optional<bool> on, Bool(entry.first, entry.second, path));
-        ts.fail_requests_greater_than_one = on.value_or(false);
+        if (on) ts.fail_requests_greater_than_one = *on;
       } else if (key == "resources") {
         has_resources = true;
         RETURN_IF_ERROR(TimeSlicedResources(entry.first, entry.second, section, ts));
@@ -513,11 +523,14 @@ class Parser {
         ASSIGN_OR_RETURN(std::optional<bool> on, Bool(entry.first, entry.second, path));
         if (on.value_or(false)) {
           return Error(entry.first, path,
-                       "IMEX channels are not supported by gpunode device-plugin; remove it");
+                       absl::StrCat(UnsupportedFeature("imexRequired"), "; remove it"));
         }
       } else if (!entry.second.IsNull()) {
         if (!entry.second.IsSequence()) return Error(entry.first, path, "must be a list");
-        if (entry.second.size() > 0) Ignored(path, "IMEX channels are not supported; ignored");
+        if (entry.second.size() > 0) {
+          return Error(entry.first, path,
+                       absl::StrCat(UnsupportedFeature("imexChannelIDs"), "; remove it"));
+        }
       }
     }
     return absl::OkStatus();

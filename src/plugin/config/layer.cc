@@ -16,7 +16,8 @@ void Take(T& out, const std::vector<const ConfigLayer*>& layers,
 
 }  // namespace
 
-Config Merge(const std::vector<const ConfigLayer*>& layers, const TimeSlicing& time_slicing) {
+Config Merge(const std::vector<const ConfigLayer*>& layers, const TimeSlicing& time_slicing,
+             const TimeSlicing& mps) {
   Config config;
   Take(config.mig_strategy, layers, &ConfigLayer::mig_strategy);
   Take(config.fail_on_init_error, layers, &ConfigLayer::fail_on_init_error);
@@ -27,7 +28,12 @@ Config Merge(const std::vector<const ConfigLayer*>& layers, const TimeSlicing& t
   Take(config.device_id_strategy, layers, &ConfigLayer::device_id_strategy);
   Take(config.cdi_annotation_prefix, layers, &ConfigLayer::cdi_annotation_prefix);
   Take(config.shared_allocation_policy, layers, &ConfigLayer::shared_allocation_policy);
+  Take(config.mps_root, layers, &ConfigLayer::mps_root);
+  Take(config.nvidia_cdi_hook_path, layers, &ConfigLayer::nvidia_cdi_hook_path);
+  Take(config.container_driver_root, layers, &ConfigLayer::container_driver_root);
+  Take(config.device_discovery_strategy, layers, &ConfigLayer::device_discovery_strategy);
   config.time_slicing = time_slicing;
+  config.mps = mps;
   return config;
 }
 

@@ -20,9 +20,14 @@ struct ConfigLayer {
   std::optional<DeviceIdStrategy> device_id_strategy;
   std::optional<std::string> cdi_annotation_prefix;
   std::optional<SharedAllocationPolicy> shared_allocation_policy;
+  std::optional<std::string> mps_root;
+  std::optional<std::string> nvidia_cdi_hook_path;
+  std::optional<std::string> container_driver_root;
+  std::optional<std::string> device_discovery_strategy;
 };
 
 // Applies `layers` from the highest precedence to the lowest onto the defaults of Config.
-Config Merge(const std::vector<const ConfigLayer*>& layers, const TimeSlicing& time_slicing);
+Config Merge(const std::vector<const ConfigLayer*>& layers, const TimeSlicing& time_slicing,
+             const TimeSlicing& mps = {});
 
 }  // namespace gpunode::plugin

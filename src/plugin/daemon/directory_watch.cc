@@ -15,8 +15,8 @@ absl::StatusOr<DirectoryWatch> DirectoryWatch::Open(const std::string& directory
   if (fd < 0) return absl::InternalError(absl::StrCat("inotify_init1: ", std::strerror(errno)));
   DirectoryWatch watch(fd);
   if (inotify_add_watch(fd, directory.c_str(),
-                        IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
-                            IN_MOVE_SELF | IN_ONLYDIR) < 0) {
+                        IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE |
+                            IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot watch ", directory, ": ", std::strerror(errno),
                      "; mount the kubelet's device-plugins directory (--kubelet-dir)"));

@@ -1,4 +1,5 @@
-// inotify on the kubelet's device-plugins directory: which sockets appeared and which went away.
+// inotify on a directory (the kubelet's device-plugins directory, the config's): which entries
+// appeared and which went away; a file written in place gives an event with neither flag.
 #pragma once
 
 #include <string>

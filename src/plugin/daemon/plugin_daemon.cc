@@ -59,6 +59,7 @@ struct PluginDaemon::Generation {
     // Streams and servers use the board and the node; the monitor writes the board.
     servers.clear();
     monitor.reset();
+    state.reset();  // stops the MPS readiness checks, which write the board
   }
 };
 
@@ -74,6 +75,10 @@ PluginDaemon::~PluginDaemon() { StopGeneration(); }
 absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGeneration(
     const ResolvedConfig& resolved) {
   const Config& config = resolved.config;
+  if (!resolved.config_name.empty()) {
+    spdlog::info("config {} from {} ({})", resolved.config_name, resolved.config_file,
+                 resolved.selected_by);
+  }
   spdlog::info("Running with config: {}", ConfigJson(config));
   for (const std::string& warning : resolved.warnings) spdlog::warn("config: {}", warning);
 
@@ -105,8 +110,16 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
     }
   }
 
-  generation->state = state;
   generation->board = std::make_unique<HealthBoard>();
+  std::vector<std::string> mps_resources;
+  for (const Resource& resource : *resources) {
+    if (resource.mps) mps_resources.push_back(resource.MpsName());
+  }
+  if (!mps_resources.empty()) {
+    std::string root = host::HostRoot(options_.host_root).Resolve(config.mps_root);
+    state->mps = std::make_shared<MpsReadiness>(root, mps_resources, *generation->board);
+  }
+  generation->state = state;
   if (library_ != nullptr && options_.health.xids.enabled && !state->node.gpus.empty()) {
     generation->monitor =
         HealthMonitor::Start(*library_, state->node, *generation->board, options_.health);
@@ -135,7 +148,7 @@ absl::Status PluginDaemon::WriteNodeCdiSpec(const Config& config, const Node& no
   if (!version.ok()) return version.status();
   CdiOptions cdi{.driver_root = config.nvidia_driver_root,
                  .dev_root = config.dev_root(),
-                 .hook_path = options_.cdi_hook_path};
+                 .hook_path = options_.cdi_hooks_disabled ? "" : config.nvidia_cdi_hook_path};
   absl::StatusOr<NodeCdiSpec> spec =
       BuildNodeCdiSpec(node, *version, host::HostRoot(options_.host_root), cdi);
   if (!spec.ok()) return spec.status();
@@ -261,16 +274,39 @@ void PluginDaemon::Reload() {
     return;
   }
   spdlog::warn("SIGHUP: reloading the configuration and restarting the plugins");
+  Apply(std::move(*config), "SIGHUP");
+}
+
+void PluginDaemon::ConfigChanged() {
+  for (const DirectoryEvent& event : config_watch_->Read()) {
+    if (!event.directory_gone) continue;
+    absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.config_watch_dir);
+    if (watch.ok()) config_watch_ = std::move(*watch);
+  }
+  absl::StatusOr<ResolvedConfig> config = loader_();
+  if (!config.ok()) {
+    spdlog::error("config changed but is not applied, keeping the running configuration: {}",
+                  config.status().message());
+    return;
+  }
+  if (config->config_file == running_config_.config_file &&
+      ConfigJson(config->config) == ConfigJson(running_config_.config)) {
+    return;
+  }
+  spdlog::warn("config changed ({}{}): restarting the plugins with it", config->config_file,
+               config->selected_by.empty() ? "" : ", " + config->selected_by);
+  Apply(std::move(*config), "config change");
+}
+
+void PluginDaemon::Apply(ResolvedConfig config, const char* why) {
   StopGeneration();
-  absl::StatusOr<std::unique_ptr<Generation>> generation = StartGeneration(*config);
+  absl::StatusOr<std::unique_ptr<Generation>> generation = StartGeneration(config);
   if (generation.ok()) {
     generation_ = std::move(*generation);
-    running_config_ = std::move(*config);
+    running_config_ = std::move(config);
   } else {
-    spdlog::error(
-        "SIGHUP: the new configuration does not start ({}); going back to the "
-        "running one",
-        generation.status().message());
+    spdlog::error("{}: the new configuration does not start ({}); going back to the running one",
+                  why, generation.status().message());
     generation = StartGeneration(running_config_);
     if (generation.ok()) {
       generation_ = std::move(*generation);
@@ -300,9 +336,21 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& config) {
   running_config_ = config;
   TryRegister();
 
+  if (!options_.config_watch_dir.empty()) {
+    absl::StatusOr<DirectoryWatch> config_watch = DirectoryWatch::Open(options_.config_watch_dir);
+    if (config_watch.ok()) {
+      config_watch_ = std::move(*config_watch);
+    } else {
+      spdlog::warn("config changes are applied on SIGHUP only: {}",
+                   config_watch.status().message());
+    }
+  }
+
   while (true) {
-    struct pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {watch_->fd(), POLLIN, 0}};
-    int ready = poll(fds, 2, PollTimeoutMs());
+    struct pollfd fds[3] = {{signals_.fd(), POLLIN, 0},
+                            {watch_->fd(), POLLIN, 0},
+                            {config_watch_ ? config_watch_->fd() : -1, POLLIN, 0}};
+    int ready = poll(fds, 3, PollTimeoutMs());
     if (ready < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
     }
@@ -316,6 +364,7 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& config) {
       }
     }
     if (fds[1].revents != 0) HandleDirectoryEvents();
+    if (fds[2].revents != 0) ConfigChanged();
     if (next_register_ && Clock::now() >= *next_register_) TryRegister();
   }
 }

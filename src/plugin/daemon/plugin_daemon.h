@@ -29,10 +29,13 @@ struct DaemonOptions {
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
   // Where the CDI spec goes when a CDI strategy is on.
   std::string cdi_spec_dir = "/var/run/cdi";
-  // nvidia-cdi-hook as the runtime runs it: the spec's update-ldcache and create-symlinks hooks.
-  std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
+  // --cdi-disable-hooks all: the CDI spec names no hook (the hook's path is the config's).
+  bool cdi_hooks_disabled = false;
   std::string host_root = "/";
   HealthOptions health;
+  // Where the config file lives (the config directory, or the file's directory): a change there
+  // is applied without a restart when the config it selects now differs. Empty: not watched.
+  std::string config_watch_dir;
   std::chrono::milliseconds register_timeout{std::chrono::seconds(5)};
 };
 
@@ -59,6 +62,11 @@ class PluginDaemon {
   void StopGeneration();
   void RemoveStaleSockets();
   void Reload();
+  // Re-reads the config after a change in config_watch_dir; applies it only when it differs.
+  void ConfigChanged();
+  // Replaces the running generation with one for `config`, or keeps the running one when the
+  // new one does not start. `why` prefixes the log lines.
+  void Apply(ResolvedConfig config, const char* why);
   void HandleDirectoryEvents();
   void RestartServer(size_t i, const char* why);
   void TryRegister();
@@ -69,6 +77,7 @@ class PluginDaemon {
   ConfigLoader loader_;
   SignalFd signals_;
   std::optional<DirectoryWatch> watch_;
+  std::optional<DirectoryWatch> config_watch_;
   std::unique_ptr<Generation> generation_;
   ResolvedConfig running_config_;
   std::optional<std::chrono::steady_clock::time_point> next_register_;

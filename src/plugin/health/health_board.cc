@@ -28,6 +28,12 @@ bool HealthBoard::SetMig(const MigKey& mig, bool healthy) {
   return changed;
 }
 
+void HealthBoard::MarkChanged() {
+  std::lock_guard lock(mutex_);
+  ++generation_;
+  changed_.notify_all();
+}
+
 uint64_t HealthBoard::generation() const {
   std::lock_guard lock(mutex_);
   return generation_;

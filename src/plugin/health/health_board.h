@@ -30,6 +30,10 @@ class HealthBoard {
   bool SetGpu(size_t gpu, bool healthy);
   bool SetMig(const MigKey& mig, bool healthy);
 
+  // Something else a device's advertised state depends on changed (an MPS daemon went up or
+  // down): bumps the generation so that every stream sends its list again.
+  void MarkChanged();
+
   uint64_t generation() const;
 
   // Blocks until the generation differs from `seen`, Interrupt() is called, or `timeout` passes;

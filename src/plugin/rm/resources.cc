@@ -70,6 +70,11 @@ absl::Status SingleStrategy(const Node& node) {
 
 }  // namespace
 
+std::string Resource::MpsName() const {
+  std::string base = config_name.empty() ? name : config_name;
+  return base.substr(std::string(kDomain).size());
+}
+
 std::string MigResourceName(const std::string& profile) {
   return absl::StrCat(kDomain, "mig-", absl::StrReplaceAll(profile, {{"+", "."}}));
 }
@@ -115,15 +120,29 @@ absl::StatusOr<std::vector<Resource>> BuildResources(const Node& node, const Con
 
   std::vector<Resource> resources;
   std::set<std::string> shared_names;
+  const TimeSlicing no_sharing;
+  const TimeSlicing& sharing = config.shared() != nullptr ? *config.shared() : no_sharing;
+  const bool mps = config.sharing_strategy() == SharingStrategy::kMps;
   for (auto& [name, devices] : groups) {
     Resource resource;
-    resource.name = name;
-    for (const TimeSlicedResource& ts : config.time_slicing.resources) {
+    resource.name = resource.config_name = name;
+    for (const TimeSlicedResource& ts : sharing.resources) {
       if (ts.name != name) continue;
       resource.replicas = ts.replicas;
-      resource.fail_requests_greater_than_one = config.time_slicing.fail_requests_greater_than_one;
-      if (config.time_slicing.rename_by_default) resource.name = absl::StrCat(name, ".shared");
+      resource.fail_requests_greater_than_one = sharing.fail_requests_greater_than_one;
+      resource.mps = mps;
+      if (sharing.rename_by_default) resource.name = absl::StrCat(name, ".shared");
       shared_names.insert(name);
+    }
+    if (resource.mps) {
+      for (const PluginDevice& device : devices) {
+        const NodeGpu& gpu = node.gpus[device.gpu];
+        if (!device.mig && !gpu.mig_enabled) continue;
+        return absl::FailedPreconditionError(absl::StrCat(
+            "sharing.mps: ", name, " holds ", device.uuid, " on GPU ", gpu.index,
+            ", which is in MIG mode, and MPS is not supported with MIG; turn MIG off on GPU ",
+            gpu.index, " or share with sharing.timeSlicing"));
+      }
     }
     resource.socket_name =
         absl::StrCat("nvidia-", resource.name.substr(std::string(kDomain).size()), ".sock");
@@ -141,9 +160,9 @@ absl::StatusOr<std::vector<Resource>> BuildResources(const Node& node, const Con
     }
     resources.push_back(std::move(resource));
   }
-  for (const TimeSlicedResource& ts : config.time_slicing.resources) {
+  for (const TimeSlicedResource& ts : sharing.resources) {
     if (!shared_names.contains(ts.name)) {
-      warnings->push_back(absl::StrCat("sharing.timeSlicing: ", ts.name,
+      warnings->push_back(absl::StrCat(mps ? "sharing.mps: " : "sharing.timeSlicing: ", ts.name,
                                        " is not a resource of this node under migStrategy ",
                                        Name(config.mig_strategy), "; nothing is shared for it"));
     }

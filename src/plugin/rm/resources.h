@@ -25,19 +25,24 @@ struct PluginDevice {
 struct Resource {
   std::string name;         // "nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb"
   std::string socket_name;  // "nvidia-gpu.sock", as NVIDIA's plugin names it
-  int replicas = 1;         // > 1: time-sliced
+  int replicas = 1;         // > 1: shared by time-slicing or MPS
   bool fail_requests_greater_than_one = false;
+  bool mps = false;         // shared through an MPS control daemon
+  std::string config_name;  // the name in sharing.*.resources ("nvidia.com/gpu"), before renaming
   std::vector<PluginDevice> devices;  // by GPU index, MIG position, replica
 
   bool shared() const { return replicas > 1; }
+  // The directory NVIDIA's MPS control daemon uses under the MPS root: the resource's name
+  // without the domain ("gpu" for nvidia.com/gpu).
+  std::string MpsName() const;
 };
 
 // The resource name of a MIG profile under the mixed strategy: "nvidia.com/mig-1g.10gb"; NVIDIA
 // writes a "+" of profile attributes as "." ("1g.10gb+me" -> "mig-1g.10gb.me").
 std::string MigResourceName(const std::string& profile);
 
-// Errors (the single strategy on a node whose MIG layout it cannot express) name the GPUs and the
-// fix. `warnings` collects what is allowed but probably not meant.
+// Errors (the single strategy on a node whose MIG layout it cannot express, MPS on MIG devices)
+// name the GPUs and the fix. `warnings` collects what is allowed but probably not meant.
 absl::StatusOr<std::vector<Resource>> BuildResources(const Node& node, const Config& config,
                                                      std::vector<std::string>* warnings);
 

@@ -8,6 +8,7 @@
 #include "core/status_macros.h"
 #include "plugin/allocation/best_set.h"
 #include "plugin/allocation/replica_policy.h"
+#include "plugin/mps/mps_allocation.h"
 #include "plugin/server/container_response.h"
 #include "spdlog/spdlog.h"
 
@@ -26,7 +27,12 @@ RequestHandler::RequestHandler(Resource resource, std::shared_ptr<const PluginSt
 bool RequestHandler::Healthy(const PluginDevice& device) const {
   std::optional<MigKey> mig;
   if (device.mig) mig = MigKey{device.gpu, device.mig->gi, device.mig->ci};
+  if (resource_.mps && MpsDaemon() != MpsState::kUp) return false;
   return board_.Healthy(device.gpu, mig);
+}
+
+MpsState RequestHandler::MpsDaemon() const {
+  return state_->mps ? state_->mps->state(resource_.MpsName()) : MpsState::kNotReady;
 }
 
 v1beta1::DevicePluginOptions RequestHandler::Options() const {
@@ -38,6 +44,8 @@ v1beta1::DevicePluginOptions RequestHandler::Options() const {
 
 v1beta1::ListAndWatchResponse RequestHandler::Devices() const {
   v1beta1::ListAndWatchResponse response;
+  // Replicas that no MPS daemon serves yet are not offered at all.
+  if (resource_.mps && MpsDaemon() == MpsState::kNotReady) return response;
   for (const PluginDevice& device : resource_.devices) {
     v1beta1::Device* out = response.add_devices();
     out->set_id(device.id);
@@ -162,6 +170,7 @@ absl::StatusOr<v1beta1::AllocateResponse> RequestHandler::Allocate(
     }
     ASSIGN_OR_RETURN(v1beta1::ContainerAllocateResponse out,
                      ContainerResponse(state_->config, state_->node, state_->host, devices));
+    if (resource_.mps) AddMpsClient(state_->config.mps_root, resource_, out);
     *response.add_container_responses() = std::move(out);
   }
   return response;

@@ -12,6 +12,7 @@
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "plugin/config/config.h"
 #include "plugin/health/health_board.h"
+#include "plugin/mps/mps_readiness.h"
 #include "plugin/rm/node.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/host_devices.h"
@@ -23,6 +24,8 @@ struct PluginState {
   Config config;
   Node node;
   HostDevices host;
+  // The MPS daemons' state, when a resource is shared through MPS.
+  std::shared_ptr<const MpsReadiness> mps;
 };
 
 class RequestHandler {
@@ -46,6 +49,7 @@ class RequestHandler {
   absl::StatusOr<std::vector<std::string>> Preferred(
       const v1beta1::ContainerPreferredAllocationRequest& request) const;
   bool Healthy(const PluginDevice& device) const;
+  MpsState MpsDaemon() const;
 
   Resource resource_;
   std::shared_ptr<const PluginState> state_;

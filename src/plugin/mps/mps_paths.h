@@ -1,0 +1,33 @@
+// The layout under the MPS root that NVIDIA's MPS control daemon and device plugin agree on, and
+// gpunode's with them: per MPS resource a pipe and a log directory and a `.started` marker, one
+// `.ready` marker for the node, and the `shm` tmpfs the clients share as /dev/shm.
+#pragma once
+
+#include <string>
+
+namespace gpunode::plugin {
+
+// Where an MPS client container sees the pipe directory: /mps/<resource>/pipe.
+inline constexpr const char* kMpsContainerRoot = "/mps";
+
+struct MpsPaths {
+  std::string root;      // the MPS root, e.g. /run/nvidia/mps
+  std::string resource;  // the resource's name without its domain, e.g. "gpu"
+
+  std::string ResourceDir() const { return root + "/" + resource; }
+  std::string PipeDir() const { return ResourceDir() + "/pipe"; }
+  std::string LogDir() const { return ResourceDir() + "/log"; }
+  // Written once the resource's daemon answers with its limits set; removed while it is down.
+  std::string StartedMarker() const { return ResourceDir() + "/.started"; }
+  // The daemon's control socket inside the pipe directory.
+  std::string ControlSocket() const { return PipeDir() + "/control"; }
+  std::string ContainerPipeDir() const {
+    return std::string(kMpsContainerRoot) + "/" + resource + "/pipe";
+  }
+};
+
+// Written once every resource's daemon started; removed on stop.
+inline std::string MpsReadyMarker(const std::string& root) { return root + "/.ready"; }
+inline std::string MpsShmDir(const std::string& root) { return root + "/shm"; }
+
+}  // namespace gpunode::plugin

@@ -1,0 +1,128 @@
+#include "plugin/mps/mps_readiness.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/log.h"
+#include "plugin/mps/mps_paths.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::plugin {
+namespace {
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+// How often the control socket itself is tried while the markers say the daemon is up: each
+// try costs two lines in the daemon's control.log ("User did not send valid credentials").
+constexpr std::chrono::seconds kSocketRecheck{10};
+
+}  // namespace
+
+bool MpsControlAccepts(const std::string& socket_path) {
+  sockaddr_un address{};
+  if (socket_path.size() >= sizeof(address.sun_path)) return false;
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  // The daemon's control socket is a SEQPACKET socket; a stream connect is refused (EPROTOTYPE).
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  close(fd);
+  return ok;
+}
+
+namespace {
+
+const char* Name(MpsState state) {
+  switch (state) {
+    case MpsState::kUp:
+      return "up";
+    case MpsState::kDown:
+      return "down";
+    case MpsState::kNotReady:
+      break;
+  }
+  return "not ready";
+}
+
+}  // namespace
+
+bool MpsMarkersPresent(const std::string& root, const std::string& resource) {
+  return Exists(MpsReadyMarker(root)) && Exists(MpsPaths{root, resource}.StartedMarker());
+}
+
+bool MpsDaemonUp(const std::string& root, const std::string& resource) {
+  return MpsMarkersPresent(root, resource) &&
+         MpsControlAccepts(MpsPaths{root, resource}.ControlSocket());
+}
+
+MpsReadiness::MpsReadiness(std::string root, std::vector<std::string> resources, HealthBoard& board,
+                           std::chrono::milliseconds period)
+    : root_(std::move(root)), board_(board), period_(period) {
+  for (const std::string& resource : resources) states_[resource] = MpsState::kNotReady;
+  Probe();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+MpsReadiness::~MpsReadiness() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  thread_.join();
+}
+
+MpsState MpsReadiness::state(const std::string& resource) const {
+  std::lock_guard lock(mutex_);
+  auto it = states_.find(resource);
+  return it == states_.end() ? MpsState::kNotReady : it->second;
+}
+
+void MpsReadiness::Probe() {
+  bool changed = false;
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [name, state] : states_) names.push_back(name);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  for (const std::string& name : names) {
+    // The markers every period; the socket when they appear and every kSocketRecheck after.
+    bool up = MpsMarkersPresent(root_, name);
+    if (up && (state(name) != MpsState::kUp || now - socket_checked_[name] >= kSocketRecheck)) {
+      up = MpsControlAccepts(MpsPaths{root_, name}.ControlSocket());
+      socket_checked_[name] = now;
+    }
+    std::lock_guard lock(mutex_);
+    MpsState& state = states_[name];
+    MpsState next = up ? MpsState::kUp : (state == MpsState::kNotReady ? state : MpsState::kDown);
+    if (next == state) continue;
+    if (next == MpsState::kUp) {
+      spdlog::info("MPS control daemon of {} is up ({}/{}): offering its replicas", name, root_,
+                   name);
+    } else {
+      spdlog::warn("MPS control daemon of {} is {} ({}/{}): its replicas are Unhealthy", name,
+                   Name(next), root_, name);
+    }
+    state = next;
+    changed = true;
+  }
+  if (changed) board_.MarkChanged();
+}
+
+void MpsReadiness::Loop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    stop_.wait_for(lock, period_, [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    Probe();
+    lock.lock();
+  }
+}
+
+}  // namespace gpunode::plugin

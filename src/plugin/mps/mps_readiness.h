@@ -1,0 +1,63 @@
+// The device plugin's view of the MPS control daemons: a resource shared through MPS is offered
+// only once its daemon is ready (the node's `.ready` and the resource's `.started` markers are
+// there and the daemon's control socket accepts a connection), and its devices are Unhealthy
+// while the daemon is down after that. The markers are checked every `period`, the socket when
+// they appear and every 10 s after (each try is logged by the daemon); a change bumps the health
+// board so that ListAndWatch sends the new list at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "plugin/health/health_board.h"
+
+namespace gpunode::plugin {
+
+enum class MpsState {
+  kNotReady,  // not ready since this plugin generation started: advertise no devices
+  kUp,
+  kDown,  // was up, is not now: the devices are Unhealthy
+};
+
+// Whether the daemon of `resource` (its name without the domain) under `root` is up now: its
+// markers are there and its control socket accepts a connection.
+bool MpsDaemonUp(const std::string& root, const std::string& resource);
+bool MpsMarkersPresent(const std::string& root, const std::string& resource);
+// Whether an MPS control daemon accepts connections on `socket_path` (its pipe's "control").
+bool MpsControlAccepts(const std::string& socket_path);
+
+class MpsReadiness {
+ public:
+  // `root` is the MPS root as this process sees it; `resources` their names without the domain.
+  MpsReadiness(std::string root, std::vector<std::string> resources, HealthBoard& board,
+               std::chrono::milliseconds period = std::chrono::milliseconds(250));
+  ~MpsReadiness();
+  MpsReadiness(const MpsReadiness&) = delete;
+  MpsReadiness& operator=(const MpsReadiness&) = delete;
+
+  MpsState state(const std::string& resource) const;
+
+ private:
+  void Probe();
+  void Loop();
+
+  const std::string root_;
+  HealthBoard& board_;
+  const std::chrono::milliseconds period_;
+  mutable std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  std::map<std::string, MpsState> states_;
+  // Only the probing thread (and the constructor, before it starts) touches this.
+  std::map<std::string, std::chrono::steady_clock::time_point> socket_checked_;
+  std::thread thread_;
+};
+
+}  // namespace gpunode::plugin

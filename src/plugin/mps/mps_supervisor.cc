@@ -1,0 +1,316 @@
+#include "plugin/mps/mps_supervisor.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/file_io.h"
+#include "core/log.h"
+#include "nvml/system.h"
+#include "plugin/mps/mps_readiness.h"
+#include "plugin/rm/resources.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::plugin {
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(10);
+
+const char* ModeName(nvmlComputeMode_t mode) {
+  switch (mode) {
+    case NVML_COMPUTEMODE_DEFAULT:
+      return "DEFAULT";
+    case NVML_COMPUTEMODE_EXCLUSIVE_THREAD:
+      return "EXCLUSIVE_THREAD";
+    case NVML_COMPUTEMODE_PROHIBITED:
+      return "PROHIBITED";
+    case NVML_COMPUTEMODE_EXCLUSIVE_PROCESS:
+      return "EXCLUSIVE_PROCESS";
+  }
+  return "unknown";
+}
+
+absl::Status MakeDirectory(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat(path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+// Children of this process, from /proc (the adopted daemons among them).
+std::vector<pid_t> Children() {
+  std::vector<pid_t> out;
+  const pid_t self = getpid();
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* entry = readdir(dir)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
+    absl::StatusOr<std::string> stat = core::ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+    if (!stat.ok()) continue;
+    // "pid (comm) state ppid ...": the command may hold spaces, so split after its ')'.
+    size_t close = stat->rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(stat->substr(close + 2), ' ');
+    int ppid = 0;
+    if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &ppid) && ppid == self) {
+      out.push_back(pid);
+    }
+  }
+  closedir(dir);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const Config& config,
+                                             const Node& node) {
+  std::vector<MpsPlan> plans;
+  if (config.sharing_strategy() != SharingStrategy::kMps) return plans;
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::vector<Resource>> resources = BuildResources(node, config, &warnings);
+  if (!resources.ok()) return resources.status();
+  for (const Resource& resource : *resources) {
+    if (!resource.mps) continue;
+    std::vector<MpsGpu> gpus;
+    std::set<std::string> seen;
+    for (const PluginDevice& device : resource.devices) {
+      if (!seen.insert(device.uuid).second) continue;
+      const NodeGpu& node_gpu = node.gpus[device.gpu];
+      absl::StatusOr<nvml::Device> handle = nvml::DeviceByUuid(library, node_gpu.uuid);
+      if (!handle.ok()) return handle.status();
+      MpsGpu gpu{.uuid = node_gpu.uuid, .index = node_gpu.index};
+      gpu.name = handle->Name().value_or("unknown GPU");
+      absl::StatusOr<nvml::MemoryInfo> memory = handle->Memory();
+      if (memory.ok()) gpu.memory_bytes = memory->total_bytes;
+      absl::StatusOr<nvml::ComputeCapability> cc = handle->CudaComputeCapability();
+      if (cc.ok()) {
+        gpu.cc_major = cc->major;
+        gpu.cc_minor = cc->minor;
+      }
+      gpus.push_back(gpu);
+    }
+    absl::StatusOr<MpsLimits> limits = ComputeMpsLimits(resource.name, resource.replicas, gpus);
+    if (!limits.ok()) return limits.status();
+    plans.push_back({resource.name, MpsPaths{config.mps_root, resource.MpsName()}, *limits});
+  }
+  return plans;
+}
+
+MpsSupervisor::MpsSupervisor(const nvml::Library& library, std::string binary,
+                             std::vector<MpsPlan> plans)
+    : library_(library), binary_(std::move(binary)), plans_(std::move(plans)) {}
+
+absl::Status MpsSupervisor::SetComputeModes(nvmlComputeMode_t mode) {
+  absl::Status first;
+  for (const MpsPlan& plan : plans_) {
+    for (const MpsGpuLimit& g : plan.limits.gpus) {
+      absl::StatusOr<nvml::Device> device = nvml::DeviceByUuid(library_, g.gpu.uuid);
+      absl::Status st = device.ok() ? device->SetComputeMode(mode) : device.status();
+      absl::StatusOr<nvmlComputeMode_t> now =
+          device.ok() ? device->ComputeMode() : absl::StatusOr<nvmlComputeMode_t>(st);
+      if (st.ok() && now.ok() && *now == mode) {
+        spdlog::info("GPU {} ({}): compute mode {}", g.gpu.index, g.gpu.uuid, ModeName(*now));
+        continue;
+      }
+      if (st.ok()) st = now.ok() ? absl::InternalError("did not take") : now.status();
+      st = absl::FailedPreconditionError(absl::StrCat(
+          "GPU ", g.gpu.index, " (", g.gpu.uuid, "): cannot set compute mode ", ModeName(mode),
+          ": ", st.message(), "; run the MPS control daemon as root (privileged)"));
+      spdlog::error("{}", st.message());
+      if (first.ok()) first = st;
+    }
+  }
+  return first;
+}
+
+absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
+  const MpsPaths& paths = plan.paths;
+  unlink(paths.StartedMarker().c_str());
+  for (const std::string& dir : {paths.PipeDir(), paths.LogDir()}) {
+    if (absl::Status st = MakeDirectory(dir); !st.ok()) return st;
+  }
+  MpsControl control(binary_, paths);
+  std::vector<std::string> uuids;
+  for (const MpsGpuLimit& g : plan.limits.gpus) uuids.push_back(g.gpu.uuid);
+  // A daemon of an earlier run may still answer on the pipe: keep it, only the limits are set.
+  if (!control.Send("get_default_active_thread_percentage").ok()) {
+    if (absl::Status st = control.StartDaemon(uuids); !st.ok()) return st;
+  }
+  absl::StatusOr<std::string> answer;
+  auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  do {
+    answer = control.Send("get_default_active_thread_percentage");
+    if (answer.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < deadline);
+  if (!answer.ok()) {
+    return absl::UnavailableError(absl::StrCat(plan.resource,
+                                               ": the MPS control daemon did not "
+                                               "answer on ",
+                                               paths.PipeDir(), ": ", answer.status().message(),
+                                               "; see ", paths.LogDir(), "/control.log"));
+  }
+  std::vector<std::string> commands = {
+      absl::StrCat("set_default_active_thread_percentage ", plan.limits.active_thread_percentage)};
+  for (const MpsGpuLimit& g : plan.limits.gpus) {
+    commands.push_back(
+        absl::StrCat("set_default_device_pinned_mem_limit ", g.position, " ", g.pinned_mib, "M"));
+  }
+  for (const std::string& command : commands) {
+    absl::StatusOr<std::string> said = control.Send(command);
+    if (!said.ok()) return said.status();
+  }
+  std::vector<std::string> lines = DescribeMpsLimits(plan.resource, plan.limits);
+  for (const std::string& line : lines) spdlog::info("MPS {}", line);
+  return core::WriteFileAtomic(paths.StartedMarker(), absl::StrJoin(lines, "\n") + "\n",
+                               {.mode = 0644, .backup_existing = false});
+}
+
+absl::Status MpsSupervisor::Start() {
+  for (const MpsPlan& plan : plans_) unlink(MpsReadyMarker(plan.paths.root).c_str());
+  if (absl::Status st = SetComputeModes(NVML_COMPUTEMODE_EXCLUSIVE_PROCESS); !st.ok()) {
+    SetComputeModes(NVML_COMPUTEMODE_DEFAULT).IgnoreError();
+    return st;
+  }
+  for (const MpsPlan& plan : plans_) {
+    if (absl::Status st = StartDaemon(plan); !st.ok()) {
+      Stop();
+      return st;
+    }
+    spdlog::info("{}: MPS control daemon started; clients use CUDA_MPS_PIPE_DIRECTORY={}",
+                 plan.resource, plan.paths.ContainerPipeDir());
+  }
+  if (!plans_.empty()) {
+    const std::string ready = MpsReadyMarker(plans_.front().paths.root);
+    if (absl::Status st =
+            core::WriteFileAtomic(ready, "", {.mode = 0644, .backup_existing = false});
+        !st.ok()) {
+      Stop();
+      return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+int MpsSupervisor::Check() {
+  int restarted = 0;
+  for (const MpsPlan& plan : plans_) {
+    MpsControl control(binary_, plan.paths);
+    absl::StatusOr<std::string> answer = control.Send("get_default_active_thread_percentage");
+    if (answer.ok()) continue;
+    spdlog::error("{}: the MPS control daemon does not answer ({}); starting it again",
+                  plan.resource, answer.status().message());
+    ++restarted;
+    if (absl::Status st = StartDaemon(plan); !st.ok()) {
+      spdlog::error("{}: {}", plan.resource, st.message());
+    } else {
+      spdlog::warn("{}: MPS control daemon started again", plan.resource);
+    }
+  }
+  return restarted;
+}
+
+void MpsSupervisor::QuitDaemon(const MpsPlan& plan) {
+  unlink(plan.paths.StartedMarker().c_str());
+  MpsControl control(binary_, plan.paths);
+  absl::StatusOr<std::string> said = control.Send("quit");
+  if (!said.ok()) {
+    spdlog::warn("{}: quit: {}", plan.resource, said.status().message());
+    return;
+  }
+  // quit returns before the daemon is gone: wait until its pipe stops answering.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (MpsControlAccepts(plan.paths.ControlSocket())) {
+    if (std::chrono::steady_clock::now() > deadline) break;
+    ReapChildren();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  spdlog::info("{}: MPS control daemon quit", plan.resource);
+}
+
+void MpsSupervisor::Stop() {
+  for (const MpsPlan& plan : plans_) unlink(MpsReadyMarker(plan.paths.root).c_str());
+  for (const MpsPlan& plan : plans_) QuitDaemon(plan);
+  if (int killed = AwaitChildren(std::chrono::seconds(5)); killed > 0) {
+    spdlog::warn("killed {} MPS process(es) that did not quit", killed);
+  }
+  SetComputeModes(NVML_COMPUTEMODE_DEFAULT).IgnoreError();
+}
+
+absl::Status AdoptDaemons() {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    return absl::InternalError(absl::StrCat("prctl(PR_SET_CHILD_SUBREAPER): ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+int ReapChildren() {
+  int reaped = 0;
+  while (true) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    ++reaped;
+  }
+  return reaped;
+}
+
+int AwaitChildren(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    ReapChildren();
+    if (Children().empty()) return 0;
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  int killed = 0;
+  for (pid_t pid : Children()) {
+    if (kill(pid, SIGKILL) == 0) ++killed;
+  }
+  while (!Children().empty() && ReapChildren() >= 0) {
+    if (std::chrono::steady_clock::now() > deadline + std::chrono::seconds(2)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return killed;
+}
+
+absl::Status MountMpsShm(const std::string& root) {
+  const std::string shm = MpsShmDir(root);
+  if (absl::Status st = MakeDirectory(shm); !st.ok()) return st;
+  struct statfs fs {};
+  struct stat here {
+  }, parent{};
+  if (statfs(shm.c_str(), &fs) == 0 && fs.f_type == 0x01021994 /* TMPFS_MAGIC */ &&
+      stat(shm.c_str(), &here) == 0 && stat(root.c_str(), &parent) == 0 &&
+      here.st_dev != parent.st_dev) {
+    spdlog::info("{}: a tmpfs is mounted already", shm);
+    return absl::OkStatus();
+  }
+  if (mount("tmpfs", shm.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME,
+            "size=65536k") != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("mount tmpfs on ", shm, ": ", strerror(errno),
+                     "; run mount-shm privileged (CAP_SYS_ADMIN) with the MPS root mounted "
+                     "Bidirectional"));
+  }
+  spdlog::info("{}: tmpfs mounted (64 MiB) for the MPS clients' /dev/shm", shm);
+  return absl::OkStatus();
+}
+
+}  // namespace gpunode::plugin

@@ -1,0 +1,68 @@
+// The MPS control daemons of a node, one per resource shared through MPS, run as NVIDIA's
+// mps-control-daemon runs them: the resource's GPUs in EXCLUSIVE_PROCESS compute mode (through
+// NVML), `nvidia-cuda-mps-control -d` with the resource's pipe and log directories and GPUs, the
+// default active thread percentage and each GPU's pinned memory limit sent on its pipe, then the
+// markers the device plugin waits for. Check() restarts a daemon that stopped answering; Stop()
+// quits every daemon, waits until none is left, removes the markers and puts the compute mode
+// back to DEFAULT.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nvml/library.h"
+#include "plugin/config/config.h"
+#include "plugin/mps/mps_control.h"
+#include "plugin/mps/mps_limits.h"
+#include "plugin/rm/node.h"
+
+namespace gpunode::plugin {
+
+struct MpsPlan {
+  std::string resource;  // as advertised: "nvidia.com/gpu" or "nvidia.com/gpu.shared"
+  MpsPaths paths;
+  MpsLimits limits;
+};
+
+// The daemons `config` asks for on `node`, with each GPU's limits from NVML. Empty when the
+// config does not share through MPS. Fails like the device plugin would (MPS on MIG devices) or
+// on a replica count over a GPU's MPS client cap.
+absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const Config& config,
+                                             const Node& node);
+
+class MpsSupervisor {
+ public:
+  MpsSupervisor(const nvml::Library& library, std::string binary, std::vector<MpsPlan> plans);
+
+  // Starts every daemon; on failure what was started is stopped again.
+  absl::Status Start();
+  // Asks every daemon for its active thread percentage; one that does not answer is started
+  // again with its limits. Returns how many were restarted.
+  int Check();
+  void Stop();
+
+ private:
+  absl::Status SetComputeModes(nvmlComputeMode_t mode);
+  absl::Status StartDaemon(const MpsPlan& plan);
+  void QuitDaemon(const MpsPlan& plan);
+
+  const nvml::Library& library_;
+  std::string binary_;
+  std::vector<MpsPlan> plans_;
+};
+
+// Becomes the reaper of orphaned descendants, so that the daemons `-d` forks away stay this
+// process's children: they are reaped here and killed if `quit` leaves one behind.
+absl::Status AdoptDaemons();
+// Reaps children that exited; returns how many.
+int ReapChildren();
+// Waits up to `timeout` for every child to exit, then kills the ones left; returns how many it
+// had to kill.
+int AwaitChildren(std::chrono::milliseconds timeout);
+
+// `mount-shm`: a tmpfs at <root>/shm for the clients' /dev/shm, as NVIDIA's daemon mounts it
+// (size 64 MiB, nosuid, nodev, noexec). Does nothing when one is mounted there already.
+absl::Status MountMpsShm(const std::string& root);
+
+}  // namespace gpunode::plugin

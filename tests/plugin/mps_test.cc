@@ -1,0 +1,266 @@
+// MPS end to end, with NVIDIA's own control daemon: Debian's nvidia-cuda-mps package (component
+// non-free, driver 535; scripts/install-deps.sh fetches it into the cache below) is extracted
+// with dpkg-deb into a driver root of the test's own, and `gpunode mps-control-daemon` runs its
+// nvidia-cuda-mps-control, which starts and answers its pipe protocol without a GPU. The
+// simulator stands in for NVML (compute mode, memory, compute capability); the device plugin
+// runs against the kubelet double.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kubelet_double.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+
+namespace gpunode {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+using ::testing::Contains;
+using testing::DeviceState;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+constexpr milliseconds kWait{20000};
+constexpr const char* kDebCache = "/var/cache/gpunode/nvidia-debs";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string MpsDeb() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(kDebCache, ec)) {
+    std::string name = entry.path().filename();
+    if (name.starts_with("nvidia-cuda-mps_") && name.ends_with(".deb")) return entry.path();
+  }
+  return "";
+}
+
+// Processes whose executable lies under `dir`: the MPS control daemon and servers of the test.
+std::vector<pid_t> ProcessesUnder(const std::string& dir) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec;
+    fs::path exe = fs::read_symlink(entry.path() / "exe", ec);
+    if (!ec && exe.string().starts_with(dir)) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+testing::DevicePredicate Count(size_t count, const std::string& health) {
+  return [count, health](const std::vector<DeviceState>& devices) {
+    if (devices.size() != count) return false;
+    for (const DeviceState& d : devices) {
+      if (d.health != health) return false;
+    }
+    return true;
+  };
+}
+
+class MpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    deb_ = MpsDeb();
+    if (deb_.empty()) GTEST_SKIP() << "no nvidia-cuda-mps .deb in " << kDebCache;
+    char pattern[] = "/tmp/gpunode-mps-XXXXXX";  // unix socket paths must stay short
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    driver_ = dir_ + "/driver";
+    mps_root_ = dir_ + "/mps";
+    fs::create_directories(driver_);
+    testing::ProcessResult x = testing::RunProcess({"/usr/bin/dpkg-deb", "-x", deb_, driver_});
+    ASSERT_EQ(x.exit_code, 0) << x.err;
+    ASSERT_TRUE(fs::exists(driver_ + "/usr/bin/nvidia-cuda-mps-control"));
+    kubelet_ = std::make_unique<testing::KubeletDouble>(dir_);
+    ASSERT_TRUE(kubelet_->Start());
+  }
+  void TearDown() override {
+    plugin_.reset();
+    daemon_.reset();
+    kubelet_.reset();
+    if (!driver_.empty()) {
+      for (pid_t pid : ProcessesUnder(driver_)) kill(pid, SIGKILL);
+    }
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  std::string Config(int replicas, const std::string& extra = "") {
+    std::string path = dir_ + "/mps.yaml";
+    std::ofstream(path) << "version: v1\n"
+                        << extra << "sharing:\n  mps:\n    resources:\n"
+                        << "    - name: nvidia.com/gpu\n      replicas: " << replicas << "\n";
+    return path;
+  }
+
+  std::vector<std::string> Env() { return {"MPS_ROOT=" + mps_root_}; }
+
+  void StartDaemon(const std::string& sim, const std::string& config) {
+    daemon_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{GPUNODE_BINARY, "--sim", sim, "--log-level", "info",
+                                 "--driver-root", driver_, "mps-control-daemon", "--config-file",
+                                 config},
+        testing::BackgroundProcess::Options{.extra_env = Env(),
+                                            .stderr_path = dir_ + "/daemon.log"});
+  }
+
+  void StartPlugin(const std::string& sim, const std::string& config) {
+    plugin_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{GPUNODE_BINARY, "--sim", sim, "--log-level", "info",
+                                 "device-plugin", "--kubelet-dir", dir_, "--config-file", config},
+        testing::BackgroundProcess::Options{.extra_env = Env(),
+                                            .stderr_path = dir_ + "/plugin.log"});
+  }
+
+  // The doctor's plugin.mps-daemon finding for this MPS root.
+  json DoctorFinding() {
+    testing::ProcessResult r = testing::RunProcess(
+        {GPUNODE_BINARY, "--sim", "a10-pcie-4", "doctor", "-o", "json", "--mps-root", mps_root_});
+    json report = json::parse(r.out, nullptr, false);
+    if (report.is_discarded()) return json{{"status", "unparsable: " + r.out + r.err}};
+    for (const json& finding : report["findings"]) {
+      if (finding["id"] == "plugin.mps-daemon") return finding;
+    }
+    return json{{"status", "missing"}};
+  }
+
+  // Asks the running daemon through NVIDIA's own client.
+  std::string Ask(const std::string& command) {
+    testing::ProcessResult r =
+        testing::RunProcess({"/bin/sh", "-c",
+                             "echo '" + command + "' | CUDA_MPS_PIPE_DIRECTORY=" + mps_root_ +
+                                 "/gpu/pipe CUDA_MPS_LOG_DIRECTORY=" + mps_root_ + "/gpu/log " +
+                                 driver_ + "/usr/bin/nvidia-cuda-mps-control"});
+    return r.out;
+  }
+
+  std::string deb_, dir_, driver_, mps_root_;
+  std::unique_ptr<testing::KubeletDouble> kubelet_;
+  std::unique_ptr<testing::BackgroundProcess> daemon_;
+  std::unique_ptr<testing::BackgroundProcess> plugin_;
+};
+
+TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
+  json inventory = json::parse(
+      testing::RunProcess({GPUNODE_BINARY, "--sim", "a10-pcie-4", "inventory", "-o", "json"}).out);
+  std::string config = Config(2);
+  StartDaemon("a10-pcie-4", config);
+  ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kWait)) << daemon_->Log();
+  EXPECT_TRUE(fs::exists(mps_root_ + "/.ready"));
+  EXPECT_TRUE(fs::exists(mps_root_ + "/gpu/.started"));
+  std::string log = daemon_->Log();
+  for (const json& gpu : inventory["gpus"]) {
+    EXPECT_THAT(log, HasSubstr(gpu["uuid"].get<std::string>() + "): compute mode "
+                                                                "EXCLUSIVE_PROCESS"));
+  }
+
+  // The real daemon holds what was sent: 100/2 % of the SMs, half of each GPU's memory.
+  EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
+  std::string control_log = Slurp(mps_root_ + "/gpu/log/control.log");
+  EXPECT_THAT(control_log, HasSubstr("Cmd:set_default_active_thread_percentage 50"));
+  for (size_t i = 0; i < inventory["gpus"].size(); ++i) {
+    uint64_t mib = inventory["gpus"][i]["memory_total_mib"].get<uint64_t>();
+    EXPECT_THAT(control_log, HasSubstr("Cmd:set_default_device_pinned_mem_limit " +
+                                       std::to_string(i) + " " + std::to_string(mib / 2) + "M"));
+  }
+
+  json finding = DoctorFinding();
+  EXPECT_EQ(finding["status"], "ok") << finding.dump();
+
+  StartPlugin("a10-pcie-4", config);
+  ASSERT_TRUE(kubelet_->WaitForRegistration("nvidia.com/gpu", 1, kWait).has_value())
+      << plugin_->Log();
+  auto update = kubelet_->WaitForDevices("nvidia.com/gpu", Count(8, "Healthy"), kWait);
+  ASSERT_TRUE(update.has_value()) << plugin_->Log();
+  std::string id = update->second.devices[0].id;
+  std::vector<v1beta1::ContainerAllocateResponse> responses;
+  grpc::Status st = kubelet_->Allocate("nvidia.com/gpu", {{id}}, &responses);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_THAT(responses[0].envs(), Contains(Pair("CUDA_MPS_PIPE_DIRECTORY", "/mps/gpu/pipe")));
+  ASSERT_EQ(responses[0].mounts_size(), 2);
+  EXPECT_EQ(responses[0].mounts(0).host_path(), mps_root_ + "/gpu/pipe");
+  EXPECT_EQ(responses[0].mounts(0).container_path(), "/mps/gpu/pipe");
+  EXPECT_EQ(responses[0].mounts(1).host_path(), mps_root_ + "/shm");
+  EXPECT_EQ(responses[0].mounts(1).container_path(), "/dev/shm");
+  // failRequestsGreaterThanOne is true by default for MPS.
+  st = kubelet_->Allocate(
+      "nvidia.com/gpu", {{update->second.devices[0].id, update->second.devices[1].id}}, &responses);
+  EXPECT_THAT(st.error_message(), HasSubstr("maximum request size for shared resources is 1"));
+
+  // A daemon that dies is started again, with its limits.
+  std::vector<pid_t> daemons = ProcessesUnder(driver_);
+  ASSERT_FALSE(daemons.empty());
+  for (pid_t pid : daemons) kill(pid, SIGKILL);
+  ASSERT_TRUE(daemon_->WaitForLog("MPS control daemon started again", kWait)) << daemon_->Log();
+  EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
+
+  // SIGTERM: quit, markers gone, compute mode back, no MPS process left; the plugin's replicas
+  // turn Unhealthy.
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0) << daemon_->Log();
+  EXPECT_THAT(ProcessesUnder(driver_), ::testing::IsEmpty());
+  EXPECT_FALSE(fs::exists(mps_root_ + "/.ready"));
+  EXPECT_FALSE(fs::exists(mps_root_ + "/gpu/.started"));
+  EXPECT_THAT(daemon_->Log(), HasSubstr("compute mode DEFAULT"));
+  EXPECT_TRUE(kubelet_->WaitForDevices("nvidia.com/gpu", Count(8, "Unhealthy"), kWait).has_value())
+      << plugin_->Log();
+  st = kubelet_->Allocate("nvidia.com/gpu", {{id}}, &responses);
+  EXPECT_FALSE(st.ok());
+  finding = DoctorFinding();
+  EXPECT_EQ(finding["status"], "fail") << finding.dump();
+  EXPECT_THAT(finding["summary"].get<std::string>(), HasSubstr("nvidia.com/gpu"));
+}
+
+TEST_F(MpsTest, PluginOffersNothingUntilTheDaemonIsReady) {
+  std::string config = Config(3);
+  StartPlugin("a10-pcie-4", config);
+  ASSERT_TRUE(kubelet_->WaitForRegistration("nvidia.com/gpu", 1, kWait).has_value())
+      << plugin_->Log();
+  ASSERT_TRUE(kubelet_->WaitForDevices("nvidia.com/gpu", Count(0, "Healthy"), kWait).has_value());
+  StartDaemon("a10-pcie-4", config);
+  EXPECT_TRUE(kubelet_->WaitForDevices("nvidia.com/gpu", Count(12, "Healthy"), kWait).has_value())
+      << plugin_->Log() << daemon_->Log();
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
+  EXPECT_THAT(ProcessesUnder(driver_), ::testing::IsEmpty());
+}
+
+// MPS serves 48 clients per GPU from Volta on: 20 replicas on a V100 are fine (NVIDIA's daemon
+// holds V100s to the pre-Volta 16); 49 are refused before anything starts.
+TEST_F(MpsTest, CheckConfigPrintsTheLimitsWithVoltasClientCap) {
+  testing::ProcessResult r = testing::RunProcess(
+      {"/usr/bin/env", "MPS_ROOT=" + mps_root_, GPUNODE_BINARY, "--sim", "dgx1-v100",
+       "mps-control-daemon", "--check-config", "--config-file", Config(20)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("nvidia.com/gpu: GPU 7 ("));
+  EXPECT_THAT(r.out, HasSubstr("5% of the SMs, 819 MiB pinned memory per client, 20 of 48"));
+  r = testing::RunProcess({"/usr/bin/env", "MPS_ROOT=" + mps_root_, GPUNODE_BINARY, "--sim",
+                           "dgx1-v100", "mps-control-daemon", "--check-config", "--config-file",
+                           Config(49)});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("49 replicas is more than the 48 clients MPS serves on GPU 0"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+TEST_F(MpsTest, MpsIsRefusedOnMigDevices) {
+  testing::ProcessResult r = testing::RunProcess(
+      {"/usr/bin/env", "MPS_ROOT=" + mps_root_, GPUNODE_BINARY, "--sim", "a100-mig",
+       "mps-control-daemon", "--check-config", "--config-file", Config(2)});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("which is in MIG mode, and MPS is not supported with MIG"));
+}
+
+}  // namespace
+}  // namespace gpunode
