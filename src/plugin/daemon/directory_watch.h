@@ -1,4 +1,5 @@
-// inotify on the kubelet's device-plugins directory: which sockets appeared and which went away.
+// inotify on the kubelet's device-plugins directory: which sockets appeared and which went away,
+// and when the watch itself can no longer be trusted (the directory went, the queue overflowed).
 #pragma once
 
 #include <string>
@@ -13,6 +14,8 @@ struct DirectoryEvent {
   bool created = false;
   bool deleted = false;
   bool directory_gone = false;  // the directory was removed or moved: watch it again
+  // The kernel's queue overflowed (IN_Q_OVERFLOW): events were lost; look at the directory again.
+  bool overflow = false;
 };
 
 class DirectoryWatch {
