@@ -626,7 +626,10 @@ TEST_F(DevicePluginTest, ADirectoryThatGoesAndComesBackIsWatchedAgain) {
   Start("dgx-h100", {});
   Registered("nvidia.com/gpu");
   kubelet_->Stop();
-  fs::remove_all(dir_);
+  // Moved away in one step (the plugin may serve its deleted socket again while a recursive
+  // removal runs), then removed.
+  fs::rename(dir_, root_ + "/gone");
+  fs::remove_all(root_ + "/gone");
   // The first attempt to watch it again fails: the directory is not there yet.
   ASSERT_TRUE(plugin_->WaitForLog("retrying in 100 ms", kWait)) << plugin_->Log();
   ASSERT_TRUE(fs::create_directory(dir_));
