@@ -146,4 +146,12 @@ void GpuState::add_ecc_errors(uint64_t corrected, uint64_t uncorrected) {
   add_counter(model_.ecc.uncorrected_aggregate, uncorrected);
 }
 
+void GpuState::change_remapped_rows(const TimelineEvent& event) {
+  RemappedRows& rows = *model_.remapped_rows;
+  rows.corrected += static_cast<unsigned>(event.corrected);
+  rows.uncorrected += static_cast<unsigned>(event.uncorrected);
+  if (event.remap_pending) rows.pending = *event.remap_pending;
+  if (event.remap_failure) rows.failure = *event.remap_failure;
+}
+
 }  // namespace gpunode::sim

@@ -50,6 +50,8 @@ class GpuState {
   void start_process(const ProcessInfo& process);
   void end_process(unsigned pid);
   void add_ecc_errors(uint64_t corrected, uint64_t uncorrected);
+  // Rows remapped more, and a new pending/failure state where given. The GPU has remapped_rows.
+  void change_remapped_rows(const TimelineEvent& event);
 
  private:
   struct Ramp {

@@ -127,6 +127,7 @@ enum class TimelineKind {
   kProcessExit,   // it goes; memory used shrinks
   kSet,           // metrics step or ramp to new values
   kEcc,           // ECC counters grow; ECC events are delivered
+  kRemap,         // the row remapper's state changes (a remap recorded, a reset applied it)
 };
 
 // New values for a kSet event; empty fields keep their value. `over` > 0 ramps linearly.
@@ -151,8 +152,10 @@ struct TimelineEvent {
   unsigned compute_instance_id = kNoInstance;
   ProcessInfo process;     // kProcessStart / kProcessExit (pid)
   MetricChange change;     // kSet
-  uint64_t corrected = 0;  // kEcc
+  uint64_t corrected = 0;  // kEcc; kRemap: rows remapped more
   uint64_t uncorrected = 0;
+  std::optional<bool> remap_pending;  // kRemap; empty keeps the value
+  std::optional<bool> remap_failure;
 };
 
 struct NodeModel {

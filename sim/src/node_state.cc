@@ -103,6 +103,9 @@ void NodeState::apply(const TimelineEvent& event) {
       if (reachable && event.uncorrected > 0)
         deliver(event.gpu, nvmlEventTypeDoubleBitEccError, 0, kNoInstance, kNoInstance);
       break;
+    case TimelineKind::kRemap:
+      gpu.change_remapped_rows(event);
+      break;
   }
 }
 

@@ -619,7 +619,7 @@ TimelineEvent ProfileReader::read_event(const Field& field) const {
   Fields f =
       fields(field, {"at", "gpu", "event", "xid", "gpu_instance_id", "compute_instance_id", "pid",
                      "used_memory_mib", "utilization", "temperature_c", "power_draw_w", "pstate",
-                     "clocks", "over", "corrected", "uncorrected"});
+                     "clocks", "over", "corrected", "uncorrected", "pending", "failure"});
   TimelineEvent event;
   for (const char* key : {"at", "gpu", "event"}) {
     if (!f.contains(key)) {
@@ -652,6 +652,9 @@ TimelineEvent ProfileReader::read_event(const Field& field) const {
       break;
     case TimelineKind::kEcc:
       allowed = {"corrected", "uncorrected"};
+      break;
+    case TimelineKind::kRemap:
+      allowed = {"corrected", "uncorrected", "pending", "failure"};
       break;
     case TimelineKind::kFallOffBus:
     case TimelineKind::kRecover:
@@ -714,6 +717,18 @@ TimelineEvent ProfileReader::read_event(const Field& field) const {
       }
       if (event.corrected == 0 && event.uncorrected == 0)
         fail(field, "give corrected or uncorrected, the errors to add");
+      break;
+    case TimelineKind::kRemap:
+      if (auto it = f.find("corrected"); it != f.end())
+        event.corrected = uint_value(it->second, 65535, "give a count of rows");
+      if (auto it = f.find("uncorrected"); it != f.end())
+        event.uncorrected = uint_value(it->second, 65535, "give a count of rows");
+      if (auto it = f.find("pending"); it != f.end())
+        event.remap_pending = switch_value(it->second);
+      if (auto it = f.find("failure"); it != f.end())
+        event.remap_failure = switch_value(it->second);
+      if (f.size() == 3)
+        fail(field, "give pending, failure, corrected or uncorrected, what the remapper changes");
       break;
     case TimelineKind::kFallOffBus:
     case TimelineKind::kRecover:

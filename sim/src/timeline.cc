@@ -10,7 +10,7 @@
 namespace gpunode::sim {
 namespace {
 
-constexpr std::array<std::pair<TimelineKind, std::string_view>, 7> kKinds = {{
+constexpr std::array<std::pair<TimelineKind, std::string_view>, 8> kKinds = {{
     {TimelineKind::kXid, "xid"},
     {TimelineKind::kFallOffBus, "fall_off_bus"},
     {TimelineKind::kRecover, "recover"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<TimelineKind, std::string_view>, 7> kKinds = {{
     {TimelineKind::kProcessExit, "process_exit"},
     {TimelineKind::kSet, "set"},
     {TimelineKind::kEcc, "ecc"},
+    {TimelineKind::kRemap, "remap"},
 }};
 
 bool has_instance(const GpuModel& gpu, unsigned gi, unsigned ci) {
@@ -149,6 +150,12 @@ std::optional<TimelineProblem> check_timeline(const NodeModel& node) {
         if (!gpu.ecc_enabled.value_or(false)) {
           return problem(
               str_cat("GPU ", event.gpu, " does not have ECC enabled; set its ecc.mode: enabled"));
+        }
+        break;
+      case TimelineKind::kRemap:
+        if (!gpu.remapped_rows) {
+          return problem(
+              str_cat("GPU ", event.gpu, " has no row remapper; give it remapped_rows: {...}"));
         }
         break;
       case TimelineKind::kXid:

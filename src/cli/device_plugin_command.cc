@@ -17,6 +17,7 @@
 #include "cli/nvml_session.h"
 #include "core/duration.h"
 #include "core/log.h"
+#include "host/plugin_health_state.h"
 #include "plugin/config/sources.h"
 #include "plugin/daemon/plugin_daemon.h"
 #include "plugin/health/xid.h"
@@ -56,6 +57,7 @@ struct DevicePluginOptions {
   std::vector<std::string> cdi_feature_flags;
   std::vector<std::string> cdi_disable_hooks;
   std::optional<std::string> recovery_period;
+  std::optional<std::string> flap_limit;
 };
 
 // A flag's text through the same parser as the config file, naming the flag on error.
@@ -261,6 +263,16 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
     if (!recovery.ok()) return ReportError(recovery.status());
     daemon.health.recovery_period = absl::ToChronoMilliseconds(*recovery);
   }
+  std::optional<std::string> flap_limit = options.flap_limit;
+  if (!flap_limit) {
+    if (const char* env = std::getenv("HEALTH_FLAP_LIMIT")) flap_limit = env;
+  }
+  if (flap_limit && !absl::SimpleAtoi(*flap_limit, &daemon.health.flap_limit)) {
+    return ReportError(absl::InvalidArgumentError(
+        absl::StrCat("--health-flap-limit: \"", *flap_limit,
+                     "\" is not a count; give a whole number such as 3 (0 = no limit)")));
+  }
+  daemon.health.state_file = options.kubelet_dir + "/" + host::kPluginHealthStateFile;
 
   // NVIDIA's nvidiaDriverRoot says where the driver's libnvidia-ml is, unless --driver-root does.
   GlobalOptions nvml_options = global;
@@ -369,6 +381,10 @@ void AddDevicePluginCommand(CLI::App& app, const GlobalOptions& global, CommandR
   cmd->add_option("--health-recovery-period", o->recovery_period,
                   "an unhealthy device is Healthy again after NVML answered normally this long "
                   "(env HEALTH_RECOVERY_PERIOD; default 60s; 0 = never)");
+  cmd->add_option("--health-flap-limit", o->flap_limit,
+                  "a GPU that becomes Unhealthy more often than this within an hour stays "
+                  "Unhealthy until the plugin restarts (env HEALTH_FLAP_LIMIT; default 3; 0 = "
+                  "no limit)");
   cmd->callback([&global, &run, o] { run = [&global, o] { return RunDevicePlugin(global, *o); }; });
 }
 

@@ -1,5 +1,5 @@
-// plugin.*: the device plugin sockets in the kubelet's device-plugins directory, and the MPS
-// control daemons' pipes under the MPS root.
+// plugin.*: the device plugin sockets in the kubelet's device-plugins directory, the health
+// state gpunode's plugin writes there, and the MPS control daemons' pipes under the MPS root.
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -13,6 +13,7 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "doctor/checks.h"
 #include "grpcpp/grpcpp.h"
+#include "host/plugin_health_state.h"
 
 namespace gpunode::doctor {
 namespace {
@@ -159,6 +160,59 @@ Finding MpsDaemons(const Context& context) {
             root);
 }
 
+std::string DeviceName(const host::UnhealthyDevice& d) {
+  std::string name = absl::StrCat("GPU ", d.index, " (", d.uuid, ")");
+  if (d.gpu_instance_id) {
+    name = absl::StrCat("MIG device gi ", *d.gpu_instance_id, " ci ",
+                        d.compute_instance_id.value_or(0), " of ", name);
+  }
+  return name;
+}
+
+// Devices gpunode's plugin withdrew, and above all those it will not offer again by itself.
+Finding PluginHealth(const Context& context) {
+  std::string path = absl::StrCat(context.DevicePluginDir(), "/", host::kPluginHealthStateFile);
+  absl::StatusOr<std::string> text = context.host().ReadFile(path);
+  if (!text.ok()) {
+    return Skip(
+        "no health state from gpunode's device plugin (another plugin, or it has not "
+        "started since the kubelet did)",
+        path);
+  }
+  absl::StatusOr<host::PluginHealthState> state = host::ParsePluginHealthState(*text);
+  if (!state.ok()) {
+    return Warn("the device plugin's health state cannot be read",
+                absl::StrCat(path, ": ", state.status().message()),
+                "restart the device plugin pod; it writes the file again");
+  }
+  std::vector<std::string> held;
+  std::vector<std::string> waiting;
+  for (const host::UnhealthyDevice& d : state->unhealthy) {
+    if (!d.held.empty()) {
+      held.push_back(absl::StrCat(DeviceName(d), ": ", d.reason, "; ", d.held));
+    } else {
+      waiting.push_back(absl::StrCat(
+          DeviceName(d), ": ", d.reason,
+          !d.recovers ? "; recovery is off"
+                      : (d.waiting_for.empty() ? "" : absl::StrCat("; ", d.waiting_for))));
+    }
+  }
+  if (!held.empty()) {
+    return Fail(
+        absl::StrCat(held.size(), " device(s) stay Unhealthy until a person acts on the GPU"),
+        absl::StrJoin(held, "\n"),
+        "look at the GPU (nvidia-smi -q; the XID in the kernel log), reset or service "
+        "it, then restart the device plugin pod to offer it again");
+  }
+  if (!waiting.empty()) {
+    return Warn(absl::StrCat(waiting.size(), " device(s) Unhealthy, withdrawn from the kubelet"),
+                absl::StrJoin(waiting, "\n"),
+                "wait for the plugin's recovery (docs/DEVICE_PLUGIN.md, Health and recovery); "
+                "a pending row remap needs a GPU reset (nvidia-smi -r -i <index>)");
+  }
+  return Ok("the device plugin reports every GPU healthy", path);
+}
+
 }  // namespace
 
 std::vector<Check> PluginChecks() {
@@ -166,6 +220,7 @@ std::vector<Check> PluginChecks() {
       {"plugin", "plugin.socket", {}, PluginSocket},
       {"plugin", "plugin.stale-sockets", {}, StaleSockets},
       {"plugin", "plugin.mps-daemon", {}, MpsDaemons},
+      {"plugin", "plugin.health", {}, PluginHealth},
   };
 }
 

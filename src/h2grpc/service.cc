@@ -44,15 +44,32 @@ void ServerStream::Finish(absl::Status status) {
   wake_();
 }
 
+void ServerStream::SetOnCancel(std::function<void()> on_cancel) {
+  std::lock_guard callback(on_cancel_mutex_);
+  on_cancel_ = std::move(on_cancel);
+  if (on_cancel_ && cancelled()) on_cancel_();
+}
+
+void ServerStream::NotifyCancel() {
+  std::lock_guard callback(on_cancel_mutex_);
+  if (on_cancel_) on_cancel_();
+}
+
 void ServerStream::Close() {
-  std::lock_guard lock(mutex_);
-  closed_ = true;
-  pending_.clear();
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    pending_.clear();
+  }
+  NotifyCancel();
 }
 
 void ServerStream::Cancel() {
-  std::lock_guard lock(mutex_);
-  cancelled_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+  }
+  NotifyCancel();
 }
 
 std::optional<absl::Status> ServerStream::Drain(std::string& out, size_t max_bytes) {

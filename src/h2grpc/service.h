@@ -36,6 +36,12 @@ class ServerStream {
   bool Write(const google::protobuf::MessageLite& message);
   // True once the client cancelled or went away, or the server is stopping.
   bool cancelled() const;
+  // `on_cancel` runs (on the connection's thread, or here when the call is already over) when the
+  // call ends that way, so that a handler can block on its own condition instead of polling
+  // cancelled(). It runs without the stream's lock held and must not call back into the stream.
+  // Pass nullptr before the handler returns if what it captures dies with the handler; that
+  // waits for a run in progress.
+  void SetOnCancel(std::function<void()> on_cancel);
 
  private:
   friend class ServerConnection;
@@ -48,7 +54,11 @@ class ServerStream {
   // once the handler finished and the queue is empty.
   std::optional<absl::Status> Drain(std::string& out, size_t max_bytes);
 
+  void NotifyCancel();
+
   std::function<void()> wake_;
+  std::mutex on_cancel_mutex_;  // held while on_cancel_ runs or changes
+  std::function<void()> on_cancel_;
   mutable std::mutex mutex_;
   std::string pending_;
   std::optional<absl::Status> final_;

@@ -84,6 +84,8 @@ class Doctor : public ::testing::Test {
           std::string("/usr/bin/kubelet\0--config=/var/lib/kubelet/config.yaml\0--v=2\0", 61));
     plugin_ = std::make_unique<PluginServer>(PluginDir() / "nvidia-gpu.sock");
     ASSERT_TRUE(plugin_->serving());
+    // gpunode's plugin with every GPU healthy.
+    Write(PluginDir() / "gpunode-health.json", R"({"unhealthy": []})");
   }
   void TearDown() override {
     plugin_.reset();
@@ -169,8 +171,8 @@ TEST_F(Doctor, HealthyTreeIsOkApartFromContainerd) {
   }
   EXPECT_EQ(Find(report, "runtime.containerd-live")["summary"],
             "blocked by runtime.containerd-version");
-  EXPECT_EQ(report["findings"].size(), 30u);
-  EXPECT_EQ(report["summary"]["ok"], 19);
+  EXPECT_EQ(report["findings"].size(), 31u);
+  EXPECT_EQ(report["summary"]["ok"], 20);
   EXPECT_EQ(report["summary"]["fail"], 1);
   // containerd-live, image-gc, plugin.mps-daemon (no MPS root) and the 7 container checks
   EXPECT_EQ(report["summary"]["skip"], 10);
@@ -289,6 +291,24 @@ TEST_F(Doctor, PluginSocketThatNobodyServes) {
   EXPECT_EQ(Find(Run({}), "plugin.socket")["status"], "fail");
 }
 
+TEST_F(Doctor, PluginHealthStateFromTheDevicePlugin) {
+  EXPECT_EQ(Find(Run({}), "plugin.health")["status"], "ok");  // the healthy tree's empty list
+  fs::remove(PluginDir() / "gpunode-health.json");
+  EXPECT_EQ(Find(Run({}), "plugin.health")["status"], "skip");  // no file: another plugin
+  Write(PluginDir() / "gpunode-health.json", R"json({"unhealthy": [{"index": 2, "uuid": "GPU-2",
+      "reason": "XID 48 (double-bit ECC error)", "faults": ["memory"], "recovers": true,
+      "waiting_for": "a row remap is pending until the GPU is reset"}]})json");
+  json finding = Find(Run({}), "plugin.health");
+  EXPECT_EQ(finding["status"], "warn");
+  EXPECT_EQ(finding["evidence"],
+            "GPU 2 (GPU-2): XID 48 (double-bit ECC error); a row remap is pending until the GPU "
+            "is reset");
+  Write(PluginDir() / "gpunode-health.json", "{\"unhealthy\": 3}");
+  finding = Find(Run({}), "plugin.health");
+  EXPECT_EQ(finding["status"], "warn");
+  EXPECT_THAT(finding["evidence"].get<std::string>(), HasSubstr("gpunode-health.json: not a JSON"));
+}
+
 TEST_F(Doctor, CheckpointWithZeroDevices) {
   Overlay("checkpoint-zero-devices");
   json finding = Find(Run({}), "kubelet.registered");
@@ -405,7 +425,7 @@ TEST_F(DoctorContainerd, HealthyNodeIsAllOk) {
     bool skipped = finding["layer"] == "container" || finding["id"] == "plugin.mps-daemon";
     EXPECT_EQ(finding["status"], skipped ? "skip" : "ok") << finding.dump();
   }
-  EXPECT_EQ(report["summary"]["ok"], 22);
+  EXPECT_EQ(report["summary"]["ok"], 23);
   EXPECT_EQ(exit_code, 0) << last_.out;
   EXPECT_THAT(Find(report, "runtime.containerd-live")["evidence"].get<std::string>(),
               HasSubstr("/usr/bin/nvidia-container-runtime"));

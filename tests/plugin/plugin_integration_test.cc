@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,6 +27,7 @@ namespace {
 using testing::DeviceState;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::Pair;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
@@ -102,7 +104,10 @@ class DevicePluginTest : public ::testing::Test {
   void SetUp() override {
     char pattern[] = "/tmp/gpunode-dp-XXXXXX";  // unix socket paths must stay short
     ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    // The kubelet's layout, so that doctor --kubelet-dir finds the device-plugins directory.
+    root_ = pattern;
+    dir_ = root_ + "/device-plugins";
+    ASSERT_TRUE(fs::create_directory(dir_));
     kubelet_ = std::make_unique<testing::KubeletDouble>(dir_);
     ASSERT_TRUE(kubelet_->Start());
   }
@@ -110,7 +115,7 @@ class DevicePluginTest : public ::testing::Test {
     plugin_.reset();
     kubelet_.reset();
     std::error_code ec;
-    fs::remove_all(dir_, ec);
+    fs::remove_all(root_, ec);
   }
 
   testing::BackgroundProcess& Start(const std::string& sim, const std::vector<std::string>& args,
@@ -121,8 +126,8 @@ class DevicePluginTest : public ::testing::Test {
     argv.insert(argv.end(), {"device-plugin", "--kubelet-dir", dir_, "--cdi-spec-dir", dir_});
     argv.insert(argv.end(), args.begin(), args.end());
     plugin_ = std::make_unique<testing::BackgroundProcess>(
-        argv,
-        testing::BackgroundProcess::Options{.extra_env = env, .stderr_path = dir_ + "/plugin.log"});
+        argv, testing::BackgroundProcess::Options{.extra_env = env,
+                                                  .stderr_path = root_ + "/plugin.log"});
     return *plugin_;
   }
 
@@ -143,7 +148,8 @@ class DevicePluginTest : public ::testing::Test {
     return update->second;
   }
 
-  std::string dir_;
+  std::string root_;
+  std::string dir_;  // root_/device-plugins
   std::unique_ptr<testing::KubeletDouble> kubelet_;
   std::unique_ptr<testing::BackgroundProcess> plugin_;
 };
@@ -460,6 +466,136 @@ TEST_F(DevicePluginTest, LostGpuLeavesTheOtherSevenHealthy) {
   EXPECT_THAT(plugin_->Log(), HasSubstr("the GPU is lost"));
 }
 
+// A built-in profile with a timeline of the test's own, written under the test's directory (its
+// name, which seeds the UUIDs, stays the built-in's).
+std::string ProfileWithTimeline(const std::string& dir, const std::string& builtin,
+                                const std::string& timeline) {
+  std::ifstream in(std::string(GPUNODE_SIM_PROFILES_DIR) + "/" + builtin + ".yaml");
+  std::stringstream text;
+  text << in.rdbuf() << "timeline:\n" << timeline;
+  std::string path = dir + "/" + builtin + "-timeline.yaml";
+  std::ofstream(path) << text.str();
+  return path;
+}
+
+// How many devices are Unhealthy.
+testing::DevicePredicate UnhealthyCount(size_t count) {
+  return [count](const std::vector<DeviceState>& devices) {
+    return static_cast<size_t>(std::count_if(devices.begin(), devices.end(), [](auto& d) {
+             return d.health == "Unhealthy";
+           })) == count;
+  };
+}
+
+TEST_F(DevicePluginTest, MemoryAndNvLinkXidsRecoverOnlyOnEvidence) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  // GPU 2: a double-bit error whose row remap waits for a reset, which comes at 2.5 s. GPU 4: the
+  // remapper fails, so nothing will show the fault gone. GPU 6: an NVLink error, links all up.
+  std::string sim = ProfileWithTimeline(root_, "dgx-h100", R"(
+  - {at: 1000ms, gpu: 2, event: remap, pending: true, uncorrected: 1}
+  - {at: 1000ms, gpu: 2, event: xid, xid: 48}
+  - {at: 1000ms, gpu: 4, event: remap, failure: true}
+  - {at: 1000ms, gpu: 4, event: xid, xid: 64}
+  - {at: 1200ms, gpu: 6, event: xid, xid: 74}
+  - {at: 2500ms, gpu: 2, event: remap, pending: false}
+)");
+  Start(sim, {"--health-recovery-period", "300ms"});
+  Registered("nvidia.com/gpu");
+  size_t at = 0;
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[2], uuids[4], uuids[6]}), 0, &at);
+  // The NVLink error recovers first: its GPU answers and its 18 links are up.
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[2], uuids[4]}), at + 1, &at);
+  // GPU 2 only once its remap is applied and 300 ms have passed; GPU 4 never.
+  testing::DeviceUpdate up = Await("nvidia.com/gpu", OnlyUnhealthy({uuids[4]}), at + 1, &at);
+  EXPECT_GE(std::chrono::duration_cast<milliseconds>(up.at - plugin_->started()).count(), 2800);
+  std::string log = plugin_->Log();
+  EXPECT_THAT(log, HasSubstr("a row remap is pending until the GPU is reset"));
+  EXPECT_THAT(log, HasSubstr("the row remapper shows nothing pending and no failure for 0.3s"));
+  EXPECT_THAT(log, HasSubstr("all 18 NVLinks are active"));
+  EXPECT_THAT(log, HasSubstr("stays Unhealthy until the plugin restarts: the row remapper reports "
+                             "a failure"));
+
+  // doctor names the GPU that needs a person, and why.
+  testing::ProcessResult doctor = testing::RunProcess(
+      {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-dir", root_});
+  json report = json::parse(doctor.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << doctor.out << doctor.err;
+  json health;
+  for (const json& finding : report["findings"]) {
+    if (finding["id"] == "plugin.health") health = finding;
+  }
+  ASSERT_TRUE(health.is_object()) << doctor.out;
+  EXPECT_EQ(health["status"], "fail");
+  EXPECT_THAT(health["evidence"].get<std::string>(), HasSubstr("GPU 4 (" + uuids[4] + "): XID 64"));
+  EXPECT_THAT(health["evidence"].get<std::string>(),
+              HasSubstr("the row remapper reports a failure"));
+  EXPECT_THAT(health["evidence"].get<std::string>(), Not(HasSubstr("GPU 2 ")));
+}
+
+TEST_F(DevicePluginTest, AGpuThatFlapsPastTheLimitStaysUnhealthy) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  // Four contained ECC errors on GPU 1, each after it recovered; then one on GPU 0 as a marker.
+  std::string sim = ProfileWithTimeline(root_, "dgx-h100", R"(
+  - {at: 500ms, gpu: 1, event: xid, xid: 94}
+  - {at: 1000ms, gpu: 1, event: xid, xid: 94}
+  - {at: 1500ms, gpu: 1, event: xid, xid: 94}
+  - {at: 2000ms, gpu: 1, event: xid, xid: 94}
+  - {at: 2600ms, gpu: 0, event: xid, xid: 94}
+)");
+  Start(sim, {"--health-recovery-period", "200ms"});  // the default flap limit: 3
+  Registered("nvidia.com/gpu");
+  size_t at = 0;
+  for (int fall = 1; fall <= 3; ++fall) {
+    Await("nvidia.com/gpu", OnlyUnhealthy({uuids[1]}), at, &at);
+    Await("nvidia.com/gpu", AllHealthy(8), at + 1, &at);
+  }
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[1]}), at + 1, &at);
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[0], uuids[1]}), at + 1, &at);
+  // GPU 0 recovers after its 200 ms; GPU 1, quiet for longer than that, is still held.
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[1]}), at + 1, &at);
+  EXPECT_THAT(plugin_->Log(),
+              HasSubstr("GPU 1 (" + uuids[1] +
+                        ") stays Unhealthy until the plugin restarts: its GPU became Unhealthy 4 "
+                        "times within 3600s (flap limit 3)"));
+  testing::ProcessResult doctor = testing::RunProcess(
+      {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-dir", root_});
+  EXPECT_THAT(doctor.out, HasSubstr("became Unhealthy 4 times")) << doctor.err;
+}
+
+TEST_F(DevicePluginTest, ReplicasFollowTheirGpuDownAndUp) {
+  std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
+  std::string sim =
+      ProfileWithTimeline(root_, "dgx-h100", "  - {at: 1000ms, gpu: 2, event: xid, xid: 48}\n");
+  Start(sim,
+        {"--config-file", Fixture("time-slicing-4.yaml"), "--health-recovery-period", "300ms"});
+  Registered("nvidia.com/gpu");
+  size_t at = 0;
+  // Every replica of GPU 2 goes, the others stay, and all come back.
+  Await("nvidia.com/gpu", OnlyUnhealthy({uuids[2] + "::"}), 0, &at);
+  Await("nvidia.com/gpu", AllHealthy(32), at + 1);
+}
+
+TEST_F(DevicePluginTest, MigDevicesFollowTheirGpuAndAMigXidMarksOnlyItsDevice) {
+  // GPU 0 has seven 1g.10gb devices (of the node's nine); GPU 1 has a 3g.40gb as gi 2 ci 0.
+  std::string sim = ProfileWithTimeline(root_, "a100-mig", R"(
+  - {at: 1000ms, gpu: 0, event: xid, xid: 48}
+  - {at: 2000ms, gpu: 1, event: xid, xid: 48, gpu_instance_id: 2, compute_instance_id: 0}
+)");
+  Start(sim, {"--mig-strategy", "mixed", "--health-recovery-period", "300ms"}, {},
+        {"--host-root", Fixture("host")});
+  Registered("nvidia.com/mig-1g.10gb");
+  Registered("nvidia.com/mig-3g.40gb");
+  size_t at = 0;
+  Await("nvidia.com/mig-1g.10gb", UnhealthyCount(7), 0, &at);
+  Await("nvidia.com/mig-1g.10gb", AllHealthy(9), at + 1);
+  Await("nvidia.com/mig-3g.40gb", UnhealthyCount(1));
+  // GPU 1's other MIG devices (its 1g.10gb, gi 13) stayed Healthy.
+  auto gpu1_small_down =
+      kubelet_->WaitForDevices("nvidia.com/mig-1g.10gb", UnhealthyCount(1), milliseconds(0));
+  EXPECT_FALSE(gpu1_small_down.has_value());
+  Await("nvidia.com/mig-3g.40gb", AllHealthy(3));
+}
+
 TEST_F(DevicePluginTest, KubeletRestartIsFollowedByRegistrationWithinOneSecond) {
   Start("dgx-h100", {});
   Registered("nvidia.com/gpu");
@@ -484,6 +620,40 @@ TEST_F(DevicePluginTest, KubeletRestartIsFollowedByRegistrationWithinOneSecond) 
   EXPECT_LT(std::chrono::duration_cast<milliseconds>(third.at - deleted).count(), 1000);
   struct stat st {};
   EXPECT_EQ(lstat((dir_ + "/nvidia-gpu.sock").c_str(), &st), 0);
+}
+
+TEST_F(DevicePluginTest, ADirectoryThatGoesAndComesBackIsWatchedAgain) {
+  Start("dgx-h100", {});
+  Registered("nvidia.com/gpu");
+  kubelet_->Stop();
+  // Moved away in one step (the plugin may serve its deleted socket again while a recursive
+  // removal runs), then removed.
+  fs::rename(dir_, root_ + "/gone");
+  fs::remove_all(root_ + "/gone");
+  // The first attempt to watch it again fails: the directory is not there yet.
+  ASSERT_TRUE(plugin_->WaitForLog("retrying in 100 ms", kWait)) << plugin_->Log();
+  ASSERT_TRUE(fs::create_directory(dir_));
+  ASSERT_TRUE(kubelet_->Start());
+  Registered("nvidia.com/gpu", 2);
+  Await("nvidia.com/gpu", AllHealthy(8));
+  EXPECT_THAT(plugin_->Log(), HasSubstr("the directory is back; looking at it again"));
+}
+
+TEST_F(DevicePluginTest, AnInotifyQueueOverflowIsFollowedByARescan) {
+  Start("dgx-h100", {});
+  Registered("nvidia.com/gpu");
+  std::ifstream limit_file("/proc/sys/fs/inotify/max_queued_events");
+  size_t limit = 16384;
+  limit_file >> limit;
+  if (limit > 65536) GTEST_SKIP() << "fs.inotify.max_queued_events is " << limit;
+  // While the plugin cannot read, more events than the kernel queues, then a kubelet restart whose
+  // events are lost in the overflow.
+  plugin_->Signal(SIGSTOP);
+  for (size_t i = 0; i <= limit; ++i) std::ofstream(dir_ + "/f" + std::to_string(i));
+  ASSERT_TRUE(kubelet_->Restart());
+  plugin_->Signal(SIGCONT);
+  Registered("nvidia.com/gpu", 2);
+  EXPECT_THAT(plugin_->Log(), HasSubstr("the inotify queue overflowed; looking at it again"));
 }
 
 TEST_F(DevicePluginTest, StaleSocketsAreRemovedAndSigtermStopsCleanly) {

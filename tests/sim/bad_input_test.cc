@@ -210,6 +210,11 @@ TEST_F(BadInputTest, TimelineProblems) {
                {"recover.yaml:12: timeline[0]: GPU 0 cannot recover"});
   expect_error(with_timeline("ecc.yaml", "  - {at: 1s, gpu: 0, event: ecc, corrected: 1}\n"),
                {"ecc.yaml:12: timeline[0]: GPU 0 does not have ECC enabled"});
+  expect_error(with_timeline("remap.yaml", "  - {at: 1s, gpu: 0, event: remap, pending: true}\n"),
+               {"remap.yaml:12: timeline[0]: GPU 0 has no row remapper; give it remapped_rows"});
+  expect_error(
+      with_timeline("remap-empty.yaml", "  - {at: 1s, gpu: 0, event: remap}\n"),
+      {"remap-empty.yaml:12: timeline[0]: give pending, failure, corrected or uncorrected"});
 }
 
 TEST_F(BadInputTest, MigProblems) {

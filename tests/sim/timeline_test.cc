@@ -40,7 +40,10 @@ class TimelineTest : public SimTest {
   }
   // Starts the node with `events` as its timeline; returns when nvmlInit was called.
   Clock::time_point start_with(const std::string& events) {
-    std::string path = write_file("node.yaml", kNode + events);
+    return start_with_node(kNode + events);
+  }
+  Clock::time_point start_with_node(const std::string& profile) {
+    std::string path = write_file("node.yaml", profile);
     EXPECT_EQ(configure(path), "");
     Clock::time_point init = Clock::now();
     EXPECT_EQ(api().init(), NVML_SUCCESS);
@@ -226,6 +229,37 @@ TEST_F(TimelineTest, EccErrorsCountAndNotify) {
                                               NVML_AGGREGATE_ECC, &count),
             NVML_SUCCESS);
   EXPECT_EQ(count, 1u);
+}
+
+TEST_F(TimelineTest, RowRemapperStateChangesOnTime) {
+  // GPU 1 is the marker: its XID comes after the remapper changed on GPU 0.
+  std::string node = kNode;
+  const std::string pstate = "  pstate: P0\n";
+  node.insert(node.find(pstate) + pstate.size(),
+              "  remapped_rows: {corrected: 3, uncorrected: 0, pending: false, failure: false}\n");
+  start_with_node(node + R"(  - {at: 100ms, gpu: 0, event: remap, pending: true, uncorrected: 1}
+  - {at: 100ms, gpu: 1, event: xid, xid: 48}
+  - {at: 200ms, gpu: 0, event: remap, pending: false, failure: true}
+  - {at: 200ms, gpu: 1, event: xid, xid: 48}
+)");
+  nvmlEventSet_t set = listen({1});
+  unsigned corrected = 0, uncorrected = 0, pending = 0, failure = 0;
+  auto read = [&] {
+    return api().device_get_remapped_rows(gpu(0), &corrected, &uncorrected, &pending, &failure);
+  };
+  ASSERT_EQ(read(), NVML_SUCCESS);
+  EXPECT_EQ(pending, 0u);
+  next(set);
+  ASSERT_EQ(read(), NVML_SUCCESS);
+  EXPECT_EQ(corrected, 3u);
+  EXPECT_EQ(uncorrected, 1u);
+  EXPECT_EQ(pending, 1u);
+  EXPECT_EQ(failure, 0u);
+  next(set);
+  ASSERT_EQ(read(), NVML_SUCCESS);
+  EXPECT_EQ(uncorrected, 1u);
+  EXPECT_EQ(pending, 0u);
+  EXPECT_EQ(failure, 1u);
 }
 
 TEST_F(TimelineTest, MigXidNamesTheInstance) {

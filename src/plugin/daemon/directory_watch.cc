@@ -52,6 +52,7 @@ std::vector<DirectoryEvent> DirectoryWatch::Read() {
       out.created = (event->mask & (IN_CREATE | IN_MOVED_TO)) != 0;
       out.deleted = (event->mask & (IN_DELETE | IN_MOVED_FROM)) != 0;
       out.directory_gone = (event->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) != 0;
+      out.overflow = (event->mask & IN_Q_OVERFLOW) != 0;
       events.push_back(std::move(out));
       p += sizeof(struct inotify_event) + event->len;
     }

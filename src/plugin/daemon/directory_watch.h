@@ -1,5 +1,6 @@
 // inotify on a directory (the kubelet's device-plugins directory, the config's): which entries
-// appeared and which went away; a file written in place gives an event with neither flag.
+// appeared and which went away — a file written in place gives an event with neither flag — and
+// when the watch itself can no longer be trusted (the directory went, the queue overflowed).
 #pragma once
 
 #include <string>
@@ -14,6 +15,8 @@ struct DirectoryEvent {
   bool created = false;
   bool deleted = false;
   bool directory_gone = false;  // the directory was removed or moved: watch it again
+  // The kernel's queue overflowed (IN_Q_OVERFLOW): events were lost; look at the directory again.
+  bool overflow = false;
 };
 
 class DirectoryWatch {

@@ -220,10 +220,12 @@ void PluginDaemon::TryRegister() {
 void PluginDaemon::HandleDirectoryEvents() {
   bool kubelet_restarted = false;
   bool rewatch = false;
+  bool overflow = false;
   std::vector<bool> deleted(generation_ ? generation_->servers.size() : 0, false);
   std::string kubelet_name = BaseName(options_.kubelet_socket);
   for (const DirectoryEvent& event : watch_->Read()) {
     if (event.directory_gone) rewatch = true;
+    if (event.overflow) overflow = true;
     if (event.created && !kubelet_name.empty() && event.name == kubelet_name)
       kubelet_restarted = true;
     if (event.deleted) {
@@ -233,12 +235,16 @@ void PluginDaemon::HandleDirectoryEvents() {
     }
   }
   if (rewatch) {
-    absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.kubelet_dir);
-    if (watch.ok()) {
-      watch_ = std::move(*watch);
-    } else {
-      spdlog::error("{}", watch.status().message());
-    }
+    spdlog::warn("{} was removed or moved; watching it again once it is back",
+                 options_.kubelet_dir);
+    watch_.reset();
+    rewatch_backoff_ = std::chrono::milliseconds(0);
+    Rewatch();
+    return;  // Rewatch rescans once the directory is watched again
+  }
+  if (overflow) {
+    Rescan("the inotify queue overflowed");
+    return;
   }
   if (!generation_) return;
   for (size_t i = 0; i < deleted.size(); ++i) {
@@ -261,9 +267,40 @@ void PluginDaemon::HandleDirectoryEvents() {
       at.reset();
     }
     backoff_ = std::chrono::milliseconds(0);
+    // The kubelet empties its directory when it starts: write the health state there again.
+    if (generation_->monitor) generation_->monitor->Republish();
   }
   if (kubelet_restarted || std::find(deleted.begin(), deleted.end(), true) != deleted.end())
     TryRegister();
+}
+
+void PluginDaemon::Rewatch() {
+  next_rewatch_.reset();
+  absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.kubelet_dir);
+  if (!watch.ok()) {
+    rewatch_backoff_ =
+        rewatch_backoff_.count() == 0 ? kFirstRetry : std::min(rewatch_backoff_ * 2, kMaxRetry);
+    spdlog::warn("{}; retrying in {} ms", watch.status().message(), rewatch_backoff_.count());
+    next_rewatch_ = Clock::now() + rewatch_backoff_;
+    return;
+  }
+  watch_ = std::move(*watch);
+  rewatch_backoff_ = std::chrono::milliseconds(0);
+  Rescan("the directory is back");
+}
+
+void PluginDaemon::Rescan(const char* why) {
+  spdlog::warn("{}: {}; looking at it again", options_.kubelet_dir, why);
+  if (!generation_) return;
+  std::optional<std::chrono::system_clock::time_point> born = ChangeTime(options_.kubelet_socket);
+  for (size_t i = 0; i < generation_->servers.size(); ++i) {
+    if (!generation_->servers[i]->SocketExists()) RestartServer(i, "the socket is gone");
+    std::optional<std::chrono::system_clock::time_point>& at = generation_->registered[i];
+    if (at && born && *at < *born) at.reset();  // a kubelet that started since
+  }
+  if (generation_->monitor) generation_->monitor->Republish();
+  backoff_ = std::chrono::milliseconds(0);
+  TryRegister();
 }
 
 void PluginDaemon::Reload() {
@@ -320,8 +357,10 @@ void PluginDaemon::Apply(ResolvedConfig config, const char* why) {
 }
 
 int PluginDaemon::PollTimeoutMs() const {
-  if (!next_register_) return -1;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next_register_ - Clock::now());
+  std::optional<Clock::time_point> next = next_register_;
+  if (next_rewatch_ && (!next || *next_rewatch_ < *next)) next = next_rewatch_;
+  if (!next) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - Clock::now());
   return static_cast<int>(std::max<int64_t>(0, left.count()));
 }
 
@@ -347,8 +386,9 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& config) {
   }
 
   while (true) {
+    // A negative fd (no watch while the directory is gone) is skipped by poll.
     struct pollfd fds[3] = {{signals_.fd(), POLLIN, 0},
-                            {watch_->fd(), POLLIN, 0},
+                            {watch_ ? watch_->fd() : -1, POLLIN, 0},
                             {config_watch_ ? config_watch_->fd() : -1, POLLIN, 0}};
     int ready = poll(fds, 3, PollTimeoutMs());
     if (ready < 0 && errno != EINTR) {
@@ -363,8 +403,9 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& config) {
         return absl::OkStatus();
       }
     }
-    if (fds[1].revents != 0) HandleDirectoryEvents();
+    if (watch_ && fds[1].revents != 0) HandleDirectoryEvents();
     if (fds[2].revents != 0) ConfigChanged();
+    if (next_rewatch_ && Clock::now() >= *next_rewatch_) Rewatch();
     if (next_register_ && Clock::now() >= *next_register_) TryRegister();
   }
 }

@@ -68,6 +68,11 @@ class PluginDaemon {
   // new one does not start. `why` prefixes the log lines.
   void Apply(ResolvedConfig config, const char* why);
   void HandleDirectoryEvents();
+  // Watches the directory again after it went; retried with backoff until it is back.
+  void Rewatch();
+  // Looks at the directory instead of at events that were lost: serves sockets that are gone and
+  // registers again with a kubelet.sock newer than the registration.
+  void Rescan(const char* why);
   void RestartServer(size_t i, const char* why);
   void TryRegister();
   int PollTimeoutMs() const;
@@ -76,7 +81,9 @@ class PluginDaemon {
   DaemonOptions options_;
   ConfigLoader loader_;
   SignalFd signals_;
-  std::optional<DirectoryWatch> watch_;
+  std::optional<DirectoryWatch> watch_;  // empty while the directory is gone
+  std::optional<std::chrono::steady_clock::time_point> next_rewatch_;
+  std::chrono::milliseconds rewatch_backoff_{0};
   std::optional<DirectoryWatch> config_watch_;
   std::unique_ptr<Generation> generation_;
   ResolvedConfig running_config_;

@@ -39,17 +39,15 @@ uint64_t HealthBoard::generation() const {
   return generation_;
 }
 
-uint64_t HealthBoard::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const {
+uint64_t HealthBoard::WaitForChange(uint64_t seen, const std::function<bool()>& stop) const {
   std::unique_lock lock(mutex_);
-  uint64_t interrupts = interrupts_;
-  changed_.wait_for(lock, timeout,
-                    [&] { return generation_ != seen || interrupts_ != interrupts; });
+  changed_.wait(lock, [&] { return generation_ != seen || stop(); });
   return generation_;
 }
 
 void HealthBoard::Interrupt() {
+  // Taking the lock orders this after a waiter's check of its `stop`, or before it.
   std::lock_guard lock(mutex_);
-  ++interrupts_;
   changed_.notify_all();
 }
 

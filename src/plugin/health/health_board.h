@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -36,11 +37,12 @@ class HealthBoard {
 
   uint64_t generation() const;
 
-  // Blocks until the generation differs from `seen`, Interrupt() is called, or `timeout` passes;
-  // returns the generation then.
-  uint64_t WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const;
+  // Blocks until the generation differs from `seen` or `stop()` is true, and returns the
+  // generation then. `stop` is checked under the board's lock each time a waiter wakes: whoever
+  // makes it true must call Interrupt() afterwards, so that no wake-up is lost.
+  uint64_t WaitForChange(uint64_t seen, const std::function<bool()>& stop) const;
 
-  // Wakes every waiter (a stream that is shutting down checks its own flag).
+  // Wakes every waiter to check its `stop`.
   void Interrupt();
 
  private:
@@ -49,7 +51,6 @@ class HealthBoard {
   std::set<size_t> unhealthy_gpus_;
   std::set<MigKey> unhealthy_migs_;
   uint64_t generation_ = 1;
-  uint64_t interrupts_ = 0;
 };
 
 }  // namespace gpunode::plugin

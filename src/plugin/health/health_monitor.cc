@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/file_io.h"
 #include "core/log.h"
+#include "host/plugin_health_state.h"
 #include "nvml/status.h"
 #include "nvml/system.h"
 #include "spdlog/spdlog.h"
@@ -16,6 +18,20 @@ constexpr std::chrono::milliseconds kWaitSlice{200};
 
 std::string Seconds(std::chrono::milliseconds period) {
   return absl::StrCat(period.count() / 1000.0, "s");
+}
+
+const char* FaultName(FaultClass fault) {
+  switch (fault) {
+    case FaultClass::kMemory:
+      return "memory";
+    case FaultClass::kGpuLost:
+      return "gpu-lost";
+    case FaultClass::kNvLink:
+      return "nvlink";
+    case FaultClass::kResponds:
+      break;
+  }
+  return "other";
 }
 
 }  // namespace
@@ -34,6 +50,7 @@ HealthMonitor::HealthMonitor(const nvml::Library& library, const Node& node, Hea
   for (const NodeGpu& gpu : node_.gpus) {
     absl::StatusOr<nvml::Device> device = nvml::DeviceAt(library_, gpu.index);
     devices_.push_back(device.ok() ? std::optional<nvml::Device>(*device) : std::nullopt);
+    baselines_.push_back(device.ok() ? BaselineOf(*device, gpu.uuid) : GpuBaseline{gpu.uuid, {}});
   }
   watched_.assign(node_.gpus.size(), false);
 }
@@ -51,9 +68,25 @@ std::string HealthMonitor::GpuName(size_t gpu) const {
   return absl::StrCat("GPU ", node_.gpus[gpu].index, " (", node_.gpus[gpu].uuid, ")");
 }
 
+std::string HealthMonitor::MigName(const MigKey& mig) const {
+  return absl::StrCat("MIG device gi ", mig.gi, " ci ", mig.ci, " of ", GpuName(mig.gpu));
+}
+
+std::string HealthMonitor::RecoveryRule() const {
+  if (options_.recovery_period.count() == 0) return "until the plugin restarts";
+  return absl::StrCat("until it shows the fault is gone for ", Seconds(options_.recovery_period),
+                      " without a new XID");
+}
+
+void HealthMonitor::Republish() {
+  republish_ = true;
+  std::lock_guard lock(pause_mutex_);
+  pause_.notify_all();
+}
+
 void HealthMonitor::PauseFor(std::chrono::milliseconds pause) {
   std::unique_lock lock(pause_mutex_);
-  pause_.wait_for(lock, pause, [&] { return stop_.load(); });
+  pause_.wait_for(lock, pause, [&] { return stop_.load() || republish_.load(); });
 }
 
 void HealthMonitor::Run() {
@@ -83,6 +116,7 @@ void HealthMonitor::Run() {
     }
     if (Clock::now() >= next_probe_) ProbeTroubled();
     if (rebuild_ && !stop_) RebuildEventSet();
+    if (republish_.exchange(false)) Publish();
   }
 }
 
@@ -108,9 +142,10 @@ void HealthMonitor::RebuildEventSet() {
                    GpuName(gpu), st.message());
     } else if (nvml::IsGpuLost(st)) {
       lost_.insert(gpu);
-      MarkGpu(gpu, absl::StrCat("the GPU is lost (", st.message(), ")"), false);
+      MarkGpu(gpu, absl::StrCat("the GPU is lost (", st.message(), ")"), FaultClass::kGpuLost);
     } else {
-      MarkGpu(gpu, absl::StrCat("cannot watch its XID events (", st.message(), ")"), false);
+      MarkGpu(gpu, absl::StrCat("cannot watch its XID events (", st.message(), ")"),
+              FaultClass::kResponds);
     }
   }
 }
@@ -129,18 +164,19 @@ void HealthMonitor::HandleXid(const nvml::Event& event) {
     spdlog::info("health: {} on {}: not a device failure; ignored", what, GpuName(gpu));
     return;
   }
+  FaultClass fault = ClassifyXid(event.data);
   // An XID scoped to a MIG instance marks that MIG device only, as NVIDIA's plugin does.
   if (event.gpu_instance_id) {
     bool matched = false;
     for (const MigSlice& mig : node_.gpus[gpu].migs) {
       if (mig.gi != *event.gpu_instance_id) continue;
       if (event.compute_instance_id && mig.ci != *event.compute_instance_id) continue;
-      MarkMig(MigKey{gpu, mig.gi, mig.ci}, what);
+      MarkMig(MigKey{gpu, mig.gi, mig.ci}, what, fault);
       matched = true;
     }
     if (matched) return;
   }
-  MarkGpu(gpu, what, true);
+  MarkGpu(gpu, what, fault);
 }
 
 void HealthMonitor::FindLostGpus() {
@@ -152,7 +188,7 @@ void HealthMonitor::FindLostGpus() {
       spdlog::warn("health: {} does not answer ({}); the other GPUs stay watched", GpuName(gpu),
                    why);
       lost_.insert(gpu);
-      MarkGpu(gpu, absl::StrCat("the GPU is lost (", why, ")"), false);
+      MarkGpu(gpu, absl::StrCat("the GPU is lost (", why, ")"), FaultClass::kGpuLost);
       found = true;
     }
   }
@@ -177,75 +213,131 @@ void HealthMonitor::ProbeTroubled() {
   next_probe_ = Clock::now() + std::clamp(period / 4, std::chrono::milliseconds(10),
                                           std::chrono::milliseconds(1000));
   if (period.count() == 0) return;
-  std::map<size_t, bool> answers;
-  auto answered = [&](size_t gpu) {
-    auto it = answers.find(gpu);
-    if (it != answers.end()) return it->second;
+  for (size_t gpu : std::set<size_t>(lost_)) {
     std::string why;
-    bool ok = Answers(gpu, &why);
-    answers[gpu] = ok;
-    if (ok && lost_.erase(gpu) > 0) {
+    if (Answers(gpu, &why)) {
       spdlog::warn("health: {} answers again; watching its XID events", GpuName(gpu));
+      lost_.erase(gpu);
       rebuild_ = true;
     }
-    return ok;
-  };
+  }
   Clock::time_point now = Clock::now();
-  // True when the unit's quiet period is over.
-  auto quiet = [&](Trouble& trouble, size_t gpu) {
-    if (!answered(gpu)) {
-      trouble.last_bad = now;
-      trouble.answering_since.reset();
-      return false;
-    }
-    if (!trouble.answering_since) trouble.answering_since = now;
-    return now - std::max(trouble.last_bad, *trouble.answering_since) >= period;
-  };
+  bool changed = false;
   for (auto it = gpu_trouble_.begin(); it != gpu_trouble_.end();) {
-    if (quiet(it->second, it->first)) {
+    if (Recovered(it->second, it->first, GpuName(it->first), now)) {
       board_.SetGpu(it->first, true);
-      spdlog::warn("health: {} is Healthy again: NVML answered normally for {} after {}",
-                   GpuName(it->first), Seconds(period), it->second.reason);
       it = gpu_trouble_.erase(it);
+      changed = true;
     } else {
       ++it;
     }
   }
   for (auto it = mig_trouble_.begin(); it != mig_trouble_.end();) {
-    const MigKey& mig = it->first;
-    if (quiet(it->second, mig.gpu)) {
-      board_.SetMig(mig, true);
-      spdlog::warn(
-          "health: MIG device gi {} ci {} of {} is Healthy again: NVML answered normally "
-          "for {} after {}",
-          mig.gi, mig.ci, GpuName(mig.gpu), Seconds(period), it->second.reason);
+    if (Recovered(it->second, it->first.gpu, MigName(it->first), now)) {
+      board_.SetMig(it->first, true);
       it = mig_trouble_.erase(it);
+      changed = true;
     } else {
       ++it;
     }
   }
+  if (changed) Publish();
 }
 
-void HealthMonitor::MarkGpu(size_t gpu, const std::string& reason, bool answering) {
+bool HealthMonitor::Recovered(Trouble& trouble, size_t gpu, const std::string& unit,
+                              Clock::time_point now) {
+  if (!trouble.held.empty()) return false;
+  Evidence evidence = JudgeRecovery(devices_[gpu], baselines_[gpu], trouble.faults);
+  if (evidence.verdict == Evidence::kNever) {
+    trouble.held = evidence.what;
+    spdlog::error("health: {} stays Unhealthy until the plugin restarts: {} (after {})", unit,
+                  evidence.what, trouble.reason);
+    Publish();
+    return false;
+  }
+  if (evidence.verdict == Evidence::kNotYet) {
+    if (trouble.waiting_for != evidence.what) {
+      spdlog::info("health: {} stays Unhealthy: {}", unit, evidence.what);
+      trouble.waiting_for = evidence.what;
+      Publish();
+    }
+    trouble.evidence_since.reset();
+    return false;
+  }
+  if (!trouble.evidence_since) trouble.evidence_since = now;
+  if (now - std::max(trouble.last_bad, *trouble.evidence_since) < options_.recovery_period)
+    return false;
+  spdlog::warn("health: {} is Healthy again: {} for {} without a new XID, after {}", unit,
+               evidence.what, Seconds(options_.recovery_period), trouble.reason);
+  return true;
+}
+
+HealthMonitor::Trouble& HealthMonitor::Note(Trouble& trouble, const std::string& reason,
+                                            FaultClass fault) {
+  trouble.last_bad = Clock::now();
+  trouble.reason = reason;
+  trouble.faults.insert(fault);
+  trouble.evidence_since.reset();
+  return trouble;
+}
+
+void HealthMonitor::CountFall(size_t gpu, Trouble& trouble, const std::string& unit) {
+  if (options_.flap_limit == 0) return;
+  std::deque<Clock::time_point>& falls = falls_[gpu];
   Clock::time_point now = Clock::now();
-  gpu_trouble_[gpu] = Trouble{now, reason, answering ? std::optional(now) : std::nullopt};
+  while (!falls.empty() && now - falls.front() >= options_.flap_window) falls.pop_front();
+  falls.push_back(now);
+  if (falls.size() <= options_.flap_limit || !trouble.held.empty()) return;
+  trouble.held =
+      absl::StrCat("its GPU became Unhealthy ", falls.size(), " times within ",
+                   Seconds(options_.flap_window), " (flap limit ", options_.flap_limit, ")");
+  spdlog::error("health: {} stays Unhealthy until the plugin restarts: {}", unit, trouble.held);
+}
+
+void HealthMonitor::MarkGpu(size_t gpu, const std::string& reason, FaultClass fault) {
+  Trouble& trouble = Note(gpu_trouble_[gpu], reason, fault);
   if (board_.SetGpu(gpu, false)) {
-    std::string recovery = options_.recovery_period.count() == 0
-                               ? "until the plugin restarts"
-                               : absl::StrCat("until NVML has answered normally for ",
-                                              Seconds(options_.recovery_period));
     spdlog::warn("health: {} is Unhealthy: {}; its devices are withdrawn {}", GpuName(gpu), reason,
-                 recovery);
+                 RecoveryRule());
+    CountFall(gpu, trouble, GpuName(gpu));
   }
+  Publish();
 }
 
-void HealthMonitor::MarkMig(const MigKey& mig, const std::string& reason) {
-  Clock::time_point now = Clock::now();
-  mig_trouble_[mig] = Trouble{now, reason, now};
+void HealthMonitor::MarkMig(const MigKey& mig, const std::string& reason, FaultClass fault) {
+  Trouble& trouble = Note(mig_trouble_[mig], reason, fault);
   if (board_.SetMig(mig, false)) {
-    spdlog::warn("health: MIG device gi {} ci {} of {} is Unhealthy: {}", mig.gi, mig.ci,
-                 GpuName(mig.gpu), reason);
+    spdlog::warn("health: {} is Unhealthy: {}; it is withdrawn {}", MigName(mig), reason,
+                 RecoveryRule());
+    CountFall(mig.gpu, trouble, MigName(mig));
   }
+  Publish();
+}
+
+void HealthMonitor::Publish() {
+  if (options_.state_file.empty()) return;
+  host::PluginHealthState state;
+  auto entry = [&](size_t gpu, const Trouble& trouble) {
+    host::UnhealthyDevice d;
+    d.index = node_.gpus[gpu].index;
+    d.uuid = node_.gpus[gpu].uuid;
+    d.reason = trouble.reason;
+    for (FaultClass fault : trouble.faults) d.faults.push_back(FaultName(fault));
+    d.held = trouble.held;
+    if (trouble.held.empty()) d.waiting_for = trouble.waiting_for;
+    d.recovers = options_.recovery_period.count() != 0;
+    return d;
+  };
+  for (const auto& [gpu, trouble] : gpu_trouble_) state.unhealthy.push_back(entry(gpu, trouble));
+  for (const auto& [mig, trouble] : mig_trouble_) {
+    host::UnhealthyDevice d = entry(mig.gpu, trouble);
+    d.gpu_instance_id = mig.gi;
+    d.compute_instance_id = mig.ci;
+    state.unhealthy.push_back(std::move(d));
+  }
+  absl::Status st =
+      core::WriteFileAtomic(options_.state_file, host::FormatPluginHealthState(state));
+  if (!st.ok()) spdlog::warn("health: cannot write {}: {}", options_.state_file, st.message());
 }
 
 }  // namespace gpunode::plugin

@@ -1,12 +1,14 @@
 // Watches the node's GPUs through NVML's XID events and keeps the HealthBoard current: a
 // critical XID marks the GPU (or only the MIG device it names) unhealthy, a GPU that falls off
-// the bus marks only that GPU, and a device becomes healthy again once NVML has answered
-// normally for the recovery period.
+// the bus marks only that GPU, and a device becomes healthy again only on evidence that its fault
+// is gone (recovery_evidence.h), held through the recovery period without a new XID. A GPU that
+// falls more often than the flap limit stays unhealthy until the plugin restarts.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +21,7 @@
 #include "nvml/event_set.h"
 #include "nvml/library.h"
 #include "plugin/health/health_board.h"
+#include "plugin/health/recovery_evidence.h"
 #include "plugin/health/xid.h"
 #include "plugin/rm/node.h"
 
@@ -28,6 +31,12 @@ struct HealthOptions {
   XidPolicy xids;
   // Zero keeps an unhealthy device unhealthy until the plugin restarts, as NVIDIA's plugin does.
   std::chrono::milliseconds recovery_period{std::chrono::seconds(60)};
+  // A GPU that becomes unhealthy more than this many times within `flap_window` stays unhealthy
+  // until the plugin restarts; 0: no limit.
+  unsigned flap_limit = 3;
+  std::chrono::milliseconds flap_window{std::chrono::hours(1)};
+  // Where the unhealthy devices and why are written (host/plugin_health_state.h); empty: nowhere.
+  std::string state_file;
 };
 
 class HealthMonitor {
@@ -39,14 +48,19 @@ class HealthMonitor {
   HealthMonitor(const HealthMonitor&) = delete;
   HealthMonitor& operator=(const HealthMonitor&) = delete;
 
+  // Writes the state file again (a kubelet restart empties its directory).
+  void Republish();
+
  private:
   using Clock = std::chrono::steady_clock;
   struct Trouble {
     Clock::time_point last_bad;
     std::string reason;
-    // Since when NVML has answered without a break; unset while it does not answer. The quiet
-    // period counts from here, so a gap between probes never counts as answering.
-    std::optional<Clock::time_point> answering_since;
+    std::set<FaultClass> faults;  // what recovery needs evidence for
+    // Since when the evidence has held without a break; the quiet period counts from here.
+    std::optional<Clock::time_point> evidence_since;
+    std::string waiting_for;  // the evidence missing at the last probe
+    std::string held;         // why it stays unhealthy until the plugin restarts; empty: not held
   };
 
   HealthMonitor(const nvml::Library& library, const Node& node, HealthBoard& board,
@@ -56,27 +70,38 @@ class HealthMonitor {
   void HandleXid(const nvml::Event& event);
   void FindLostGpus();
   void ProbeTroubled();
+  // Returns true when the unit's quiet period is over.
+  bool Recovered(Trouble& trouble, size_t gpu, const std::string& unit, Clock::time_point now);
   bool Answers(size_t gpu, std::string* why) const;
-  // `answering`: NVML still answers (an XID event), as opposed to a GPU that does not.
-  void MarkGpu(size_t gpu, const std::string& reason, bool answering);
-  void MarkMig(const MigKey& mig, const std::string& reason);
+  void MarkGpu(size_t gpu, const std::string& reason, FaultClass fault);
+  void MarkMig(const MigKey& mig, const std::string& reason, FaultClass fault);
+  // Records a new fall of `trouble` on a Healthy→Unhealthy transition of the GPU's devices and
+  // holds it past the flap limit.
+  void CountFall(size_t gpu, Trouble& trouble, const std::string& unit);
+  Trouble& Note(Trouble& trouble, const std::string& reason, FaultClass fault);
+  void Publish();
   void PauseFor(std::chrono::milliseconds pause);
   std::string GpuName(size_t gpu) const;
+  std::string MigName(const MigKey& mig) const;
+  std::string RecoveryRule() const;
 
   const nvml::Library& library_;
   const Node& node_;
   HealthBoard& board_;
   const HealthOptions options_;
   std::vector<std::optional<nvml::Device>> devices_;  // by position in node_.gpus
+  std::vector<GpuBaseline> baselines_;                // by position in node_.gpus
   std::unique_ptr<nvml::EventSet> events_;
   std::vector<bool> watched_;  // registered with events_
   std::set<size_t> lost_;      // answered GPU_IS_LOST; left out of events_ until they answer
   bool rebuild_ = false;
   std::map<size_t, Trouble> gpu_trouble_;
   std::map<MigKey, Trouble> mig_trouble_;
+  std::map<size_t, std::deque<Clock::time_point>> falls_;  // by GPU, within the flap window
   Clock::time_point next_probe_;
 
   std::atomic<bool> stop_{false};
+  std::atomic<bool> republish_{false};
   std::mutex pause_mutex_;
   std::condition_variable pause_;
   std::thread thread_;

@@ -42,6 +42,24 @@ const std::set<uint64_t>& ApplicationXids() {
   return *xids;
 }
 
+FaultClass ClassifyXid(uint64_t xid) {
+  switch (xid) {
+    case 48:
+    case 63:
+    case 64:
+    case 92:
+    case 94:
+    case 95:
+      return FaultClass::kMemory;
+    case 79:
+      return FaultClass::kGpuLost;
+    case 74:
+      return FaultClass::kNvLink;
+    default:
+      return FaultClass::kResponds;
+  }
+}
+
 std::string XidMeaning(uint64_t xid) {
   // From NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors).
   static const auto* meanings = new std::map<uint64_t, const char*>{

@@ -14,6 +14,17 @@ namespace gpunode::plugin {
 // and so does gpunode (13, 31, 43, 45, 68, 109).
 const std::set<uint64_t>& ApplicationXids();
 
+// What a GPU must show before a device it lost to an XID is offered again (docs/DEVICE_PLUGIN.md,
+// "Health and recovery", has the table).
+enum class FaultClass {
+  kMemory,    // 48, 63, 64, 92, 94, 95: the row remapper shows nothing pending and no failure
+  kGpuLost,   // 79 and GPU_IS_LOST: the GPU is back on the bus with the same UUID
+  kNvLink,    // 74: every NVLink that was active at the start is active again
+  kResponds,  // any other XID: NVML answers queries of the GPU
+};
+
+FaultClass ClassifyXid(uint64_t xid);
+
 // "GPU has fallen off the bus" for 79; "see NVIDIA's XID catalog" for XIDs not listed here.
 std::string XidMeaning(uint64_t xid);
 

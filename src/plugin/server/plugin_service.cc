@@ -6,9 +6,6 @@
 namespace gpunode::plugin {
 namespace {
 
-// How often an idle stream checks whether the kubelet went away; changes wake it at once.
-constexpr std::chrono::milliseconds kStreamPoll{250};
-
 // Logs a refused request the way the kubelet will report it, and passes the status on.
 template <class Response>
 absl::StatusOr<Response> Logged(const char* method, absl::StatusOr<Response> answer) {
@@ -53,17 +50,21 @@ h2grpc::Service PluginService::Methods() {
 absl::Status PluginService::ListAndWatch(h2grpc::ServerStream& stream) {
   const std::string& resource = handler_->resource().name;
   spdlog::info("{}: kubelet opened ListAndWatch", resource);
+  // A kubelet that cancels or goes away wakes the wait below at once, as a health change does.
+  stream.SetOnCancel([this] { board_.Interrupt(); });
+  auto over = [&] { return stopping_.load() || stream.cancelled(); };
   uint64_t sent = 0;
-  while (!stopping_ && !stream.cancelled()) {
+  while (!over()) {
     // Read the generation first: a change after it only causes one more (identical) send.
     uint64_t generation = board_.generation();
     if (generation == sent) {
-      board_.WaitForChange(sent, kStreamPoll);
+      board_.WaitForChange(sent, over);
       continue;
     }
     if (!stream.Write(handler_->Devices())) break;
     sent = generation;
   }
+  stream.SetOnCancel(nullptr);
   spdlog::info("{}: ListAndWatch ended", resource);
   return absl::OkStatus();
 }
