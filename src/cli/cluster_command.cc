@@ -300,7 +300,8 @@ void AddSmokePodOptions(CLI::App* cmd, VerifyFlags& f) {
                   "runtimeClassName of the smoke pod (e.g. nvidia; default: none)");
   cmd->add_option("--require-label", f.verify.require_labels,
                   "a label KEY or KEY=VALUE every node must carry (repeatable; e.g. "
-                  "hardware-type=gpu)");
+                  "hardware-type=gpu)")
+      ->allow_extra_args(false);
   cmd->add_option("--device-plugin", f.verify.device_plugin,
                   "NAMESPACE/NAME of the device plugin DaemonSet (default: found by name)");
   cmd->add_option("--timeout", f.timeout, "how long a smoke pod may take, image pull included")

@@ -327,6 +327,32 @@ TEST_F(VerifyCliTest, RestoreVerifyRefusesANodeWhoseSmokePodFails) {
   EXPECT_FALSE((*server_->Node("gpu-a"))["spec"].contains("unschedulable"));
 }
 
+TEST_F(VerifyCliTest, RequiredLabelsOfTheOperatorsScheme) {
+  server_->AddObject(Node("gpu-a", 8, 8));
+  server_->AddObject(DevicePluginPod("gpu-a"));
+  Finishes("gpu-a", "Succeeded", DoctorReport("ok"));
+  // Each --require-label takes one value: the node name after it stays a node.
+  ProcessResult r = Live({"cluster", "verify", "--require-label", "hardware-type=gpu",
+                          "--require-label", "nvidia.com/gpu.product=NVIDIA-A100", "gpu-a", "-o",
+                          "json", "--poll-interval", "10ms"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  json report = json::parse(r.out);
+  const json* labels = StepOf(report, "gpu-a", "labels");
+  ASSERT_NE(labels, nullptr) << r.out;
+  EXPECT_EQ((*labels)["result"], "fail");
+  EXPECT_EQ((*labels)["evidence"],
+            "missing hardware-type; wrong nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 (want "
+            "NVIDIA-A100)");
+  EXPECT_EQ((*StepOf(report, "gpu-a", "smoke-pod"))["result"], "pass");
+
+  json labelled = *server_->Node("gpu-a");
+  labelled["metadata"]["labels"]["hardware-type"] = "gpu";
+  server_->AddObject(labelled);
+  ProcessResult ok = Live({"cluster", "verify", "gpu-a", "--require-label", "hardware-type=gpu",
+                           "--poll-interval", "10ms"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+}
+
 TEST_F(VerifyCliTest, UsageErrors) {
   EXPECT_EQ(Live({"cluster", "verify"}).exit_code, 2);
   EXPECT_EQ(Live({"cluster", "verify", "gpu-a", "--selector", "a=b"}).exit_code, 2);
