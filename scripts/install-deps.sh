@@ -17,6 +17,9 @@ packages=(
   # GNU time (bench/cluster/audit_vs_jq.sh reads peak RSS); openssl (cluster tests make certificates)
   time openssl
 )
+# Debian's kubectl: the kubectl plugin test runs `kubectl plugin list` and `kubectl gpunode`. Where
+# another package already provides kubectl (both own /usr/bin/kubectl), that one is used.
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 # NVIDIA's driver user space as Debian packages it (component non-free, driver 535), for the CDI
 # tests (tests/cdi), which lay the packages out in a temporary driver root, and NVIDIA's nvml.h

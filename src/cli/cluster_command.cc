@@ -1,7 +1,9 @@
-// `gpunode cluster audit | why-pending | drain | restore`: the cluster-side GPU tools, live
+// `gpunode cluster audit | why-pending | drain | restore | verify | prepull`: the cluster-side GPU
+// tools, live
 // against the API server or offline on a `kubectl get nodes,pods -A -o json` snapshot.
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -12,12 +14,14 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
+#include "cli/stop_signals.h"
 #include "cluster/audit.h"
 #include "cluster/drain.h"
 #include "cluster/prepull.h"
 #include "cluster/prometheus_idle.h"
 #include "cluster/report.h"
 #include "cluster/restore.h"
+#include "cluster/verify.h"
 #include "cluster/why_pending.h"
 #include "core/duration.h"
 #include "core/status_macros.h"
@@ -56,6 +60,17 @@ void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, bool with_output)
   }
 }
 
+// The operator's own GPU count label, named as `gpunode labels --stable-labels` names it.
+void AddCountLabelOptions(CLI::App* cmd, cluster::CountLabel& label) {
+  cmd->add_option("--count-label", label.key,
+                  "your own node label holding the physical GPU count; read instead of "
+                  "nvidia.com/gpu.count when present (a disagreement is a finding)")
+      ->capture_default_str();
+  cmd->add_option("--stable-label-prefix", label.prefix,
+                  "prefix of --count-label, as given to `gpunode labels` (default none: the "
+                  "bare key, or NFD's feature.node.kubernetes.io/ one)");
+}
+
 // One line on stderr; every failure to get or read the input is a usage/input error.
 int InputError(const absl::Status& status) {
   std::cerr << "gpunode: " << status.message() << "\n";
@@ -81,6 +96,7 @@ absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
 }
 
 struct AuditFlags {
+  cluster::CountLabel count_label;
   std::string max_gpu_pod_age;  // empty: gpu-pod-long-running off
   std::vector<std::string> age_namespaces;
   std::string slow_pull = "60s";
@@ -92,6 +108,7 @@ struct AuditFlags {
 absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& o,
                                                        const AuditFlags& flags) {
   cluster::AuditOptions options;
+  options.count_label = flags.count_label;
   options.hygiene.now = absl::Now();
   if (!flags.max_gpu_pod_age.empty()) {
     ASSIGN_OR_RETURN(absl::Duration age,
@@ -255,11 +272,116 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
   return kExitFailures;
 }
 
-int RunRestore(const ConnectionOptions& o, const cluster::RestoreOptions& r) {
+struct VerifyFlags {
+  cluster::VerifyOptions verify;
+  std::string command;  // split at spaces
+  std::string timeout = "5m";
+  std::string poll_interval = "2s";
+};
+
+// The smoke pod's options, shared by `verify` and `restore --verify`.
+void AddSmokePodOptions(CLI::App* cmd, VerifyFlags& f) {
+  cmd->add_option("-n,--namespace", f.verify.ns,
+                  "namespace of the smoke pod (default: the context's)");
+  cmd->add_option("--image", f.verify.image,
+                  "the smoke pod's image; gpunode's own runs `gpunode doctor --in-container -o "
+                  "json`, any other its entrypoint (or --command)")
+      ->capture_default_str();
+  cmd->add_option("--command", f.command, "the smoke pod's command, split at spaces");
+  cmd->add_option("--runtime-class", f.verify.runtime_class,
+                  "runtimeClassName of the smoke pod (e.g. nvidia; default: none)");
+  cmd->add_option("--require-label", f.verify.require_labels,
+                  "a label KEY or KEY=VALUE every node must carry (repeatable; e.g. "
+                  "hardware-type=gpu)")
+      ->allow_extra_args(false);
+  cmd->add_option("--device-plugin", f.verify.device_plugin,
+                  "NAMESPACE/NAME of the device plugin DaemonSet (default: found by name)");
+  cmd->add_option("--timeout", f.timeout, "how long a smoke pod may take, image pull included")
+      ->capture_default_str();
+  cmd->add_option("--poll-interval", f.poll_interval, "how often to look at the smoke pod")
+      ->capture_default_str();
+}
+
+// Completes the options from the flags; the namespace from the context when not given.
+absl::Status FinishVerifyOptions(VerifyFlags& f, const Connection& c) {
+  cluster::VerifyOptions& v = f.verify;
+  ASSIGN_OR_RETURN(v.timeout, ParseDurationFlag("--timeout", f.timeout));
+  ASSIGN_OR_RETURN(v.poll_interval, ParseDurationFlag("--poll-interval", f.poll_interval));
+  if (v.poll_interval <= absl::ZeroDuration()) v.poll_interval = absl::Milliseconds(100);
+  for (absl::string_view word : absl::StrSplit(f.command, ' ', absl::SkipEmpty())) {
+    v.command.emplace_back(word);
+  }
+  if (!v.device_plugin.empty() && v.device_plugin.find('/') == std::string::npos) {
+    return absl::InvalidArgumentError(kube::StrCat("--device-plugin ", v.device_plugin,
+                                                   ": use NAMESPACE/NAME, e.g. gpu-operator/"
+                                                   "nvidia-device-plugin-daemonset"));
+  }
+  if (v.ns.empty()) v.ns = c.access.default_namespace;
+  return absl::OkStatus();
+}
+
+// SIGINT and SIGTERM stay pending (blocked) while verify talks to the API server; its waits
+// end early when one arrives, so the smoke pod is deleted before the command exits.
+struct InterruptibleClock {
+  sigset_t signals = BlockStopSignals();
+  int received = 0;
+
+  bool Poll(absl::Duration wait) {
+    if (received != 0) return true;
+    timespec ts = absl::ToTimespec(std::max(wait, absl::ZeroDuration()));
+    int sig = sigtimedwait(&signals, nullptr, &ts);
+    if (sig > 0) received = sig;
+    return received != 0;
+  }
+  cluster::VerifyClock Clock() {
+    cluster::VerifyClock clock;
+    clock.sleep = [this](absl::Duration d) { Poll(d); };
+    clock.interrupted = [this] { return Poll(absl::ZeroDuration()); };
+    return clock;
+  }
+};
+
+int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
+  cluster::VerifyOptions& v = flags.verify;
   if (!o.snapshot.empty()) {
-    if (!r.dry_run) {
+    return InputError(absl::InvalidArgumentError(
+        "verify runs a pod on each node, so it needs the API server; -f (a snapshot) does not "
+        "apply"));
+  }
+  if (v.nodes.empty() == v.selector.empty()) {
+    return InputError(
+        absl::InvalidArgumentError("name the nodes to verify, or give --selector, not both"));
+  }
+  InterruptibleClock signals;
+  absl::StatusOr<Connection> c = Connect(o);
+  if (!c.ok()) return InputError(c.status());
+  if (absl::Status st = FinishVerifyOptions(flags, *c); !st.ok()) return InputError(st);
+  absl::StatusOr<cluster::VerifyReport> report =
+      cluster::RunVerify(*c->client, v, signals.Clock(), std::cerr);
+  if (!report.ok()) return InputError(report.status());
+  if (o.output == "json") {
+    std::cout << cluster::VerifyJson(*report);
+  } else {
+    cluster::PrintVerifyTable(*report, std::cout);
+  }
+  if (report->interrupted) return 128 + signals.received;
+  return report->Passed() ? kExitOk : kExitFailures;
+}
+
+struct RestoreFlags {
+  cluster::RestoreOptions restore;
+  bool verify = false;
+  VerifyFlags smoke;
+};
+
+int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
+  cluster::RestoreOptions& r = flags.restore;
+  absl::StatusOr<cluster::RestoreOutcome> outcome;
+  if (!o.snapshot.empty()) {
+    if (!r.dry_run || flags.verify) {
       return InputError(absl::InvalidArgumentError(
-          "restore changes the node, so -f (a snapshot) works only with --dry-run"));
+          "restore changes the node (and --verify runs a pod), so -f (a snapshot) works only "
+          "with --dry-run"));
     }
     absl::StatusOr<kube::ClusterSnapshot> snapshot = kube::ReadSnapshotFile(o.snapshot);
     if (!snapshot.ok()) return InputError(snapshot.status());
@@ -267,18 +389,27 @@ int RunRestore(const ConnectionOptions& o, const cluster::RestoreOptions& r) {
     if (node == nullptr) {
       return InputError(absl::NotFoundError(kube::StrCat("node ", r.node, " not found")));
     }
-    cluster::RestoreCheck check = cluster::CheckRestore(*node);
-    if (!check.ok) {
-      std::cerr << "gpunode: refusing to restore: " << check.message << "\n";
-      return kExitFailures;
+    outcome = cluster::Restore(nullptr, *node, r, std::cout);
+  } else {
+    std::optional<InterruptibleClock> signals;
+    absl::StatusOr<Connection> c = Connect(o);
+    if (!c.ok()) return InputError(c.status());
+    if (flags.verify) {
+      signals.emplace();
+      VerifyFlags& smoke = flags.smoke;
+      if (absl::Status st = FinishVerifyOptions(smoke, *c); !st.ok()) return InputError(st);
+      smoke.verify.nodes = {r.node};
+      smoke.verify.count_label = r.count_label;
+      r.verify = [&](std::ostream& out) -> absl::StatusOr<bool> {
+        ASSIGN_OR_RETURN(cluster::VerifyReport report,
+                         cluster::RunVerify(*c->client, smoke.verify, signals->Clock(), std::cerr));
+        cluster::PrintVerifyTable(report, out);
+        return report.Passed();
+      };
     }
-    std::cout << check.message << "\ndry run: would uncordon " << r.node << " and remove the "
-              << "draining label\n";
-    return kExitOk;
+    outcome = cluster::RunRestore(*c->client, r, std::cout);
+    if (signals && signals->received != 0) return 128 + signals->received;
   }
-  absl::StatusOr<Connection> c = Connect(o);
-  if (!c.ok()) return InputError(c.status());
-  absl::StatusOr<cluster::RestoreOutcome> outcome = cluster::RunRestore(*c->client, r, std::cout);
   if (!outcome.ok()) return InputError(outcome.status());
   if (!outcome->restored) {
     std::cerr << "gpunode: " << outcome->message << "\n";
@@ -387,6 +518,7 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
       ->capture_default_str();
   audit_cmd->add_option("--idle-for", af.idle_for, "with --prometheus: for this long")
       ->capture_default_str();
+  AddCountLabelOptions(audit_cmd, af.count_label);
   AddConnectionOptions(audit_cmd, audit->first, true);
   audit_cmd->callback(
       [&run, audit] { run = [audit] { return RunAudit(audit->first, audit->second); }; });
@@ -467,16 +599,39 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   prepull_cmd->callback(
       [&run, prepull] { run = [prepull] { return RunPrepull(prepull->first, prepull->second); }; });
 
-  auto restore = std::make_shared<std::pair<ConnectionOptions, cluster::RestoreOptions>>();
+  auto restore = std::make_shared<std::pair<ConnectionOptions, RestoreFlags>>();
   CLI::App* restore_cmd = cluster->add_subcommand(
       "restore",
-      "after maintenance: if all GPUs are back, uncordon the node and drop the "
-      "draining label");
-  restore_cmd->add_option("NODE", restore->second.node, "the node")->required();
-  restore_cmd->add_flag("--dry-run", restore->second.dry_run, "check only; change nothing");
+      "after maintenance: if every GPU is back and healthy, undo what `cluster drain` did "
+      "(its label, and its cordon)");
+  RestoreFlags& rf = restore->second;
+  restore_cmd->add_option("NODE", rf.restore.node, "the node")->required();
+  restore_cmd->add_flag("--dry-run", rf.restore.dry_run, "check only; change nothing");
+  restore_cmd->add_flag("--force", rf.restore.force,
+                        "restore even when GPUs are missing or unhealthy (said in the output)");
+  restore_cmd->add_flag("--verify", rf.verify,
+                        "run `cluster verify` on the node (smoke pod included) before undoing "
+                        "anything; refuse when it fails");
+  AddCountLabelOptions(restore_cmd, rf.restore.count_label);
+  AddSmokePodOptions(restore_cmd, rf.smoke);
   AddConnectionOptions(restore_cmd, restore->first, false);
   restore_cmd->callback(
       [&run, restore] { run = [restore] { return RunRestore(restore->first, restore->second); }; });
+
+  auto verify = std::make_shared<std::pair<ConnectionOptions, VerifyFlags>>();
+  CLI::App* verify_cmd = cluster->add_subcommand(
+      "verify",
+      "prove GPU nodes work end to end: labels, device plugin, capacity, and a smoke pod on "
+      "min(2, GPUs) that reports what it saw");
+  VerifyFlags& vf = verify->second;
+  verify_cmd->add_option("NODE", vf.verify.nodes, "the nodes");
+  verify_cmd->add_option("--selector", vf.verify.selector,
+                         "the nodes, as a label selector (e.g. nvidia.com/gpu.present=true)");
+  AddSmokePodOptions(verify_cmd, vf);
+  AddCountLabelOptions(verify_cmd, vf.verify.count_label);
+  AddConnectionOptions(verify_cmd, verify->first, true);
+  verify_cmd->callback(
+      [&run, verify] { run = [verify] { return RunVerify(verify->first, verify->second); }; });
 }
 
 }  // namespace gpunode::cli

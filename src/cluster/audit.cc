@@ -44,13 +44,6 @@ struct NodeWork {
   int64_t drain_started = 0;
 };
 
-std::optional<int64_t> IntLabel(const kube::NodeView& node, std::string_view key) {
-  auto v = kube::FindLabel(node.labels, key);
-  int64_t n = 0;
-  if (!v || !absl::SimpleAtoi(absl::string_view(v->data(), v->size()), &n)) return std::nullopt;
-  return n;
-}
-
 int64_t ParseTime(std::string_view rfc3339) {
   absl::Time t;
   std::string err;
@@ -72,24 +65,6 @@ int AuditReport::Count(Severity severity) const {
                                         [&](const Finding& f) { return f.severity == severity; }));
 }
 
-ExpectedGpus ExpectedGpusOf(const kube::NodeView& node) {
-  ExpectedGpus e;
-  e.count = IntLabel(node, kube::kGpuCountLabel);
-  if (auto replicas = IntLabel(node, "nvidia.com/gpu.replicas"); replicas && *replicas > 0) {
-    e.replicas = *replicas;
-  }
-  auto strategy = kube::FindLabel(node.labels, "nvidia.com/mig.strategy");
-  e.mig = strategy && *strategy != "none";
-  return e;
-}
-
-bool IsGpuNode(const kube::NodeView& node) {
-  for (const kube::ResourceAmount& r : node.capacity) {
-    if (r.milli > 0) return true;
-  }
-  return kube::FindLabel(node.labels, kube::kGpuCountLabel).has_value();
-}
-
 AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& options) {
   AuditReport report;
   report.node_count = snapshot.nodes.size();
@@ -102,7 +77,7 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
     const kube::NodeView& node = snapshot.nodes[i];
     NodeWork& w = work[i];
     w.node = &node;
-    w.gpu = IsGpuNode(node);
+    w.gpu = IsGpuNode(node, options.count_label);
     by_name.emplace(node.name, i);
     NodeSummary& s = w.summary;
     s.name = std::string(node.name);
@@ -111,7 +86,7 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
     if (auto state = kube::FindLabel(node.labels, kube::kGpuStateLabel)) {
       s.gpu_state = std::string(*state);
     }
-    s.gpu_count = IntLabel(node, kube::kGpuCountLabel);
+    s.gpu_count = ExpectedGpusOf(node, options.count_label).count;
     for (const kube::ResourceAmount& r : node.capacity) {
       s.resources.push_back(
           {std::string(r.name), r.milli, kube::MilliOf(node.allocatable, r.name), 0});
@@ -219,18 +194,26 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
                     "drain the node and restart the device plugin")});
       }
     }
-    ExpectedGpus expected = ExpectedGpusOf(node);
+    ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
     int64_t capacity = s.Gpu().capacity;
-    if (expected.count && !expected.mig && capacity != *expected.count * expected.replicas * 1000) {
-      std::string want = expected.replicas > 1
-                             ? StrCat(*expected.count * expected.replicas, " (", *expected.count,
-                                      " GPUs x ", expected.replicas, " replicas)")
-                             : StrCat(*expected.count);
+    if (expected.LabelsDisagree()) {
+      report.findings.push_back(
+          {std::string(kFindingGpuCountLabels), Severity::kError, object,
+           StrCat("node ", node.name, ": ", expected.Disagreement()),
+           StrCat("one of them is wrong: compare with `nvidia-smi -L` on ", node.name,
+                  ", then fix your label (`kubectl label node ", node.name, " ", expected.own_key,
+                  "=N --overwrite`) or look at gpu-feature-discovery, which writes ",
+                  kube::kGpuCountLabel)});
+    }
+    if (auto want = expected.WantedGpus(); want && capacity != *want * 1000) {
+      std::string want_text =
+          expected.replicas > 1
+              ? StrCat(*want, " (", *expected.count, " GPUs x ", expected.replicas, " replicas)")
+              : StrCat(*want);
       report.findings.push_back(
           {std::string(kFindingGpuCountMismatch), Severity::kError, object,
            StrCat("node ", node.name, " advertises ", Amount(capacity, kube::kGpuResource),
-                  " but should advertise ", want, " (", kube::kGpuCountLabel, "=", *expected.count,
-                  ")"),
+                  " but should advertise ", want_text, " (", expected.Source(), ")"),
            StrCat("a GPU is missing (fallen off the bus?) or the device plugin is not running: "
                   "check `nvidia-smi` and the kernel log on ",
                   node.name, ", and the nvidia-device-plugin pod on it")});

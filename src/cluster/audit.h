@@ -12,6 +12,7 @@
 
 #include "absl/time/time.h"
 #include "cluster/finding.h"
+#include "cluster/gpu_count.h"
 #include "cluster/job_hygiene.h"
 #include "kube/cluster_snapshot.h"
 
@@ -20,6 +21,7 @@ namespace gpunode::cluster {
 // Finding ids (a contract: scripts match on them; documented in docs/CLUSTER.md).
 inline constexpr std::string_view kFindingGpuUnhealthy = "gpu-unhealthy";
 inline constexpr std::string_view kFindingGpuCountMismatch = "gpu-count-mismatch";
+inline constexpr std::string_view kFindingGpuCountLabels = "gpu-count-labels-disagree";
 inline constexpr std::string_view kFindingZombiePod = "zombie-pod";
 inline constexpr std::string_view kFindingAccountingLeak = "gpu-accounting-leak";
 inline constexpr std::string_view kFindingUntaintedGpuNode = "gpu-node-untainted";
@@ -42,7 +44,7 @@ struct NodeSummary {
   kube::ConditionStatus ready = kube::ConditionStatus::kUnknown;
   bool unschedulable = false;
   std::optional<std::string> gpu_state;  // nvidia.com/gpu.state
-  std::optional<int64_t> gpu_count;      // nvidia.com/gpu.count
+  std::optional<int64_t> gpu_count;      // physical GPUs (ExpectedGpus::count)
   std::vector<ResourceUsage> resources;  // nvidia.com/gpu first, then by name
   int gpu_pods = 0;                      // active pods holding NVIDIA resources
 
@@ -60,22 +62,10 @@ struct AuditReport {
   int Count(Severity severity) const;
 };
 
-// The number of nvidia.com/gpu a node should advertise given its labels: gpu.count times
-// gpu.replicas (time-slicing without renaming multiplies the resource); nullopt when the count
-// label is missing or MIG (nvidia.com/mig.strategy single/mixed) makes counts incomparable.
-struct ExpectedGpus {
-  std::optional<int64_t> count;  // nvidia.com/gpu.count
-  int64_t replicas = 1;          // nvidia.com/gpu.replicas
-  bool mig = false;
-};
-ExpectedGpus ExpectedGpusOf(const kube::NodeView& node);
-
-// A node that advertises any NVIDIA resource or carries the gpu.count label.
-bool IsGpuNode(const kube::NodeView& node);
-
 struct AuditOptions {
   HygieneOptions hygiene;                        // Jobs, deadlines, long-running and idle pods
   absl::Duration slow_pull = absl::Seconds(60);  // slow-image-pull
+  CountLabel count_label;                        // the operator's own GPU count label
 };
 
 AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& options = {});

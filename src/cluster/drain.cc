@@ -140,14 +140,19 @@ EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const Drain
   return answer;
 }
 
-std::string PatchBody(const DrainOptions& options, bool already_draining, absl::Time now) {
+std::string PatchBody(const DrainOptions& options, const DrainPlan& plan,
+                      const kube::NodeView& node, absl::Time now) {
   nlohmann::json metadata = {
       {"labels", {{std::string(kube::kGpuStateLabel), std::string(kube::kGpuStateDraining)}}}};
   // Keep the original start time when a drain is rerun, so audit still spots pods that arrived
   // after it began.
-  if (!already_draining) {
+  if (!plan.already_draining) {
     metadata["annotations"] = {{std::string(kube::kDrainStartedAnnotation),
                                 absl::FormatTime(absl::RFC3339_sec, now, absl::UTCTimeZone())}};
+  }
+  // Only a cordon this drain sets is recorded, so restore leaves one a person set in place.
+  if (options.cordon && !node.unschedulable) {
+    metadata["annotations"][std::string(kube::kDrainCordonedAnnotation)] = "true";
   }
   nlohmann::json patch = {{"metadata", metadata}};
   if (options.cordon) patch["spec"] = {{"unschedulable", true}};
@@ -292,7 +297,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
 
   RETURN_IF_ERROR(client.Patch(StrCat("/api/v1/nodes/", kube::UrlEncode(options.node)),
                                "application/merge-patch+json",
-                               PatchBody(options, plan.already_draining, clock.now())));
+                               PatchBody(options, plan, *node, clock.now())));
   out << "node " << options.node << " labelled " << kube::kGpuStateLabel << "="
       << kube::kGpuStateDraining << (options.cordon ? " and cordoned" : "") << "\n";
 

@@ -1,51 +1,145 @@
 #include "cluster/restore.h"
 
-#include "cluster/audit.h"
 #include "core/status_macros.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
 #include "kube/text.h"
-#include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
 
 using kube::StrCat;
 
-RestoreCheck CheckRestore(const kube::NodeView& node) {
+RestoreCheck CheckRestore(const kube::NodeView& node, const CountLabel& label) {
   RestoreCheck check;
-  ExpectedGpus expected = ExpectedGpusOf(node);
+  ExpectedGpus expected = ExpectedGpusOf(node, label);
   int64_t capacity = kube::MilliOf(node.capacity, kube::kGpuResource);
+  int64_t allocatable = kube::MilliOf(node.allocatable, kube::kGpuResource);
   std::string have = kube::FormatMilli(capacity);
-  if (!expected.count) {
-    check.message = StrCat("node ", node.name, " has no ", kube::kGpuCountLabel,
-                           " label (GPU feature discovery sets it from the hardware), so gpunode "
-                           "cannot confirm all GPUs are back; it advertises ",
-                           have, " ", kube::kGpuResource,
-                           ". Check that gpu-feature-discovery runs on the node");
+  std::string healthy = kube::FormatMilli(allocatable);
+  if (expected.LabelsDisagree()) {
+    check.message = StrCat("node ", node.name, ": ", expected.Disagreement(),
+                           ", so gpunode cannot tell how many GPUs must be back; compare with "
+                           "`nvidia-smi -L` on the node and fix the wrong label");
     return check;
   }
-  int64_t want = *expected.count * expected.replicas;
+  if (!expected.count) {
+    check.message = StrCat(
+        "node ", node.name, " has no GPU count label (", kube::kGpuCountLabel,
+        ", which GPU feature discovery sets from the hardware, or your own ", label.Keys().front(),
+        "), so gpunode cannot confirm all GPUs are back; it advertises ", have, " ",
+        kube::kGpuResource, ". Check that gpu-feature-discovery runs on the node");
+    return check;
+  }
+  if (expected.mig) {
+    // MIG devices replace whole GPUs in the resource count, so only presence and health count.
+    check.ok = capacity > 0 && allocatable == capacity;
+    check.message = StrCat("node ", node.name, " runs MIG; it advertises ", have, " ",
+                           kube::kGpuResource, " (", healthy, " healthy) for ", *expected.count,
+                           " physical GPUs (", expected.Source(), ")");
+    return check;
+  }
+  int64_t want = *expected.WantedGpus();
   std::string want_text = expected.replicas > 1 ? StrCat(want, " (", *expected.count, " GPUs x ",
                                                          expected.replicas, " replicas)")
                                                 : StrCat(want);
-  if (expected.mig) {
-    // MIG devices replace whole GPUs in the resource count, so only presence can be checked.
-    check.ok = capacity > 0;
-    check.message = StrCat("node ", node.name, " runs MIG; it advertises ", have, " ",
-                           kube::kGpuResource, " for ", *expected.count, " physical GPUs");
-    return check;
-  }
-  check.ok = capacity == want * 1000;
-  check.message = StrCat("node ", node.name, " advertises ", have, " ", kube::kGpuResource,
-                         check.ok ? " and has " : " but has ", want_text, " (",
-                         kube::kGpuCountLabel, "=", *expected.count, ")");
-  if (!check.ok) {
+  check.ok = capacity == want * 1000 && allocatable == want * 1000;
+  check.message =
+      StrCat("node ", node.name, " has ", healthy, " healthy ", kube::kGpuResource,
+             " (allocatable; capacity ", have, ") of ", want_text, " (", expected.Source(), ")");
+  if (capacity != want * 1000) {
     kube::StrAppend(&check.message,
                     "; a GPU is still missing or the device plugin has not re-registered: check "
                     "`nvidia-smi` on the node and the nvidia-device-plugin pod");
+  } else if (!check.ok) {
+    kube::StrAppend(&check.message,
+                    "; the device plugin marks GPUs unhealthy after XID errors: run `gpunode "
+                    "doctor` on the node, or check `nvidia-smi -q` and the kernel log");
   }
   return check;
+}
+
+RestoreUndo PlanUndo(const kube::NodeView& node) {
+  RestoreUndo undo;
+  auto state = kube::FindLabel(node.labels, kube::kGpuStateLabel);
+  bool draining = state && *state == kube::kGpuStateDraining;
+  auto cordoned = kube::FindLabel(node.gpunode_annotations, kube::kDrainCordonedAnnotation);
+  undo.drained = draining || !node.drain_started_at.empty() || cordoned.has_value();
+  undo.uncordon = node.unschedulable && cordoned && *cordoned == "true";
+  undo.cordoned_by_other = node.unschedulable && !undo.uncordon;
+  if (!undo.drained) return undo;
+  // null deletes a key (JSON merge patch); unschedulable back to its default, false.
+  nlohmann::json annotations = {{std::string(kube::kDrainStartedAnnotation), nullptr},
+                                {std::string(kube::kDrainCordonedAnnotation), nullptr}};
+  nlohmann::json metadata = {{"annotations", annotations}};
+  if (draining) metadata["labels"] = {{std::string(kube::kGpuStateLabel), nullptr}};
+  undo.patch = {{"metadata", metadata}};
+  if (undo.uncordon) undo.patch["spec"] = {{"unschedulable", nullptr}};
+  return undo;
+}
+
+std::string DescribeUndo(const kube::NodeView& node, const RestoreUndo& undo) {
+  if (!undo.drained) {
+    return StrCat("node ", node.name, " was not drained by `gpunode cluster drain` (no ",
+                  kube::kGpuStateLabel, "=", kube::kGpuStateDraining, "): nothing to undo");
+  }
+  std::string text = StrCat("remove ", kube::kGpuStateLabel, " and the drain's annotations");
+  if (undo.uncordon) kube::StrAppend(&text, ", and uncordon ", node.name);
+  return text;
+}
+
+namespace {
+
+// The note for a cordon restore leaves alone.
+std::string OtherCordon(const kube::NodeView& node) {
+  return StrCat("node ", node.name,
+                " stays cordoned: `gpunode cluster drain` did not cordon it (someone else did); "
+                "`kubectl uncordon ",
+                node.name, "` if it should take pods again");
+}
+
+}  // namespace
+
+absl::StatusOr<RestoreOutcome> Restore(kube::Client* client, const kube::NodeView& node,
+                                       const RestoreOptions& options, std::ostream& out) {
+  RestoreOutcome outcome;
+  RestoreCheck check = CheckRestore(node, options.count_label);
+  if (!check.ok && !options.force) {
+    outcome.message =
+        StrCat("refusing to restore: ", check.message, " (--force restores it anyway)");
+    return outcome;
+  }
+  if (check.ok) {
+    out << check.message << "\n";
+  } else {
+    out << "restoring anyway (--force): " << check.message << "\n";
+  }
+  if (options.verify) {
+    ASSIGN_OR_RETURN(bool verified, options.verify(out));
+    if (!verified) {
+      outcome.message = StrCat("refusing to restore: node ", node.name,
+                               " failed verification (see above); nothing was changed");
+      return outcome;
+    }
+  }
+  RestoreUndo undo = PlanUndo(node);
+  if (undo.cordoned_by_other) out << OtherCordon(node) << "\n";
+  outcome.restored = true;
+  if (!undo.drained) {
+    outcome.message = DescribeUndo(node, undo);
+    return outcome;
+  }
+  if (options.dry_run || client == nullptr) {
+    outcome.message =
+        StrCat("dry run: would ", DescribeUndo(node, undo), " (PATCH ", undo.patch.dump(), ")");
+    return outcome;
+  }
+  RETURN_IF_ERROR(client->Patch(StrCat("/api/v1/nodes/", kube::UrlEncode(node.name)),
+                                "application/merge-patch+json", undo.patch.dump()));
+  outcome.message =
+      StrCat("node ", node.name, " restored: ", kube::kGpuStateLabel, " removed",
+             undo.uncordon ? ", uncordoned" : "", options.force && !check.ok ? " (forced)" : "");
+  return outcome;
 }
 
 absl::StatusOr<RestoreOutcome> RunRestore(kube::Client& client, const RestoreOptions& options,
@@ -57,38 +151,7 @@ absl::StatusOr<RestoreOutcome> RunRestore(kube::Client& client, const RestoreOpt
   ASSIGN_OR_RETURN(kube::ClusterSnapshot snapshot, kube::LoadFromApi(client, query));
   const kube::NodeView* node = snapshot.FindNode(options.node);
   if (node == nullptr) return absl::NotFoundError(StrCat("node ", options.node, " not found"));
-  RestoreCheck check = CheckRestore(*node);
-  RestoreOutcome outcome;
-  if (!check.ok) {
-    outcome.message = StrCat("refusing to restore: ", check.message);
-    return outcome;
-  }
-  out << check.message << "\n";
-  int64_t capacity = kube::MilliOf(node->capacity, kube::kGpuResource);
-  int64_t allocatable = kube::MilliOf(node->allocatable, kube::kGpuResource);
-  if (allocatable < capacity) {
-    out << "warning: only " << kube::FormatMilli(allocatable) << " of "
-        << kube::FormatMilli(capacity) << " are allocatable (the rest are unhealthy)\n";
-  }
-  // null deletes the keys (JSON merge patch); unschedulable back to its default, false.
-  nlohmann::json patch = {
-      {"metadata",
-       {{"labels", {{std::string(kube::kGpuStateLabel), nullptr}}},
-        {"annotations", {{std::string(kube::kDrainStartedAnnotation), nullptr}}}}},
-      {"spec", {{"unschedulable", nullptr}}}};
-  if (options.dry_run) {
-    out << "would uncordon " << options.node << " and remove " << kube::kGpuStateLabel
-        << " (dry run: PATCH " << patch.dump() << ")\n";
-    outcome.restored = true;
-    outcome.message = "dry run: nothing was changed";
-    return outcome;
-  }
-  RETURN_IF_ERROR(client.Patch(StrCat("/api/v1/nodes/", kube::UrlEncode(options.node)),
-                               "application/merge-patch+json", patch.dump()));
-  outcome.restored = true;
-  outcome.message =
-      StrCat("node ", options.node, " restored: uncordoned, ", kube::kGpuStateLabel, " removed");
-  return outcome;
+  return Restore(&client, *node, options, out);
 }
 
 }  // namespace gpunode::cluster

@@ -17,7 +17,9 @@ absl::StatusOr<ClusterSnapshot> LoadFromApi(Client& client, const ApiQuery& quer
   ListOptions all;
   all.limit = query.page_size;
   if (query.all_nodes) {
-    RETURN_IF_ERROR(client.List("/api/v1/nodes", all, into_builder));
+    ListOptions nodes = all;
+    nodes.label_selector = query.node_label_selector;
+    RETURN_IF_ERROR(client.List("/api/v1/nodes", nodes, into_builder));
   } else if (!query.node_name.empty()) {
     std::string path = StrCat("/api/v1/nodes/", UrlEncode(query.node_name));
     ASSIGN_OR_RETURN(std::string body, client.Get(path));

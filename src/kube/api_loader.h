@@ -14,7 +14,8 @@ namespace gpunode::kube {
 
 struct ApiQuery {
   bool all_nodes = true;
-  std::string node_name;  // when set (and !all_nodes): GET just this node
+  std::string node_name;            // when set (and !all_nodes): GET just this node
+  std::string node_label_selector;  // with all_nodes: only the nodes it selects
   bool pods = true;
   std::string pod_field_selector;  // e.g. spec.nodeName=gpu-a
   bool pdbs = false;

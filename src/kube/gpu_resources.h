@@ -20,6 +20,11 @@ inline constexpr std::string_view kGpuStateDraining = "draining";
 // RFC 3339 time at which `gpunode cluster drain` labelled the node, so audit can tell pods that
 // arrived after the drain began from those that were already there.
 inline constexpr std::string_view kDrainStartedAnnotation = "gpunode.io/drain-started-at";
+// The node annotations gpunode keeps its own state in start with this.
+inline constexpr std::string_view kGpunodeAnnotationPrefix = "gpunode.io/";
+// "true" when `gpunode cluster drain --cordon` cordoned a schedulable node, so `restore` undoes
+// that cordon and no other (one a person set stays).
+inline constexpr std::string_view kDrainCordonedAnnotation = "gpunode.io/drain-cordoned";
 
 // The taint GPU nodes carry so that only pods which tolerate it (GPU pods) land there.
 inline constexpr std::string_view kGpuTaintKey = "nvidia.com/gpu";

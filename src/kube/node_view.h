@@ -38,6 +38,7 @@ struct NodeView {
   ResourceList capacity;              // NVIDIA resources only
   ResourceList allocatable;           // NVIDIA resources only
   std::string_view drain_started_at;  // kDrainStartedAnnotation, empty when absent
+  Labels gpunode_annotations;         // the other gpunode.io/ annotations, the state gpunode keeps
 };
 
 }  // namespace gpunode::kube

@@ -558,6 +558,7 @@ absl::Status SnapshotBuilder::Impl::ParseNode(od::object& obj, Where& w) {
   node_.capacity.clear();
   node_.allocatable.clear();
   node_.drain_started_at = {};
+  node_.gpunode_annotations.clear();
   for (auto field_result : obj) {
     od::field f;
     GN_JSON(std::move(field_result).get(f), w, "", "an object");
@@ -575,10 +576,19 @@ absl::Status SnapshotBuilder::Impl::ParseNode(od::object& obj, Where& w) {
             } else if (key == "annotations") {
               RETURN_IF_ERROR(ForEachField(
                   val, w, "metadata.annotations",
-                  [&](od::field&, const od::raw_json_string& key, od::value& val) -> absl::Status {
+                  [&](od::field& f, const od::raw_json_string& key,
+                      od::value& val) -> absl::Status {
                     if (key == kDrainStartedAnnotation) {
                       GN_JSON(ReadString(val, node_.drain_started_at), w, "metadata.annotations",
                               "a string");
+                      return absl::OkStatus();
+                    }
+                    std::string_view k, value;
+                    GN_JSON(f.unescaped_key().get(k), w, "metadata.annotations", "an object");
+                    if (k.starts_with(kGpunodeAnnotationPrefix)) {
+                      GN_JSON(ReadString(val, value), w, StrCat("metadata.annotations[", k, "]"),
+                              "a string");
+                      node_.gpunode_annotations.emplace_back(k, value);
                     }
                     return absl::OkStatus();
                   }));
@@ -1404,6 +1414,7 @@ void SnapshotBuilder::Impl::CommitNode() {
   out.capacity = CopyResources(node_.capacity);
   out.allocatable = CopyResources(node_.allocatable);
   out.drain_started_at = a.Copy(node_.drain_started_at);
+  out.gpunode_annotations = CopyLabels(node_.gpunode_annotations);
   snap_.nodes.push_back(std::move(out));
 }
 

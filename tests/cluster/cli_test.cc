@@ -261,14 +261,15 @@ TEST_F(ClusterCliLiveTest, RestoreRefusesWhileAGpuIsMissing) {
   ASSERT_TRUE(server_->LoadList(Fixture("restore.json")));
   ProcessResult r = Live({"cluster", "restore", "gpu-short"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("refusing to restore: node gpu-short advertises 7 nvidia.com/gpu but has 8 "
-                       "(nvidia.com/gpu.count=8)"),
+  EXPECT_NE(r.err.find("refusing to restore: node gpu-short has 7 healthy nvidia.com/gpu "
+                       "(allocatable; capacity 7) of 8 (nvidia.com/gpu.count=8); a GPU is still "
+                       "missing"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
   ProcessResult unlabelled = Live({"cluster", "restore", "gpu-nolabel"});
   EXPECT_EQ(unlabelled.exit_code, 1);
-  EXPECT_NE(unlabelled.err.find("has no nvidia.com/gpu.count label"), std::string::npos);
+  EXPECT_NE(unlabelled.err.find("has no GPU count label (nvidia.com/gpu.count"), std::string::npos);
   EXPECT_EQ(Live({"cluster", "restore", "gpu-ghost"}).exit_code, 2);
 }
 

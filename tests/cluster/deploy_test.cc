@@ -68,9 +68,12 @@ TEST(DeployTest, RbacIsLeastPrivilege) {
     }
   }
   std::vector<YAML::Node> cluster = YAML::LoadAllFromFile(kDeploy + "/cluster/rbac.yaml");
-  // prepull's DaemonSets: a namespaced Role, never cluster-wide.
+  // prepull's DaemonSets and verify's smoke pods: namespaced Roles; cluster-wide only reads.
   for (const YAML::Node& rule : Find(cluster, "ClusterRole", "gpunode-cluster")["rules"]) {
-    EXPECT_EQ(Strings(rule["resources"]).count("daemonsets"), 0u);
+    if (Strings(rule["resources"]).count("daemonsets") ||
+        Strings(rule["resources"]).count("pods")) {
+      EXPECT_EQ(Strings(rule["verbs"]), (std::set<std::string>{"get", "list"}));
+    }
     if (Strings(rule["apiGroups"]).count("batch")) {
       EXPECT_EQ(Strings(rule["verbs"]), std::set<std::string>{"list"});
     }
@@ -79,6 +82,11 @@ TEST(DeployTest, RbacIsLeastPrivilege) {
   ASSERT_TRUE(prepull.IsDefined());
   EXPECT_EQ(Strings(prepull["rules"][0]["verbs"]),
             (std::set<std::string>{"create", "get", "update", "delete"}));
+  YAML::Node verify = Find(cluster, "Role", "gpunode-verify");
+  ASSERT_TRUE(verify.IsDefined());
+  EXPECT_EQ(verify["metadata"]["namespace"].as<std::string>(), "gpunode-system");
+  EXPECT_EQ(Strings(verify["rules"][0]["verbs"]),
+            (std::set<std::string>{"create", "get", "delete"}));
 }
 
 TEST(DeployTest, WebhookDeploymentSetsTheDefaults) {

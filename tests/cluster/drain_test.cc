@@ -119,6 +119,8 @@ TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
   EXPECT_EQ((*node)["metadata"]["labels"]["nvidia.com/gpu.state"], "draining");
   EXPECT_TRUE((*node)["spec"]["unschedulable"].get<bool>());
   EXPECT_TRUE((*node)["metadata"]["annotations"].contains("gpunode.io/drain-started-at"));
+  // The drain set this cordon, so restore may lift it.
+  EXPECT_EQ((*node)["metadata"]["annotations"]["gpunode.io/drain-cordoned"], "true");
   EXPECT_FALSE(server_->Pod("serving", "infer-7b9d6c5f4-p2r8s").has_value());
   EXPECT_FALSE(server_->Pod("research", "notebook-alice").has_value());
   // DaemonSet, static and CPU pods stay.
@@ -220,13 +222,13 @@ TEST(RestoreCheckTest, ComparesCapacityWithThePhysicalCount) {
   EXPECT_TRUE(ok.ok);
   RestoreCheck short_one = CheckRestore(*s->FindNode("gpu-short"));
   EXPECT_FALSE(short_one.ok);
-  EXPECT_NE(short_one.message.find("node gpu-short advertises 7 nvidia.com/gpu but has 8 "
-                                   "(nvidia.com/gpu.count=8)"),
+  EXPECT_NE(short_one.message.find("node gpu-short has 7 healthy nvidia.com/gpu (allocatable; "
+                                   "capacity 7) of 8 (nvidia.com/gpu.count=8)"),
             std::string::npos)
       << short_one.message;
   RestoreCheck unlabelled = CheckRestore(*s->FindNode("gpu-nolabel"));
   EXPECT_FALSE(unlabelled.ok);
-  EXPECT_NE(unlabelled.message.find("has no nvidia.com/gpu.count label"), std::string::npos);
+  EXPECT_NE(unlabelled.message.find("has no GPU count label"), std::string::npos);
 }
 
 }  // namespace

@@ -198,14 +198,15 @@ class ApiServerDouble::Impl {
 
   // State, guarded by mu_.
   mutable std::mutex mu_;
-  std::map<std::string, json> nodes_;       // by name
-  std::map<std::string, json> pods_;        // by namespace/name
-  std::map<std::string, json> pdbs_;        // by namespace/name
-  std::map<std::string, json> jobs_;        // by namespace/name
-  std::map<std::string, json> cronjobs_;    // by namespace/name
-  std::map<std::string, json> events_;      // by namespace/name
-  std::map<std::string, json> namespaces_;  // by name
-  std::map<std::string, json> daemonsets_;  // by namespace/name
+  std::map<std::string, json> nodes_;        // by name
+  std::map<std::string, json> pods_;         // by namespace/name
+  std::map<std::string, json> pdbs_;         // by namespace/name
+  std::map<std::string, json> jobs_;         // by namespace/name
+  std::map<std::string, json> cronjobs_;     // by namespace/name
+  std::map<std::string, json> events_;       // by namespace/name
+  std::map<std::string, json> namespaces_;   // by name
+  std::map<std::string, json> daemonsets_;   // by namespace/name
+  std::map<std::string, std::string> logs_;  // pod logs, by namespace/name
   int64_t next_uid_ = 1;
   int64_t resource_version_ = 1000;
   struct Fault {
@@ -402,6 +403,43 @@ class ApiServerDouble::Impl {
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
                    GetOne(res, namespaces_, req.matches[1], "namespaces", req.matches[1]);
                  }));
+    server_->Get("/apis/apps/v1/daemonsets",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, daemonsets_, "DaemonSetList", "apps/v1", "");
+                 }));
+    server_->Post(R"(/api/v1/namespaces/([^/]+)/pods)",
+                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                    CreatePod(req, res, req.matches[1]);
+                  }));
+    server_->Delete(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+                    Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                      std::lock_guard<std::mutex> lock(mu_);
+                      std::string key =
+                          std::string(req.matches[1]) + "/" + std::string(req.matches[2]);
+                      auto it = pods_.find(key);
+                      if (it == pods_.end()) {
+                        Reply(res, 404, NotFound("pods", req.matches[2]));
+                        return;
+                      }
+                      // The kubelet ends the containers; the double has none, so it is gone now.
+                      json gone = it->second;
+                      pods_.erase(it);
+                      logs_.erase(key);
+                      NextRv();
+                      Reply(res, 200, gone);
+                    }));
+    server_->Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/log)",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   std::string key =
+                       std::string(req.matches[1]) + "/" + std::string(req.matches[2]);
+                   if (!pods_.count(key)) {
+                     Reply(res, 404, NotFound("pods", req.matches[2]));
+                     return;
+                   }
+                   res.status = 200;
+                   res.set_content(logs_[key], "text/plain");
+                 }));
     server_->Post(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets)",
                   Wrap([this](const httplib::Request& req, httplib::Response& res) {
                     CreateDaemonSet(req, res, req.matches[1]);
@@ -517,6 +555,40 @@ class ApiServerDouble::Impl {
     }
     body["metadata"]["namespace"] = ns;
     return body;
+  }
+
+  // A pod as the API server stores it on create: Pending, unscheduled unless spec.nodeName is set.
+  void CreatePod(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
+    json pod = json::parse(req.body, nullptr, false);
+    if (!pod.is_object() || pod.value("kind", "") != "Pod" || pod.value("apiVersion", "") != "v1") {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
+      return;
+    }
+    std::string name = StringAt(pod, {"metadata", "name"});
+    const json* containers = Find(pod, {"spec", "containers"});
+    if (name.empty() || !containers || !containers->is_array() || containers->empty()) {
+      Reply(res, 422,
+            StatusObject(
+                422, "Invalid",
+                "Pod \"" + name + "\" is invalid: metadata.name and spec.containers are required"));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pods_.count(ns + "/" + name)) {
+      Reply(res, 409,
+            StatusObject(409, "AlreadyExists", "pods \"" + name + "\" already exists",
+                         {{"name", name}, {"kind", "pods"}}));
+      return;
+    }
+    pod["metadata"]["namespace"] = ns;
+    pod["metadata"]["uid"] =
+        "90d5a000-0000-4000-8000-" + std::to_string(100000000000 + next_uid_++);
+    pod["metadata"]["resourceVersion"] = NextRv();
+    pod["metadata"]["creationTimestamp"] = "2024-05-06T10:00:00Z";
+    pod["status"] = {{"phase", "Pending"}};
+    pods_[ns + "/" + name] = pod;
+    Reply(res, 201, pod);
   }
 
   void CreateDaemonSet(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
@@ -771,6 +843,12 @@ void ApiServerDouble::SetPodPhase(const std::string& ns, const std::string& name
 void ApiServerDouble::DeletePod(const std::string& ns, const std::string& name) {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   impl_->pods_.erase(ns + "/" + name);
+}
+
+void ApiServerDouble::SetPodLog(const std::string& ns, const std::string& name,
+                                const std::string& log) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->logs_[ns + "/" + name] = log;
 }
 
 void ApiServerDouble::SetDisruptionsAllowed(const std::string& ns, const std::string& name,

@@ -3,8 +3,10 @@
 // selectors, GET of single objects, node PATCH (merge, strategic merge, JSON patch), the
 // policy/v1 Eviction subresource answering 429 with the PodDisruptionBudget Status, batch/v1 Jobs
 // and CronJobs, core/v1 Events and Namespaces, apps/v1 DaemonSets (create 201 / 409 when it
-// exists, get, replace with resourceVersion checks, delete 404 when missing), bearer-token
-// authentication, and injected 429/5xx answers with Retry-After.
+// exists, get, list, replace with resourceVersion checks, delete 404 when missing), pod create,
+// delete and log, bearer-token authentication, and injected 429/5xx answers with Retry-After.
+// Nothing runs a created pod: tests play the scheduler and kubelet with SetPodPhase and
+// SetPodLog.
 #pragma once
 
 #include <functional>
@@ -57,6 +59,8 @@ class ApiServerDouble {
   std::optional<nlohmann::json> Pod(const std::string& ns, const std::string& name) const;
   void SetPodPhase(const std::string& ns, const std::string& name, const std::string& phase);
   void DeletePod(const std::string& ns, const std::string& name);
+  // What GET .../pods/NAME/log answers (the container's output).
+  void SetPodLog(const std::string& ns, const std::string& name, const std::string& log);
   void SetDisruptionsAllowed(const std::string& ns, const std::string& name, int allowed);
   std::optional<nlohmann::json> DaemonSet(const std::string& ns, const std::string& name) const;
   // What the DaemonSet controller would write: desired, ready and updated pod counts for the

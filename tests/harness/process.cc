@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -25,7 +27,17 @@ namespace {
 int Spawn(pid_t& pid, const std::vector<std::string>& argv,
           const std::vector<std::string>& extra_env, const posix_spawn_file_actions_t* actions) {
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  // A variable given in extra_env replaces this process's one of that name: with both, programs
+  // disagree on which wins (glibc's getenv and Go take the first).
+  auto overridden = [&](std::string_view e) {
+    std::string_view name = e.substr(0, e.find('='));
+    return std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
+      return std::string_view(x).substr(0, x.find('=')) == name;
+    });
+  };
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!overridden(*e)) env_strings.emplace_back(*e);
+  }
   for (const std::string& e : extra_env) env_strings.push_back(e);
   std::vector<char*> envp, args;
   for (std::string& e : env_strings) envp.push_back(e.data());

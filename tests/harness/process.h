@@ -21,7 +21,8 @@ struct ProcessResult {
 };
 
 // Runs `argv` (argv[0] is a path) with `extra_env` ("NAME=value") added to this process's
-// environment, feeding `input` on stdin, and waits for it to exit.
+// environment (replacing a variable of the same name), feeding `input` on stdin, and waits for it
+// to exit.
 ProcessResult RunProcess(const std::vector<std::string>& argv,
                          const std::vector<std::string>& extra_env = {},
                          const std::string& input = "");

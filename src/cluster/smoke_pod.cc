@@ -1,0 +1,282 @@
+#include "cluster/smoke_pod.h"
+
+#include <algorithm>
+
+#include "core/status_macros.h"
+#include "kube/gpu_resources.h"
+#include "kube/text.h"
+
+namespace gpunode::cluster {
+
+using json = nlohmann::json;
+using kube::StrCat;
+
+namespace {
+
+constexpr std::string_view kContainer = "smoke";
+// Label values are at most 63 characters; longer node names are only in the pod's name.
+constexpr size_t kMaxLabelValue = 63;
+// Enough of a log for any doctor report; a chatty custom image is cut.
+constexpr int kLogLimitBytes = 256 * 1024;
+
+std::string PodPath(const std::string& ns, std::string_view name) {
+  return StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods/", kube::UrlEncode(name));
+}
+
+std::string Field(const json& obj, std::initializer_list<const char*> path) {
+  const json* at = &obj;
+  for (const char* key : path) {
+    if (!at->is_object() || !at->contains(key)) return "";
+    at = &(*at)[key];
+  }
+  return at->is_string() ? at->get<std::string>() : "";
+}
+
+// Why a Pending pod waits, in the scheduler's or the kubelet's words.
+std::string PendingReason(const json& pod) {
+  const json* status = pod.contains("status") ? &pod["status"] : nullptr;
+  if (status && status->contains("conditions") && (*status)["conditions"].is_array()) {
+    for (const json& c : (*status)["conditions"]) {
+      if (Field(c, {"type"}) == "PodScheduled" && Field(c, {"status"}) == "False") {
+        return StrCat("not scheduled: ", Field(c, {"message"}));
+      }
+    }
+  }
+  if (status && status->contains("containerStatuses") &&
+      (*status)["containerStatuses"].is_array()) {
+    for (const json& c : (*status)["containerStatuses"]) {
+      std::string reason = Field(c, {"state", "waiting", "reason"});
+      if (!reason.empty()) {
+        return StrCat("container waiting: ", reason, " ",
+                      Field(c, {"state", "waiting", "message"}));
+      }
+    }
+  }
+  return "Pending";
+}
+
+std::string LastLine(std::string_view log) {
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.remove_suffix(1);
+  size_t nl = log.rfind('\n');
+  std::string_view line = nl == std::string_view::npos ? log : log.substr(nl + 1);
+  if (line.size() > 200) line = line.substr(0, 200);
+  return std::string(line);
+}
+
+// DELETE with a short grace period; 404 means it is gone already.
+absl::Status DeletePod(kube::Client& client, const std::string& ns, std::string_view name) {
+  json options = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"gracePeriodSeconds", 0}};
+  kube::HttpRequest del{"DELETE", PodPath(ns, name), "application/json", options.dump()};
+  ASSIGN_OR_RETURN(kube::HttpResponse response, client.Send(del));
+  if (response.status == 404 || response.status == 200 || response.status == 202) {
+    return absl::OkStatus();
+  }
+  return kube::StatusFromResponse(del, response);
+}
+
+// Waits until a pod of that name no longer exists (a leftover's deletion takes its grace period).
+absl::Status WaitGone(kube::Client& client, const std::string& ns, std::string_view name,
+                      const VerifyOptions& options, const VerifyClock& clock) {
+  absl::Time deadline = clock.now() + options.timeout;
+  for (;;) {
+    absl::StatusOr<std::string> body = client.Get(PodPath(ns, name));
+    if (absl::IsNotFound(body.status())) return absl::OkStatus();
+    if (!body.ok()) return body.status();
+    if (clock.now() >= deadline || clock.interrupted()) {
+      return absl::DeadlineExceededError(
+          StrCat("pod ", ns, "/", name, " of an earlier run is still being deleted after ",
+                 absl::FormatDuration(options.timeout), "; `kubectl delete pod -n ", ns, " ", name,
+                 " --grace-period=0 --force` if its node is gone"));
+    }
+    clock.sleep(options.poll_interval);
+  }
+}
+
+}  // namespace
+
+std::string SmokePodName(std::string_view node) { return StrCat(kSmokePodPrefix, node); }
+
+json SmokePodManifest(const kube::NodeView& node, int64_t gpus, const VerifyOptions& options) {
+  json labels = {{"app.kubernetes.io/name", std::string(kSmokePodAppLabel)},
+                 {"app.kubernetes.io/managed-by", "gpunode"}};
+  if (node.name.size() <= kMaxLabelValue) labels["gpunode.io/node"] = std::string(node.name);
+  // The GPU taint, the cordon (verify runs before a node is put back), and the node's own
+  // NoSchedule taints: the pod is meant for this node whatever keeps other work off it.
+  json tolerations =
+      json::array({{{"key", std::string(kube::kGpuTaintKey)}, {"operator", "Exists"}},
+                   {{"key", "node.kubernetes.io/unschedulable"},
+                    {"operator", "Exists"},
+                    {"effect", "NoSchedule"}}});
+  for (const kube::Taint& t : node.taints) {
+    if (t.key == kube::kGpuTaintKey || t.key.starts_with("node.kubernetes.io/") ||
+        t.effect != "NoSchedule") {
+      continue;
+    }
+    tolerations.push_back(
+        {{"key", std::string(t.key)}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  }
+  std::vector<std::string> command = options.command;
+  bool doctor = options.image == kGpunodeImage && command.empty();
+  if (doctor) command = {"gpunode", "doctor", "--in-container", "-o", "json"};
+  json container = {
+      {"name", std::string(kContainer)},
+      {"image", options.image},
+      // libnvidia-ml (utility) for NVML and libcuda (compute) for container.driver-libraries.
+      {"env", {{{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "compute,utility"}}}},
+      {"resources",
+       {{"limits",
+         {{std::string(kube::kGpuResource), std::to_string(gpus)},
+          {"cpu", "100m"},
+          {"memory", "64Mi"}}},
+        {"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}}},
+      // Not privileged: a privileged container sees every GPU, hiding broken isolation.
+      {"securityContext",
+       {{"privileged", false},
+        {"allowPrivilegeEscalation", false},
+        {"readOnlyRootFilesystem", true},
+        {"capabilities", {{"drop", {"ALL"}}}}}}};
+  if (!command.empty()) container["command"] = command;
+  json spec = {
+      {"restartPolicy", "Never"},
+      // Ends the pod on its own even if gpunode is killed before it can delete it.
+      {"activeDeadlineSeconds", std::max<int64_t>(1, absl::ToInt64Seconds(options.timeout))},
+      {"terminationGracePeriodSeconds", 5},
+      {"automountServiceAccountToken", false},
+      // Through the scheduler (so its GPU accounting is part of the test), on this node only.
+      {"affinity",
+       {{"nodeAffinity",
+         {{"requiredDuringSchedulingIgnoredDuringExecution",
+           {{"nodeSelectorTerms",
+             {{{"matchFields",
+                {{{"key", "metadata.name"},
+                  {"operator", "In"},
+                  {"values", {std::string(node.name)}}}}}}}}}}}}}},
+      {"tolerations", tolerations},
+      {"securityContext",
+       {{"runAsNonRoot", true},
+        {"runAsUser", 65534},
+        {"runAsGroup", 65534},
+        {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+      {"containers", {container}}};
+  if (!options.runtime_class.empty()) spec["runtimeClassName"] = options.runtime_class;
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", SmokePodName(node.name)}, {"namespace", options.ns}, {"labels", labels}}},
+          {"spec", spec}};
+}
+
+void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, int64_t gpus,
+                   VerifyStep& step) {
+  step.result = StepResult::kFail;
+  json report = doctor ? json::parse(log, nullptr, false) : json();
+  if (!doctor || !report.is_object() || !report.contains("findings")) {
+    if (phase == "Succeeded") {
+      step.result = StepResult::kPass;
+      step.evidence =
+          StrCat("the pod succeeded with ", gpus, " GPU(s); last line: ", LastLine(log));
+      return;
+    }
+    step.evidence = StrCat("the pod ", phase, "; last line of its log: ", LastLine(log));
+    step.fix = "read the pod's log and events; `gpunode doctor` on the node";
+    return;
+  }
+  std::vector<std::string> failed;
+  std::string visible;
+  bool visible_ok = false;
+  for (const json& f : report["findings"]) {
+    std::string id = Field(f, {"id"});
+    std::string status = Field(f, {"status"});
+    if (id == "container.visible-devices") {
+      visible_ok = status == "ok";
+      visible = StrCat(status, ": ", Field(f, {"summary"}));
+      std::string evidence = Field(f, {"evidence"});
+      if (!visible_ok && !evidence.empty()) kube::StrAppend(&visible, " (saw: ", evidence, ")");
+    }
+    if (status == "fail") failed.push_back(StrCat(id, ": ", Field(f, {"summary"})));
+  }
+  if (phase == "Succeeded" && visible_ok) {
+    step.result = StepResult::kPass;
+    step.evidence =
+        StrCat("doctor in the pod with ", gpus, " GPU(s): container.visible-devices ", visible);
+    return;
+  }
+  step.evidence = StrCat("doctor in the pod (", phase, ") with ", gpus, " GPU(s): ",
+                         visible.empty() ? "container.visible-devices not reported"
+                                         : "container.visible-devices " + visible);
+  for (const std::string& f : failed) kube::StrAppend(&step.evidence, "; ", f);
+  step.fix =
+      "the GPUs the device plugin allocates are not what the container sees: check the "
+      "container runtime's NVIDIA configuration (`gpunode runtime configure`) and the device "
+      "plugin's DEVICE_LIST_STRATEGY; docs/DOCTOR.md explains each check";
+}
+
+absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeView& node,
+                                       int64_t gpus, const VerifyOptions& options,
+                                       const VerifyClock& clock, std::ostream& progress) {
+  VerifyStep step;
+  step.step = "smoke-pod";
+  const std::string name = SmokePodName(node.name);
+  const std::string& ns = options.ns;
+  // A leftover of a run that was killed: delete it and wait until it is gone.
+  RETURN_IF_ERROR(DeletePod(client, ns, name));
+  RETURN_IF_ERROR(WaitGone(client, ns, name, options, clock));
+
+  json manifest = SmokePodManifest(node, gpus, options);
+  kube::HttpRequest create{"POST", StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods"),
+                           "application/json", manifest.dump()};
+  ASSIGN_OR_RETURN(kube::HttpResponse created, client.Send(create));
+  if (created.status != 201 && created.status != 200) {
+    return kube::StatusFromResponse(create, created);
+  }
+  progress << "  smoke pod " << ns << "/" << name << " created (" << gpus << " GPU(s), "
+           << options.image << ")\n"
+           << std::flush;
+
+  // From here on the pod is deleted whatever happens.
+  auto finish = [&](absl::StatusOr<VerifyStep> result) -> absl::StatusOr<VerifyStep> {
+    absl::Status deleted = DeletePod(client, ns, name);
+    if (deleted.ok()) {
+      progress << "  smoke pod " << ns << "/" << name << " deleted\n" << std::flush;
+    }
+    if (!result.ok()) return result;
+    if (!deleted.ok()) return deleted;
+    return result;
+  };
+
+  absl::Time deadline = clock.now() + options.timeout;
+  std::string phase;
+  json pod;
+  for (;;) {
+    absl::StatusOr<std::string> body = client.Get(PodPath(ns, name));
+    if (!body.ok()) return finish(body.status());
+    pod = json::parse(*body, nullptr, false);
+    phase = Field(pod, {"status", "phase"});
+    if (phase == "Succeeded" || phase == "Failed") break;
+    if (clock.interrupted()) {
+      step.evidence = "interrupted while the pod was " + (phase.empty() ? "created" : phase);
+      step.fix = "run verify again";
+      step.result = StepResult::kFail;
+      return finish(step);
+    }
+    if (clock.now() >= deadline) {
+      step.result = StepResult::kFail;
+      step.evidence =
+          StrCat("the pod did not finish within ", absl::FormatDuration(options.timeout), " (",
+                 phase == "Pending" ? PendingReason(pod) : phase, ")");
+      step.fix = StrCat("`kubectl describe node ", node.name,
+                        "` and the pod's events; raise --timeout for a slow image pull");
+      return finish(step);
+    }
+    clock.sleep(std::min(options.poll_interval, deadline - clock.now()));
+  }
+  std::string log_path =
+      StrCat(PodPath(ns, name), "/log?container=", kContainer, "&limitBytes=", kLogLimitBytes);
+  absl::StatusOr<std::string> log = client.Get(log_path);
+  if (!log.ok()) return finish(log.status());
+  bool doctor = options.image == kGpunodeImage && options.command.empty();
+  JudgeSmokePod(phase, *log, doctor, gpus, step);
+  return finish(step);
+}
+
+}  // namespace gpunode::cluster

@@ -1,0 +1,38 @@
+// The smoke pod of `cluster verify`: a named, labelled, one-shot pod pinned to one node that
+// requests GPUs, tolerates the node's taints and its cordon, and reports what it saw. It is
+// always deleted afterwards (timeout and interruption included), and a leftover of an earlier
+// run (the same name) is deleted before it is created.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cluster/verify.h"
+#include "kube/client.h"
+#include "kube/node_view.h"
+#include "nlohmann/json.hpp"
+
+namespace gpunode::cluster {
+
+inline constexpr std::string_view kSmokePodPrefix = "gpunode-verify-";
+inline constexpr std::string_view kSmokePodAppLabel = "gpunode-verify";
+
+// The pod's name for a node.
+std::string SmokePodName(std::string_view node);
+
+// The manifest: `gpus` nvidia.com/gpu on `node`.
+nlohmann::json SmokePodManifest(const kube::NodeView& node, int64_t gpus,
+                                const VerifyOptions& options);
+
+// What the pod's log says: for gpunode's doctor report, container.visible-devices must be ok;
+// for another image, the pod must have succeeded. Fills result, evidence and fix.
+void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, int64_t gpus,
+                   VerifyStep& step);
+
+// Creates the pod, waits for it to end (or the timeout, or an interruption), judges it and
+// deletes it. An error Status only for API failures; the pod is deleted then too.
+absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeView& node,
+                                       int64_t gpus, const VerifyOptions& options,
+                                       const VerifyClock& clock, std::ostream& progress);
+
+}  // namespace gpunode::cluster

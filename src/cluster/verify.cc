@@ -1,0 +1,415 @@
+#include "cluster/verify.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_join.h"
+#include "cluster/restore.h"
+#include "cluster/scheduling.h"
+#include "cluster/smoke_pod.h"
+#include "core/status_macros.h"
+#include "kube/api_loader.h"
+#include "kube/gpu_resources.h"
+#include "kube/quantity.h"
+#include "kube/snapshot_reader.h"
+#include "kube/text.h"
+#include "nlohmann/json.hpp"
+
+namespace gpunode::cluster {
+
+using json = nlohmann::json;
+using kube::StrCat;
+
+namespace {
+
+// The labels GPU feature discovery (and `gpunode labels`) writes on every GPU node.
+constexpr std::string_view kGfdLabels[] = {"nvidia.com/gpu.product", "nvidia.com/gpu.count"};
+
+std::string Field(const json& obj, std::initializer_list<const char*> path) {
+  const json* at = &obj;
+  for (const char* key : path) {
+    if (!at->is_object() || !at->contains(key)) return "";
+    at = &(*at)[key];
+  }
+  return at->is_string() ? at->get<std::string>() : "";
+}
+
+// Every item of a (paginated) list, as JSON: DaemonSets and one node's pods are few.
+absl::StatusOr<std::vector<json>> ListItems(kube::Client& client, std::string_view path,
+                                            const kube::ListOptions& options) {
+  std::vector<json> items;
+  RETURN_IF_ERROR(client.List(path, options,
+                              [&](simdjson::padded_string_view body,
+                                  std::string_view source) -> absl::StatusOr<std::string> {
+                                json page = json::parse(body.data(), body.data() + body.size(),
+                                                        nullptr, false);
+                                if (!page.is_object())
+                                  return absl::InternalError(StrCat(source, ": not JSON"));
+                                if (page.contains("items") && page["items"].is_array()) {
+                                  for (json& item : page["items"]) items.push_back(std::move(item));
+                                }
+                                return Field(page, {"metadata", "continue"});
+                              }));
+  return items;
+}
+
+// A device plugin DaemonSet, with its pod template parsed as a pod so the scheduler's rules
+// (scheduling.h) can say whether it covers a node.
+struct DevicePlugin {
+  std::string ns, name;
+  std::string node_selector_text;  // for the evidence: "k=v, k2=v2", or "none"
+};
+
+struct DevicePlugins {
+  std::vector<DevicePlugin> sets;
+  kube::ClusterSnapshot templates;  // pods[i] is sets[i]'s template, with details
+  std::string error;                // why they could not be listed
+};
+
+bool LooksLikeNvidiaDevicePlugin(const std::string& name) {
+  return name.find("nvidia-device-plugin") != std::string::npos || name == "gpunode-device-plugin";
+}
+
+absl::StatusOr<DevicePlugins> FindDevicePlugins(kube::Client& client,
+                                                const VerifyOptions& options) {
+  DevicePlugins found;
+  std::vector<json> sets;
+  if (!options.device_plugin.empty()) {
+    size_t slash = options.device_plugin.find('/');
+    std::string ns = options.device_plugin.substr(0, slash);
+    std::string name = options.device_plugin.substr(slash + 1);
+    absl::StatusOr<std::string> body = client.Get(StrCat(
+        "/apis/apps/v1/namespaces/", kube::UrlEncode(ns), "/daemonsets/", kube::UrlEncode(name)));
+    if (absl::IsNotFound(body.status())) {
+      found.error = StrCat("DaemonSet ", options.device_plugin, " (--device-plugin) not found");
+      return found;
+    }
+    if (!body.ok()) return body.status();
+    sets.push_back(json::parse(*body, nullptr, false));
+  } else {
+    absl::StatusOr<std::vector<json>> all = ListItems(client, "/apis/apps/v1/daemonsets", {});
+    if (absl::IsPermissionDenied(all.status())) {
+      found.error = StrCat("cannot list DaemonSets: ", kube::View(all.status().message()));
+      return found;
+    }
+    if (!all.ok()) return all.status();
+    for (json& ds : *all) {
+      if (LooksLikeNvidiaDevicePlugin(Field(ds, {"metadata", "name"}))) {
+        sets.push_back(std::move(ds));
+      }
+    }
+  }
+  kube::ReadOptions read;
+  read.keep_pod_details = [](const kube::PodView&) { return true; };
+  kube::SnapshotBuilder builder(read);
+  for (const json& ds : sets) {
+    DevicePlugin plugin;
+    plugin.ns = Field(ds, {"metadata", "namespace"});
+    plugin.name = Field(ds, {"metadata", "name"});
+    json spec = ds.contains("spec") && ds["spec"].contains("template") &&
+                        ds["spec"]["template"].contains("spec")
+                    ? ds["spec"]["template"]["spec"]
+                    : json::object();
+    std::vector<std::string> selector;
+    if (spec.contains("nodeSelector") && spec["nodeSelector"].is_object()) {
+      for (auto& [k, v] : spec["nodeSelector"].items()) {
+        selector.push_back(StrCat(k, "=", v.is_string() ? v.get<std::string>() : v.dump()));
+      }
+    }
+    plugin.node_selector_text = selector.empty() ? "none" : absl::StrJoin(selector, ", ");
+    json as_pod = {{"kind", "Pod"},
+                   {"apiVersion", "v1"},
+                   {"metadata", {{"name", plugin.name}, {"namespace", plugin.ns}}},
+                   {"spec", spec}};
+    std::string text = as_pod.dump();
+    RETURN_IF_ERROR(
+        builder.Add(kube::PadInPlace(text), StrCat("DaemonSet ", plugin.ns, "/", plugin.name)));
+    found.sets.push_back(std::move(plugin));
+  }
+  found.templates = builder.Take();
+  return found;
+}
+
+bool PodReady(const json& pod) {
+  if (Field(pod, {"status", "phase"}) != "Running") return false;
+  const json* conditions = nullptr;
+  if (pod.contains("status") && pod["status"].contains("conditions")) {
+    conditions = &pod["status"]["conditions"];
+  }
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const json& c : *conditions) {
+    if (Field(c, {"type"}) == "Ready") return Field(c, {"status"}) == "True";
+  }
+  return false;
+}
+
+std::string ControllerOf(const json& pod) {
+  if (!pod.contains("metadata") || !pod["metadata"].contains("ownerReferences")) return "";
+  for (const json& ref : pod["metadata"]["ownerReferences"]) {
+    if (ref.value("controller", false) && Field(ref, {"kind"}) == "DaemonSet") {
+      return Field(ref, {"name"});
+    }
+  }
+  return "";
+}
+
+VerifyStep ReadyStep(const kube::NodeView& node) {
+  VerifyStep step;
+  step.step = "ready";
+  if (node.ready == kube::ConditionStatus::kTrue) {
+    step.result = StepResult::kPass;
+    step.evidence = "condition Ready is True";
+    return step;
+  }
+  step.result = StepResult::kFail;
+  step.evidence = StrCat("condition Ready is ",
+                         node.ready == kube::ConditionStatus::kFalse ? "False" : "Unknown");
+  step.fix = StrCat("`kubectl describe node ", node.name,
+                    "`: look at the kubelet and the container runtime on the node");
+  return step;
+}
+
+VerifyStep LabelsStep(const kube::NodeView& node, const VerifyOptions& options) {
+  VerifyStep step;
+  step.step = "labels";
+  std::vector<std::string> seen, missing;
+  for (std::string_view key : kGfdLabels) {
+    if (auto v = kube::FindLabel(node.labels, key)) {
+      seen.push_back(StrCat(key, "=", *v));
+    } else {
+      missing.push_back(std::string(key));
+    }
+  }
+  ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
+  if (expected.own_count) seen.push_back(StrCat(expected.own_key, "=", *expected.own_count));
+  std::vector<std::string> wrong;
+  for (const std::string& want : options.require_labels) {
+    size_t eq = want.find('=');
+    std::string key = want.substr(0, eq);
+    auto have = kube::FindLabel(node.labels, key);
+    if (!have) {
+      missing.push_back(key);
+    } else if (eq != std::string::npos && *have != std::string_view(want).substr(eq + 1)) {
+      wrong.push_back(StrCat(key, "=", *have, " (want ", want.substr(eq + 1), ")"));
+    } else {
+      seen.push_back(StrCat(key, "=", *have));
+    }
+  }
+  std::string disagreement = expected.Disagreement();
+  if (missing.empty() && wrong.empty() && disagreement.empty()) {
+    step.result = StepResult::kPass;
+    step.evidence = absl::StrJoin(seen, ", ");
+    if (!expected.own_count) {
+      kube::StrAppend(&step.evidence, " (no ", options.count_label.Keys().front(),
+                      " label of your own)");
+    }
+    return step;
+  }
+  step.result = StepResult::kFail;
+  std::vector<std::string> problems;
+  if (!missing.empty()) problems.push_back(StrCat("missing ", absl::StrJoin(missing, ", ")));
+  if (!wrong.empty()) problems.push_back(StrCat("wrong ", absl::StrJoin(wrong, ", ")));
+  if (!disagreement.empty()) problems.push_back(disagreement);
+  step.evidence = absl::StrJoin(problems, "; ");
+  step.fix = StrCat(
+      "GPU feature discovery (or `gpunode labels`) writes the nvidia.com/ labels: check that it "
+      "runs on ",
+      node.name, "; set your own with `kubectl label node ", node.name, " KEY=VALUE --overwrite`");
+  return step;
+}
+
+VerifyStep CapacityStep(const kube::NodeView& node, const VerifyOptions& options) {
+  VerifyStep step;
+  step.step = "capacity";
+  RestoreCheck check = CheckRestore(node, options.count_label);
+  step.result = check.ok ? StepResult::kPass : StepResult::kFail;
+  step.evidence = check.message;
+  if (!check.ok) {
+    step.fix = StrCat("run `gpunode doctor` on ", node.name,
+                      " and read the nvidia-device-plugin pod's log");
+  }
+  return step;
+}
+
+absl::StatusOr<VerifyStep> DevicePluginStep(kube::Client& client, const kube::NodeView& node,
+                                            const DevicePlugins& plugins) {
+  VerifyStep step;
+  step.step = "device-plugin";
+  step.result = StepResult::kFail;
+  if (!plugins.error.empty()) {
+    step.evidence = plugins.error;
+    step.fix =
+        "grant `list` on daemonsets (deploy/cluster/rbac.yaml), or name the DaemonSet with "
+        "--device-plugin NAMESPACE/NAME";
+    return step;
+  }
+  if (plugins.sets.empty()) {
+    step.evidence =
+        "no NVIDIA device plugin DaemonSet found (looked for DaemonSets named "
+        "*nvidia-device-plugin* or gpunode-device-plugin in every namespace)";
+    step.fix =
+        "deploy the device plugin, or name its DaemonSet with --device-plugin NAMESPACE/NAME";
+    return step;
+  }
+  kube::ListOptions on_node;
+  on_node.field_selector = StrCat("spec.nodeName=", node.name);
+  ASSIGN_OR_RETURN(std::vector<json> pods, ListItems(client, "/api/v1/pods", on_node));
+  std::vector<std::string> not_ready, not_covered;
+  bool covered = false;
+  for (size_t i = 0; i < plugins.sets.size(); ++i) {
+    const DevicePlugin& ds = plugins.sets[i];
+    for (const json& pod : pods) {
+      if (Field(pod, {"metadata", "namespace"}) != ds.ns || ControllerOf(pod) != ds.name) continue;
+      std::string pod_name = StrCat(ds.ns, "/", Field(pod, {"metadata", "name"}));
+      if (PodReady(pod)) {
+        step.result = StepResult::kPass;
+        step.evidence = StrCat("pod ", pod_name, " of DaemonSet ", ds.ns, "/", ds.name,
+                               " is Running and Ready");
+        return step;
+      }
+      not_ready.push_back(
+          StrCat("pod ", pod_name, " is ", Field(pod, {"status", "phase"}), " and not Ready"));
+    }
+    const kube::PodDetails* spec = plugins.templates.pods[i].details.get();
+    // The DaemonSet controller adds tolerations for the node-condition and cordon taints.
+    std::vector<std::string> blocking;
+    if (spec != nullptr) {
+      for (const kube::Taint& t : UntoleratedTaints(spec->tolerations, node)) {
+        if (!t.key.starts_with("node.kubernetes.io/")) blocking.push_back(TaintText(t));
+      }
+    }
+    bool selects = spec != nullptr && MatchesNodeSelectorAndAffinity(*spec, node);
+    if (selects && blocking.empty()) {
+      covered = true;
+    } else if (!selects) {
+      not_covered.push_back(StrCat("DaemonSet ", ds.ns, "/", ds.name, " does not cover ", node.name,
+                                   ": its nodeSelector (", ds.node_selector_text,
+                                   ") or node affinity does not match the node's labels"));
+    } else {
+      not_covered.push_back(StrCat("DaemonSet ", ds.ns, "/", ds.name, " does not cover ", node.name,
+                                   ": its pods do not tolerate the node's taint ",
+                                   absl::StrJoin(blocking, ", ")));
+    }
+  }
+  if (!not_ready.empty()) {
+    step.evidence = absl::StrJoin(not_ready, "; ");
+    step.fix =
+        StrCat("`kubectl describe pod` and `kubectl logs` of the device plugin pod on ", node.name);
+    return step;
+  }
+  if (!covered) {
+    step.evidence = absl::StrJoin(not_covered, "; ");
+    step.fix = StrCat(
+        "nothing reports an error in this case: label the node to match the DaemonSet "
+        "(`kubectl label node ",
+        node.name, " KEY=VALUE`), or widen the DaemonSet's nodeSelector/affinity or tolerations");
+    return step;
+  }
+  step.evidence =
+      StrCat("the device plugin DaemonSet covers ", node.name, " but has no pod there yet");
+  step.fix = "wait for the DaemonSet controller; `kubectl get ds -A | grep device-plugin`";
+  return step;
+}
+
+bool Failed(const NodeVerdict& v, std::string_view step) {
+  return std::any_of(v.steps.begin(), v.steps.end(), [&](const VerifyStep& s) {
+    return s.step == step && s.result == StepResult::kFail;
+  });
+}
+
+void Progress(std::ostream& out, const VerifyStep& step) {
+  out << "  " << step.step << ": "
+      << (step.result == StepResult::kPass   ? "pass"
+          : step.result == StepResult::kFail ? "FAIL"
+                                             : "skip")
+      << " (" << step.evidence << ")\n"
+      << std::flush;
+}
+
+}  // namespace
+
+bool NodeVerdict::Passed() const {
+  return std::none_of(steps.begin(), steps.end(),
+                      [](const VerifyStep& s) { return s.result != StepResult::kPass; });
+}
+
+bool VerifyReport::Passed() const {
+  return !interrupted && !nodes.empty() &&
+         std::all_of(nodes.begin(), nodes.end(), [](const NodeVerdict& n) { return n.Passed(); });
+}
+
+absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions& options,
+                                       const VerifyClock& clock, std::ostream& progress) {
+  std::vector<kube::ClusterSnapshot> snapshots;
+  if (!options.selector.empty()) {
+    kube::ApiQuery query;
+    query.node_label_selector = options.selector;
+    query.pods = false;
+    ASSIGN_OR_RETURN(kube::ClusterSnapshot all, kube::LoadFromApi(client, query));
+    if (all.nodes.empty()) {
+      return absl::NotFoundError(StrCat("no node matches --selector ", options.selector));
+    }
+    snapshots.push_back(std::move(all));
+  } else {
+    for (const std::string& name : options.nodes) {
+      kube::ApiQuery query;
+      query.all_nodes = false;
+      query.node_name = name;
+      query.pods = false;
+      absl::StatusOr<kube::ClusterSnapshot> one = kube::LoadFromApi(client, query);
+      if (absl::IsNotFound(one.status())) {
+        return absl::NotFoundError(StrCat("node ", name, " not found"));
+      }
+      if (!one.ok()) return one.status();
+      snapshots.push_back(std::move(*one));
+    }
+  }
+  ASSIGN_OR_RETURN(DevicePlugins plugins, FindDevicePlugins(client, options));
+
+  VerifyReport report;
+  for (const kube::ClusterSnapshot& snapshot : snapshots) {
+    for (const kube::NodeView& node : snapshot.nodes) {
+      if (clock.interrupted()) {
+        report.interrupted = true;
+        return report;
+      }
+      progress << "verifying " << node.name << "\n";
+      NodeVerdict verdict;
+      verdict.node = std::string(node.name);
+      verdict.steps.push_back(ReadyStep(node));
+      verdict.steps.push_back(LabelsStep(node, options));
+      ASSIGN_OR_RETURN(VerifyStep plugin, DevicePluginStep(client, node, plugins));
+      verdict.steps.push_back(std::move(plugin));
+      verdict.steps.push_back(CapacityStep(node, options));
+      for (const VerifyStep& s : verdict.steps) Progress(progress, s);
+
+      VerifyStep smoke;
+      smoke.step = "smoke-pod";
+      std::vector<std::string> blocking;
+      for (std::string_view s : {"ready", "device-plugin", "capacity"}) {
+        if (Failed(verdict, s)) blocking.push_back(std::string(s));
+      }
+      ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
+      int64_t capacity = kube::MilliOf(node.capacity, kube::kGpuResource) / 1000;
+      int64_t gpus = std::min<int64_t>(2, expected.WantedGpus().value_or(capacity));
+      if (!blocking.empty()) {
+        smoke.evidence = StrCat("not run: ", absl::StrJoin(blocking, ", "), " failed");
+        smoke.fix = "fix the steps above first";
+      } else if (gpus <= 0) {
+        smoke.result = StepResult::kFail;
+        smoke.evidence = StrCat("the node has no ", kube::kGpuResource, " to request");
+      } else {
+        ASSIGN_OR_RETURN(smoke, RunSmokePod(client, node, gpus, options, clock, progress));
+      }
+      Progress(progress, smoke);
+      verdict.steps.push_back(std::move(smoke));
+      report.nodes.push_back(std::move(verdict));
+      if (clock.interrupted()) {
+        report.interrupted = true;
+        return report;
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace gpunode::cluster

@@ -1,0 +1,75 @@
+// `gpunode cluster verify NODE... | --selector SEL`: prove a GPU node works end to end before it
+// takes work, step by step: Ready; the labels (GPU feature discovery's and the operator's own
+// count label, which must agree, and any --require-label); a Running, Ready device plugin pod
+// (or why its DaemonSet does not cover the node); capacity = allocatable = physical GPUs (x
+// replicas); and a smoke pod that requests min(2, GPUs) and reports what it saw.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cluster/gpu_count.h"
+#include "kube/client.h"
+
+namespace gpunode::cluster {
+
+// gpunode's own image: the smoke pod's default, running `gpunode doctor --in-container -o json`.
+inline constexpr std::string_view kGpunodeImage = "ghcr.io/gpunode/gpunode:0.1.0";
+
+struct VerifyOptions {
+  std::vector<std::string> nodes;
+  std::string selector;  // a label selector, instead of nodes
+  std::string ns;        // the smoke pod's namespace
+  std::string image = std::string(kGpunodeImage);
+  // Empty: `gpunode doctor --in-container -o json` for gpunode's image, the image's own
+  // entrypoint for any other.
+  std::vector<std::string> command;
+  std::string runtime_class;                // the smoke pod's runtimeClassName, if set
+  std::vector<std::string> require_labels;  // KEY or KEY=VALUE the node must carry
+  std::string device_plugin;                // NAMESPACE/NAME of its DaemonSet; empty: found
+  CountLabel count_label;
+  absl::Duration timeout = absl::Minutes(5);  // per smoke pod, from creation to its end
+  absl::Duration poll_interval = absl::Seconds(2);
+};
+
+// How verify waits: real time in the binary; `interrupted` is true once SIGINT/SIGTERM came.
+struct VerifyClock {
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+  std::function<void(absl::Duration)> sleep = [](absl::Duration d) { absl::SleepFor(d); };
+  std::function<bool()> interrupted = [] { return false; };
+};
+
+enum class StepResult { kPass, kFail, kSkip };
+
+struct VerifyStep {
+  std::string step;  // ready, labels, device-plugin, capacity, smoke-pod
+  StepResult result = StepResult::kSkip;
+  std::string evidence;  // what was seen
+  std::string fix;       // empty on pass
+};
+
+struct NodeVerdict {
+  std::string node;
+  std::vector<VerifyStep> steps;
+  bool Passed() const;
+};
+
+struct VerifyReport {
+  std::vector<NodeVerdict> nodes;
+  bool interrupted = false;  // stopped by a signal; the smoke pod was deleted
+  bool Passed() const;       // every node passed, and there was at least one
+};
+
+// Verifies each node in turn, printing a progress line per step to `progress`. An error Status
+// means verify could not run (API errors, unknown node, a selector matching nothing).
+absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions& options,
+                                       const VerifyClock& clock, std::ostream& progress);
+
+void PrintVerifyTable(const VerifyReport& report, std::ostream& out);
+std::string VerifyJson(const VerifyReport& report);
+
+}  // namespace gpunode::cluster

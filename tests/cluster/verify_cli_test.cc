@@ -1,0 +1,368 @@
+// `gpunode cluster verify` and `cluster restore --verify` through the real binary against the API
+// server double, which plays the scheduler and kubelet for the smoke pod: the test decides what
+// the pod's doctor report says, or that the pod never finishes.
+#include <signal.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cli_support.h"
+#include "gtest/gtest.h"
+#include "harness/apiserver_double.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+
+namespace gpunode::testing {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kPluginNs[] = "gpu-operator";
+constexpr char kPluginSet[] = "nvidia-device-plugin-daemonset";
+
+json Node(const std::string& name, int capacity, int allocatable, bool plugin_label = true) {
+  json labels = {{"nvidia.com/gpu.present", "true"},
+                 {"nvidia.com/gpu.count", std::to_string(capacity)},
+                 {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                 {"gpu.count", std::to_string(capacity)}};
+  if (plugin_label) labels["nvidia.com/gpu.deploy.device-plugin"] = "true";
+  return {
+      {"kind", "Node"},
+      {"apiVersion", "v1"},
+      {"metadata", {{"name", name}, {"labels", labels}}},
+      {"spec",
+       {{"taints", {{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}}}}},
+      {"status",
+       {{"capacity", {{"nvidia.com/gpu", std::to_string(capacity)}}},
+        {"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}},
+        {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+}
+
+json DevicePluginSet() {
+  return {
+      {"kind", "DaemonSet"},
+      {"apiVersion", "apps/v1"},
+      {"metadata", {{"name", kPluginSet}, {"namespace", kPluginNs}}},
+      {"spec",
+       {{"selector", {{"matchLabels", {{"app", kPluginSet}}}}},
+        {"template",
+         {{"metadata", {{"labels", {{"app", kPluginSet}}}}},
+          {"spec",
+           {{"nodeSelector", {{"nvidia.com/gpu.deploy.device-plugin", "true"}}},
+            {"tolerations", {{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}}},
+            {"containers",
+             {{{"name", "plugin"}, {"image", "nvcr.io/nvidia/k8s-device-plugin:v0.15.0"}}}}}}}}}}};
+}
+
+json DevicePluginPod(const std::string& node, bool ready = true) {
+  return {
+      {"kind", "Pod"},
+      {"apiVersion", "v1"},
+      {"metadata",
+       {{"name", std::string(kPluginSet) + "-" + node},
+        {"namespace", kPluginNs},
+        {"ownerReferences",
+         {{{"apiVersion", "apps/v1"},
+           {"kind", "DaemonSet"},
+           {"name", kPluginSet},
+           {"uid", "3b1c0000-0000-4000-8000-000000000001"},
+           {"controller", true}}}}}},
+      {"spec", {{"nodeName", node}, {"containers", {{{"name", "plugin"}, {"image", "plugin"}}}}}},
+      {"status",
+       {{"phase", "Running"},
+        {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
+}
+
+std::string DoctorReport(const std::string& visible_status, const std::string& evidence = "") {
+  json report = {
+      {"findings",
+       {{{"layer", "container"},
+         {"id", "container.visible-devices"},
+         {"status", visible_status},
+         {"summary", visible_status == "ok" ? "sees exactly the 2 GPUs it was given"
+                                            : "sees GPUs it was not given"},
+         {"evidence", evidence},
+         {"fix", ""}}}},
+      {"summary",
+       {{"ok", visible_status == "ok" ? 1 : 0}, {"fail", visible_status == "ok" ? 0 : 1}}}};
+  return report.dump();
+}
+
+class VerifyCliTest : public LiveApiServerTest {
+ protected:
+  void SetUp() override {
+    LiveApiServerTest::SetUp();
+    if (HasFatalFailure()) return;
+    server_->AddObject(DevicePluginSet());
+    // The kubelet: a smoke pod that is looked at ends as the test says.
+    server_->OnRequest([this](const ApiServerDouble::Request& req) {
+      std::lock_guard<std::mutex> lock(mu_);
+      const std::string prefix = "/api/v1/namespaces/ml/pods/gpunode-verify-";
+      if (req.method == "POST" && req.path == "/api/v1/namespaces/ml/pods") {
+        created_.push_back(json::parse(req.body));
+        return;
+      }
+      if (req.method != "GET" || req.path.rfind(prefix, 0) != 0 ||
+          req.path.find("/log") != std::string::npos) {
+        return;
+      }
+      std::string pod = req.path.substr(std::string("/api/v1/namespaces/ml/pods/").size());
+      if (!server_->Pod("ml", pod).has_value()) return;  // a leftover's deletion being awaited
+      polled_ = true;
+      cv_.notify_all();
+      auto it = outcome_.find(pod.substr(std::string("gpunode-verify-").size()));
+      if (it == outcome_.end()) return;  // never finishes
+      server_->SetPodPhase("ml", pod, it->second.first);
+      server_->SetPodLog("ml", pod, it->second.second);
+    });
+  }
+  void TearDown() override { server_->OnRequest(nullptr); }
+
+  void Finishes(const std::string& node, const std::string& phase, const std::string& log) {
+    std::lock_guard<std::mutex> lock(mu_);
+    outcome_[node] = {phase, log};
+  }
+  std::vector<json> Created() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return created_;
+  }
+  bool WaitPolled(std::chrono::seconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return polled_; });
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool polled_ = false;
+  std::map<std::string, std::pair<std::string, std::string>> outcome_;  // node -> phase, log
+  std::vector<json> created_;
+};
+
+const json* StepOf(const json& report, const std::string& node, const std::string& step) {
+  for (const json& n : report["nodes"]) {
+    if (n["name"] != node) continue;
+    for (const json& s : n["steps"]) {
+      if (s["step"] == step) return &s;
+    }
+  }
+  return nullptr;
+}
+
+TEST_F(VerifyCliTest, HealthyNodesPassAndEverySmokePodIsDeleted) {
+  server_->AddObject(Node("gpu-a", 8, 8));
+  server_->AddObject(Node("gpu-one", 1, 1));
+  server_->AddObject(Node("cpu-1", 0, 0));
+  // Only GPU nodes carry nvidia.com/gpu.present.
+  json cpu = *server_->Node("cpu-1");
+  cpu["metadata"]["labels"] = {{"kubernetes.io/hostname", "cpu-1"}};
+  server_->AddObject(cpu);
+  server_->AddObject(DevicePluginPod("gpu-a"));
+  server_->AddObject(DevicePluginPod("gpu-one"));
+  // A smoke pod left behind by a run that was killed.
+  server_->AddObject({{"kind", "Pod"},
+                      {"apiVersion", "v1"},
+                      {"metadata", {{"name", "gpunode-verify-gpu-a"}, {"namespace", "ml"}}},
+                      {"spec", {{"containers", {{{"name", "smoke"}, {"image", "x"}}}}}},
+                      {"status", {{"phase", "Running"}}}});
+  Finishes("gpu-a", "Succeeded", DoctorReport("ok"));
+  Finishes("gpu-one", "Succeeded", DoctorReport("ok"));
+
+  ProcessResult r = Live({"cluster", "verify", "--selector", "nvidia.com/gpu.present=true", "-o",
+                          "json", "--poll-interval", "10ms"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  json report = json::parse(r.out);
+  EXPECT_EQ(report["summary"]["passed"], 2) << r.out;
+  EXPECT_EQ(report["summary"]["nodes"], 2) << r.out;
+  for (const char* step : {"ready", "labels", "device-plugin", "capacity", "smoke-pod"}) {
+    const json* s = StepOf(report, "gpu-a", step);
+    ASSERT_NE(s, nullptr) << step;
+    EXPECT_EQ((*s)["result"], "pass") << step << ": " << (*s)["evidence"];
+  }
+  EXPECT_EQ((*StepOf(report, "gpu-a", "device-plugin"))["evidence"],
+            "pod gpu-operator/nvidia-device-plugin-daemonset-gpu-a of DaemonSet "
+            "gpu-operator/nvidia-device-plugin-daemonset is Running and Ready");
+  EXPECT_NE((*StepOf(report, "gpu-a", "smoke-pod"))["evidence"].get<std::string>().find(
+                "with 2 GPU(s): container.visible-devices ok"),
+            std::string::npos);
+
+  std::vector<json> created = Created();
+  ASSERT_EQ(created.size(), 2u);
+  const json& pod = created[0];
+  EXPECT_EQ(pod["metadata"]["name"], "gpunode-verify-gpu-a");
+  EXPECT_EQ(pod["metadata"]["labels"]["app.kubernetes.io/name"], "gpunode-verify");
+  EXPECT_EQ(pod["metadata"]["labels"]["gpunode.io/node"], "gpu-a");
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "2");
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "ghcr.io/gpunode/gpunode:0.1.0");
+  EXPECT_EQ(pod["spec"]["containers"][0]["command"],
+            json({"gpunode", "doctor", "--in-container", "-o", "json"}));
+  EXPECT_EQ(
+      pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+         ["nodeSelectorTerms"][0]["matchFields"][0],
+      json({{"key", "metadata.name"}, {"operator", "In"}, {"values", {"gpu-a"}}}));
+  EXPECT_EQ(pod["spec"]["tolerations"][0],
+            json({{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}));
+  EXPECT_EQ(pod["spec"]["tolerations"][1]["key"], "node.kubernetes.io/unschedulable");
+  EXPECT_FALSE(pod["spec"]["automountServiceAccountToken"].get<bool>());
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  // One GPU on a one-GPU node.
+  EXPECT_EQ(created[1]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+
+  // The leftover was deleted before the new pod was created, and both smoke pods are gone.
+  std::vector<ApiServerDouble::Request> requests = server_->Requests();
+  int first_delete = -1, first_create = -1;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].method == "DELETE" && first_delete < 0) first_delete = static_cast<int>(i);
+    if (requests[i].method == "POST" && first_create < 0) first_create = static_cast<int>(i);
+  }
+  EXPECT_LT(first_delete, first_create);
+  EXPECT_FALSE(server_->Pod("ml", "gpunode-verify-gpu-a").has_value());
+  EXPECT_FALSE(server_->Pod("ml", "gpunode-verify-gpu-one").has_value());
+}
+
+TEST_F(VerifyCliTest, EachBrokenLinkIsItsOwnFailure) {
+  server_->AddObject(Node("gpu-uncovered", 8, 8, /*plugin_label=*/false));
+  server_->AddObject(Node("gpu-xid", 8, 7));
+  server_->AddObject(DevicePluginPod("gpu-xid"));
+  server_->AddObject(Node("gpu-leaky", 8, 8));
+  server_->AddObject(DevicePluginPod("gpu-leaky"));
+  Finishes("gpu-leaky", "Failed", DoctorReport("fail", "8 GPUs visible, 2 allocated"));
+
+  ProcessResult r = Live({"cluster", "verify", "gpu-uncovered", "gpu-xid", "gpu-leaky", "-o",
+                          "json", "--poll-interval", "10ms"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  json report = json::parse(r.out);
+  EXPECT_EQ(report["summary"]["failed"], 3);
+
+  const json* uncovered = StepOf(report, "gpu-uncovered", "device-plugin");
+  EXPECT_EQ((*uncovered)["result"], "fail");
+  EXPECT_EQ((*uncovered)["evidence"],
+            "DaemonSet gpu-operator/nvidia-device-plugin-daemonset does not cover gpu-uncovered: "
+            "its nodeSelector (nvidia.com/gpu.deploy.device-plugin=true) or node affinity does "
+            "not match the node's labels");
+  EXPECT_EQ((*StepOf(report, "gpu-uncovered", "smoke-pod"))["result"], "skip");
+
+  const json* xid = StepOf(report, "gpu-xid", "capacity");
+  EXPECT_EQ((*xid)["result"], "fail");
+  EXPECT_NE((*xid)["evidence"].get<std::string>().find("7 healthy nvidia.com/gpu"),
+            std::string::npos);
+
+  const json* leaky = StepOf(report, "gpu-leaky", "smoke-pod");
+  EXPECT_EQ((*leaky)["result"], "fail");
+  EXPECT_NE((*leaky)["evidence"].get<std::string>().find(
+                "container.visible-devices fail: sees GPUs it was not given (saw: 8 GPUs "
+                "visible, 2 allocated)"),
+            std::string::npos)
+      << (*leaky)["evidence"];
+  EXPECT_FALSE(server_->Pod("ml", "gpunode-verify-gpu-leaky").has_value());
+  // Smoke pods run only where the steps before them passed.
+  EXPECT_EQ(Created().size(), 1u);
+
+  ProcessResult table = Live({"cluster", "verify", "gpu-uncovered", "--poll-interval", "10ms"});
+  EXPECT_EQ(table.exit_code, 1);
+  EXPECT_NE(
+      table.out.find("gpu-uncovered   FAIL     pass    pass     fail            pass       skip\n"),
+      std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("0 of 1 node(s) passed"), std::string::npos) << table.out;
+}
+
+TEST_F(VerifyCliTest, ASmokePodThatNeverFinishesIsDeletedAtTheTimeout) {
+  server_->AddObject(Node("gpu-a", 8, 8));
+  server_->AddObject(DevicePluginPod("gpu-a"));
+  ProcessResult r = Live({"cluster", "verify", "gpu-a", "-o", "json", "--timeout", "300ms",
+                          "--poll-interval", "20ms"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  json report = json::parse(r.out);
+  const json* smoke = StepOf(report, "gpu-a", "smoke-pod");
+  ASSERT_NE(smoke, nullptr) << r.out;
+  EXPECT_NE(
+      (*smoke)["evidence"].get<std::string>().find("the pod did not finish within 300ms (Pending)"),
+      std::string::npos)
+      << (*smoke)["evidence"];
+  EXPECT_FALSE(server_->Pod("ml", "gpunode-verify-gpu-a").has_value());
+}
+
+TEST_F(VerifyCliTest, SigintDeletesTheSmokePodBeforeExiting) {
+  server_->AddObject(Node("gpu-a", 8, 8));
+  server_->AddObject(DevicePluginPod("gpu-a"));
+  BackgroundProcess verify({kGpunodeBinary, "cluster", "verify", "gpu-a", "--timeout", "10m",
+                            "--poll-interval", "1m", "--kubeconfig", kubeconfig_});
+  // The pod exists once verify looks at it for the first time.
+  ASSERT_TRUE(WaitPolled(std::chrono::seconds(30))) << verify.Stderr();
+  ASSERT_TRUE(server_->Pod("ml", "gpunode-verify-gpu-a").has_value());
+  verify.Signal(SIGINT);
+  std::optional<int> code = verify.Wait(std::chrono::seconds(20));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 128 + SIGINT) << verify.Stderr();
+  EXPECT_FALSE(server_->Pod("ml", "gpunode-verify-gpu-a").has_value());
+  EXPECT_NE(verify.Stderr().find("smoke pod ml/gpunode-verify-gpu-a deleted"), std::string::npos)
+      << verify.Stderr();
+  EXPECT_NE(verify.Stdout().find("interrupted"), std::string::npos) << verify.Stdout();
+}
+
+TEST_F(VerifyCliTest, RestoreVerifyRefusesANodeWhoseSmokePodFails) {
+  json node = Node("gpu-a", 8, 8);
+  node["metadata"]["labels"]["nvidia.com/gpu.state"] = "draining";
+  node["metadata"]["annotations"] = {{"gpunode.io/drain-cordoned", "true"}};
+  node["spec"]["unschedulable"] = true;
+  server_->AddObject(node);
+  server_->AddObject(DevicePluginPod("gpu-a"));
+  Finishes("gpu-a", "Failed", DoctorReport("fail", "8 GPUs visible, 2 allocated"));
+  ProcessResult refused =
+      Live({"cluster", "restore", "gpu-a", "--verify", "--poll-interval", "10ms"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("refusing to restore: node gpu-a failed verification"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
+
+  Finishes("gpu-a", "Succeeded", DoctorReport("ok"));
+  ProcessResult restored =
+      Live({"cluster", "restore", "gpu-a", "--verify", "--poll-interval", "10ms"});
+  EXPECT_EQ(restored.exit_code, 0) << restored.out << restored.err;
+  EXPECT_NE(restored.out.find("1 of 1 node(s) passed"), std::string::npos) << restored.out;
+  EXPECT_FALSE((*server_->Node("gpu-a"))["spec"].contains("unschedulable"));
+}
+
+TEST_F(VerifyCliTest, RequiredLabelsOfTheOperatorsScheme) {
+  server_->AddObject(Node("gpu-a", 8, 8));
+  server_->AddObject(DevicePluginPod("gpu-a"));
+  Finishes("gpu-a", "Succeeded", DoctorReport("ok"));
+  // Each --require-label takes one value: the node name after it stays a node.
+  ProcessResult r = Live({"cluster", "verify", "--require-label", "hardware-type=gpu",
+                          "--require-label", "nvidia.com/gpu.product=NVIDIA-A100", "gpu-a", "-o",
+                          "json", "--poll-interval", "10ms"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  json report = json::parse(r.out);
+  const json* labels = StepOf(report, "gpu-a", "labels");
+  ASSERT_NE(labels, nullptr) << r.out;
+  EXPECT_EQ((*labels)["result"], "fail");
+  EXPECT_EQ((*labels)["evidence"],
+            "missing hardware-type; wrong nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 (want "
+            "NVIDIA-A100)");
+  EXPECT_EQ((*StepOf(report, "gpu-a", "smoke-pod"))["result"], "pass");
+
+  json labelled = *server_->Node("gpu-a");
+  labelled["metadata"]["labels"]["hardware-type"] = "gpu";
+  server_->AddObject(labelled);
+  ProcessResult ok = Live({"cluster", "verify", "gpu-a", "--require-label", "hardware-type=gpu",
+                           "--poll-interval", "10ms"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+}
+
+TEST_F(VerifyCliTest, UsageErrors) {
+  EXPECT_EQ(Live({"cluster", "verify"}).exit_code, 2);
+  EXPECT_EQ(Live({"cluster", "verify", "gpu-a", "--selector", "a=b"}).exit_code, 2);
+  ProcessResult missing = Live({"cluster", "verify", "gpu-ghost"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("node gpu-ghost not found"), std::string::npos) << missing.err;
+  ProcessResult none = Live({"cluster", "verify", "--selector", "pool=nowhere"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no node matches --selector pool=nowhere"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpunode::testing
