@@ -11,8 +11,10 @@
 #include "abi_lists.h"
 #include "signature_shape.h"
 
-// gpunode's name for NVIDIA's nvmlMemory_v2 macro.
+// gpunode's names for NVIDIA's struct version macros.
 #define kNvmlMemoryV2Version nvmlMemory_v2
+#define kNvmlGpuInstanceProfileInfoV2Version nvmlGpuInstanceProfileInfo_v2
+#define kNvmlComputeInstanceProfileInfoV2Version nvmlComputeInstanceProfileInfo_v2
 
 namespace gpunode::nvml_abi {
 
