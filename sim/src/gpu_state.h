@@ -5,6 +5,7 @@
 #include <array>
 #include <optional>
 
+#include "activity_model.h"
 #include "node_model.h"
 
 namespace gpunode::sim {
@@ -34,6 +35,9 @@ class GpuState {
   // power draw since time zero. Calls must not go back in time.
   std::optional<uint64_t> energy_mj(SimTime now);
 
+  // Utilization integrated over time, behind the NVLink throughput counters.
+  UtilizationIntegral& activity() { return activity_; }
+
   bool lost() const { return lost_; }
   void set_lost(bool lost) { lost_ = lost; }
 
@@ -60,6 +64,7 @@ class GpuState {
   GpuModel model_;
   std::array<std::optional<Ramp>, kMetricCount> ramps_;
   bool lost_ = false;
+  UtilizationIntegral activity_;
   double energy_mj_ = 0;
   SimTime energy_time_{0};
 };
