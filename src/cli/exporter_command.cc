@@ -84,8 +84,7 @@ int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
   metrics::Sampler sampler(**library, host, &xids, pods.get(), sampler_options);
 
   // Profiling values compare two GPM samples: open the window before the first sample.
-  sampler.PrimeProfiling();
-  absl::SleepFor(metrics::Sampler::kProfilingWindow);
+  if (sampler.PrimeProfiling()) absl::SleepFor(metrics::Sampler::kProfilingWindow);
   if (options.once) {
     xids.Poll();
     sampler.SampleNow();

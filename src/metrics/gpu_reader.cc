@@ -278,13 +278,14 @@ std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
   return out;
 }
 
-void GpuReader::PrimeProfiling() {
+bool GpuReader::PrimeProfiling() {
+  bool primed = false;
   absl::StatusOr<unsigned> count = nvml::DeviceCount(library_);
   for (unsigned index = 0; count.ok() && index < *count; ++index) {
     absl::StatusOr<nvml::Device> device = nvml::DeviceAt(library_, index);
     if (!device.ok() || !gpm_.Supported(index, *device).value_or(false)) continue;
     if (!device->MigEnabled().value_or(false)) {
-      gpm_.Read(index, *device, std::nullopt).IgnoreError();
+      primed = gpm_.Read(index, *device, std::nullopt).ok() || primed;
       continue;
     }
     absl::StatusOr<std::vector<nvml::Device>> migs = device->MigDevices();
@@ -293,9 +294,10 @@ void GpuReader::PrimeProfiling() {
     for (const nvml::Device& mig : *migs) {
       absl::StatusOr<unsigned> instance = mig.GpuInstanceId();
       if (instance.ok() && instances.insert(*instance).second)
-        gpm_.Read(index, *device, *instance).IgnoreError();
+        primed = gpm_.Read(index, *device, *instance).ok() || primed;
     }
   }
+  return primed;
 }
 
 }  // namespace gpunode::metrics

@@ -23,8 +23,9 @@ class GpuReader {
   std::vector<GpuReading> Read(uint64_t* errors);
 
   // Takes the opening GPM sample of every GPU and GPU instance that has GPM, so that the next
-  // Read already reports profiling values. Failures are left to Read to report.
-  void PrimeProfiling();
+  // Read already reports profiling values; false when there was none to take. Failures are left
+  // to Read to report.
+  bool PrimeProfiling();
 
  private:
   struct Identity {
