@@ -15,11 +15,13 @@
 #include "host/host_root.h"
 #include "http/http_module.h"
 #include "httplib.h"
+#include "metrics/gpm_reader.h"
 #include "metrics/gpu_reader.h"
 #include "metrics/metrics_server.h"
 #include "metrics/render.h"
 #include "metrics/sampler.h"
 #include "nvml/library.h"
+#include "nvml/system.h"
 
 namespace gpunode::metrics {
 namespace {
@@ -71,6 +73,29 @@ void BM_Sample(benchmark::State& state) {
   for (auto _ : state) sampler.SampleNow();
 }
 BENCHMARK(BM_Sample)->Arg(8)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+// GPM alone: one sample of every GPU and the metrics against the previous sample, as each
+// exporter sample does on Hopper.
+void BM_GpmSample(benchmark::State& state) {
+  std::unique_ptr<nvml::Library> library = OpenSimulator(SpecFor(static_cast<int>(state.range(0))));
+  if (library == nullptr) return state.SkipWithError("cannot load the simulator");
+  GpmReader gpm(*library);
+  std::vector<nvml::Device> gpus;
+  for (unsigned i = 0; i < static_cast<unsigned>(state.range(0)); ++i) {
+    absl::StatusOr<nvml::Device> device = nvml::DeviceAt(*library, i);
+    if (!device.ok() || !gpm.Supported(i, *device).value_or(false))
+      return state.SkipWithError("GPU without GPM");
+    gpus.push_back(*device);
+    (void)gpm.Read(i, *device, std::nullopt);  // the opening sample
+  }
+  for (auto _ : state) {
+    for (unsigned i = 0; i < gpus.size(); ++i) {
+      absl::StatusOr<std::optional<nvml::GpmValues>> values = gpm.Read(i, gpus[i], std::nullopt);
+      benchmark::DoNotOptimize(values);
+    }
+  }
+}
+BENCHMARK(BM_GpmSample)->Arg(8)->Unit(benchmark::kMicrosecond);
 
 void BM_Scrape(benchmark::State& state) {
   std::unique_ptr<nvml::Library> library = OpenSimulator(SpecFor(static_cast<int>(state.range(0))));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "activity_model.h"
 #include "node_model.h"
 
 namespace gpunode::sim {
@@ -41,6 +42,8 @@ class GpuState {
     model_.mig_pending = pending;
     model_.mig_devices = std::move(devices);
   }
+  // Utilization integrated over time, behind the NVLink throughput counters.
+  UtilizationIntegral& activity() { return activity_; }
 
   bool lost() const { return lost_; }
   void set_lost(bool lost) { lost_ = lost; }
@@ -70,6 +73,7 @@ class GpuState {
   GpuModel model_;
   std::array<std::optional<Ramp>, kMetricCount> ramps_;
   bool lost_ = false;
+  UtilizationIntegral activity_;
   double energy_mj_ = 0;
   SimTime energy_time_{0};
 };

@@ -13,6 +13,7 @@
 #include "nvml/abi.h"
 #pragma GCC visibility pop
 
+#include "nvlink_throughput.h"
 #include "simulator.h"
 
 using gpunode::sim::GpuModel;
@@ -463,9 +464,10 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRo
 // back with its own NOT_SUPPORTED, as NVML does for fields a GPU lacks.
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
                                       nvmlFieldValue_t* values) {
-  return on_gpu(device, [&](NodeState&, GpuState& gpu) -> nvmlReturn_t {
+  return on_gpu(device, [&](NodeState& node, GpuState& gpu) -> nvmlReturn_t {
     if (valuesCount < 0 || (valuesCount > 0 && values == nullptr))
       return NVML_ERROR_INVALID_ARGUMENT;
+    auto now = node.now(NodeState::Clock::now());
     auto timestamp = std::chrono::duration_cast<std::chrono::microseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
@@ -475,6 +477,12 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
       field.latencyUsec = 0;
       std::optional<unsigned> value;
       if (field.fieldId == NVML_FI_DEV_MEMORY_TEMP) value = gpu.model().memory_temperature_c;
+      if (std::optional<uint64_t> kib = gpunode::sim::nvlink_throughput_kib(gpu, now, field)) {
+        field.nvmlReturn = NVML_SUCCESS;
+        field.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        field.value.ullVal = *kib;
+        continue;
+      }
       field.nvmlReturn = value ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
       if (value) {
         field.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;

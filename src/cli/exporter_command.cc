@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
@@ -71,6 +72,8 @@ int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
   sampler_options.interval = *interval;
   metrics::Sampler sampler(**library, host, &xids, pods.get(), sampler_options);
 
+  // Profiling values compare two GPM samples: open the window before the first sample.
+  if (sampler.PrimeProfiling()) absl::SleepFor(metrics::Sampler::kProfilingWindow);
   if (options.once) {
     xids.Poll();
     sampler.SampleNow();
@@ -98,7 +101,9 @@ void AddExporterCommand(CLI::App& app, const GlobalOptions& global, CommandRunne
   CLI::App* cmd = app.add_subcommand(
       "exporter",
       "serve GPU metrics (dcgm-exporter names and labels) with pod attribution and zombie GPU "
-      "processes on /metrics");
+      "processes on /metrics. The DCGM_FI_PROF_* profiling series come from NVML's GPM and "
+      "exist only on Hopper and later GPUs (driver 520+); before Hopper they need DCGM's "
+      "profiling module and are left out, never reported as 0.");
   cmd->add_option("--listen", options->listen, "[HOST]:PORT to serve /metrics and /healthz on")
       ->capture_default_str();
   cmd->add_option("--interval", options->interval,

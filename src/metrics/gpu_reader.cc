@@ -1,7 +1,13 @@
 #include "metrics/gpu_reader.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
 #include "core/log.h"
 #include "gpu/mig_profile.h"
+#include "nvml/activity.h"
 #include "nvml/status.h"
 #include "nvml/system.h"
 #include "spdlog/spdlog.h"
@@ -102,6 +108,81 @@ void ReadGpuFields(FieldReader& r, FieldValues& v, const nvml::Device& d) {
   }
 }
 
+// DCGM's profiling fields from NVML's GPM metrics: percentages become ratios 0-1, MiB/s bytes/s.
+void SetProfiling(FieldValues& v, const nvml::GpmValues& gpm) {
+  using enum nvml::GpmMetric;
+  auto ratio = [&](Field field, nvml::GpmMetric metric) {
+    if (const std::optional<double>& pct = gpm[static_cast<size_t>(metric)])
+      v[field] = std::clamp(*pct / 100, 0.0, 1.0);
+  };
+  auto rate = [&](Field field, nvml::GpmMetric metric) {
+    if (const std::optional<double>& mib = gpm[static_cast<size_t>(metric)])
+      v[field] = std::round(std::max(*mib, 0.0) * kMiB);
+  };
+  ratio(kProfGrEngineActive, kGraphicsUtil);
+  ratio(kProfSmActive, kSmUtil);
+  ratio(kProfSmOccupancy, kSmOccupancy);
+  ratio(kProfPipeTensorActive, kAnyTensorUtil);
+  ratio(kProfDramActive, kDramBwUtil);
+  ratio(kProfPipeFp64Active, kFp64Util);
+  ratio(kProfPipeFp32Active, kFp32Util);
+  ratio(kProfPipeFp16Active, kFp16Util);
+  rate(kProfPcieTxBytes, kPcieTxMibPerSec);
+  rate(kProfPcieRxBytes, kPcieRxMibPerSec);
+  rate(kProfNvlinkTxBytes, kNvlinkTxMibPerSec);
+  rate(kProfNvlinkRxBytes, kNvlinkRxMibPerSec);
+}
+
+// This interval's GPM values of a GPU (or of GPU instance `gpu_instance_id`) into `values`.
+void ReadProfiling(FieldReader& reader, GpmReader& gpm, unsigned index, const nvml::Device& gpu,
+                   std::optional<unsigned> gpu_instance_id, FieldValues& values) {
+  if (std::optional<std::optional<nvml::GpmValues>> read =
+          reader.Get(gpm.Read(index, gpu, gpu_instance_id));
+      read && *read) {
+    SetProfiling(values, **read);
+  }
+}
+
+// SM utilization of each process since `*seen_us`, the mean of the driver's samples; a process
+// without a sample in the window ran nothing then (0).
+void ReadProcessUtilization(FieldReader& reader, const nvml::Library& library,
+                            const nvml::Device& device, uint64_t* seen_us,
+                            std::vector<ProcessReading>& processes) {
+  if (processes.empty()) return;
+  std::optional<std::vector<nvml::ProcessUtilization>> samples =
+      reader.Get(nvml::ProcessUtilizations(library, device, *seen_us));
+  if (!samples) return;
+  std::map<unsigned, std::pair<double, unsigned>> by_pid;  // sum, count
+  for (const nvml::ProcessUtilization& sample : *samples) {
+    auto& [sum, count] = by_pid[sample.pid];
+    sum += sample.sm_pct;
+    ++count;
+    *seen_us = std::max(*seen_us, sample.timestamp_us);
+  }
+  for (ProcessReading& process : processes) {
+    auto it = by_pid.find(process.pid);
+    process.sm_utilization_pct = it == by_pid.end() ? 0.0 : it->second.first / it->second.second;
+  }
+}
+
+// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL over the GPU's active links (asked once per GPU).
+void ReadNvLinkTotal(FieldReader& reader, const nvml::Library& library, const nvml::Device& device,
+                     std::optional<std::vector<unsigned>>& links, FieldValues& values) {
+  if (!links) {
+    absl::StatusOr<std::vector<nvml::NvLink>> active = device.ActiveNvLinks();
+    if (!active.ok() && !nvml::IsNotSupported(active.status())) {
+      reader.Note(active.status());
+      return;
+    }
+    links.emplace();
+    for (const nvml::NvLink& link : active.ok() ? *active : std::vector<nvml::NvLink>{})
+      links->push_back(link.link);
+  }
+  if (links->empty()) return;
+  if (std::optional<uint64_t> kib = reader.Get(nvml::NvLinkDataKib(library, device, *links)))
+    values[kNvlinkBandwidthTotal] = static_cast<double>(*kib);
+}
+
 }  // namespace
 
 std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
@@ -116,6 +197,7 @@ std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
     spdlog::warn("{}", counted.status().message());
   }
   if (known_.size() < count) known_.resize(count);
+  if (carried_.size() < known_.size()) carried_.resize(known_.size());
   out.reserve(known_.size());
   for (unsigned index = 0; index < known_.size(); ++index) {
     GpuReading gpu;
@@ -135,7 +217,12 @@ std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
       if (std::optional<nvml::PciInfo> pci = reader.Get(device->Pci()))
         known.pci_bus_id = pci->bus_id;
       ReadGpuFields(reader, gpu.values, *device);
+      Carried& carried = carried_[index];
+      ReadNvLinkTotal(reader, library_, *device, carried.nvlinks, gpu.values);
       gpu.mig_enabled = reader.Get(device->MigEnabled()).value_or(false);
+      bool profiled = reader.Get(gpm_.Supported(index, *device)).value_or(false);
+      // GPM values per GPU instance: its compute instances share them.
+      std::map<unsigned, FieldValues> instance_profiling;
       if (gpu.mig_enabled) {
         uint64_t parent_bytes =
             gpu.values[kFbTotal] ? static_cast<uint64_t>(*gpu.values[kFbTotal]) * kMiB : 0;
@@ -156,12 +243,22 @@ std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
             }
             ReadMemory(mig_reader, mig.values, mig_device);
             ReadProcesses(mig_reader, mig_device, &mig.processes);
+            if (profiled) {
+              auto [it, first] = instance_profiling.try_emplace(mig.gpu_instance_id);
+              if (first)
+                ReadProfiling(mig_reader, gpm_, index, *device, mig.gpu_instance_id, it->second);
+              for (size_t f = kProfGrEngineActive; f <= kProfNvlinkRxBytes; ++f)
+                mig.values[f] = it->second[f];
+            }
             if (mig_reader.lost()) reader.MarkLost();
             gpu.migs.push_back(std::move(mig));
           }
         }
       } else {
         ReadProcesses(reader, *device, &gpu.processes);
+        ReadProcessUtilization(reader, library_, *device, &carried.utilization_seen_us,
+                               gpu.processes);
+        if (profiled) ReadProfiling(reader, gpm_, index, *device, std::nullopt, gpu.values);
       }
       gpu.lost = reader.lost();
     }
@@ -169,6 +266,7 @@ std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
     gpu.name = known.name;
     gpu.pci_bus_id = known.pci_bus_id;
     if (gpu.lost) {
+      gpm_.Forget(index);
       // Whatever was read before the GPU stopped answering is not trustworthy.
       gpu.values = {};
       gpu.migs.clear();
@@ -178,6 +276,28 @@ std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
     out.push_back(std::move(gpu));
   }
   return out;
+}
+
+bool GpuReader::PrimeProfiling() {
+  bool primed = false;
+  absl::StatusOr<unsigned> count = nvml::DeviceCount(library_);
+  for (unsigned index = 0; count.ok() && index < *count; ++index) {
+    absl::StatusOr<nvml::Device> device = nvml::DeviceAt(library_, index);
+    if (!device.ok() || !gpm_.Supported(index, *device).value_or(false)) continue;
+    if (!device->MigEnabled().value_or(false)) {
+      primed = gpm_.Read(index, *device, std::nullopt).ok() || primed;
+      continue;
+    }
+    absl::StatusOr<std::vector<nvml::Device>> migs = device->MigDevices();
+    if (!migs.ok()) continue;
+    std::set<unsigned> instances;
+    for (const nvml::Device& mig : *migs) {
+      absl::StatusOr<unsigned> instance = mig.GpuInstanceId();
+      if (instance.ok() && instances.insert(*instance).second)
+        primed = gpm_.Read(index, *device, *instance).ok() || primed;
+    }
+  }
+  return primed;
 }
 
 }  // namespace gpunode::metrics

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/gpm_reader.h"
 #include "metrics/node_reading.h"
 #include "nvml/library.h"
 
@@ -13,19 +14,33 @@ namespace gpunode::metrics {
 
 class GpuReader {
  public:
-  explicit GpuReader(const nvml::Library& library) : library_(library) {}
+  explicit GpuReader(const nvml::Library& library) : library_(library), gpm_(library) {}
 
   // One reading per GPU index. Values the GPU does not report stay empty; other NVML failures
   // are counted in *errors. A GPU that answers GPU_IS_LOST (or cannot be reached) is `lost`.
+  // The profiling (GPM) values cover the time since the previous Read or PrimeProfiling, and
+  // are left out the first time.
   std::vector<GpuReading> Read(uint64_t* errors);
+
+  // Takes the opening GPM sample of every GPU and GPU instance that has GPM, so that the next
+  // Read already reports profiling values; false when there was none to take. Failures are left
+  // to Read to report.
+  bool PrimeProfiling();
 
  private:
   struct Identity {
     std::string uuid, name, pci_bus_id;
   };
+  // What is asked once per GPU or carried from one Read to the next.
+  struct Carried {
+    std::optional<std::vector<unsigned>> nvlinks;  // active links, asked once
+    uint64_t utilization_seen_us = 0;              // newest process-utilization sample taken
+  };
 
   const nvml::Library& library_;
-  std::vector<Identity> known_;  // by GPU index
+  GpmReader gpm_;
+  std::vector<Identity> known_;   // by GPU index
+  std::vector<Carried> carried_;  // by GPU index
 };
 
 }  // namespace gpunode::metrics

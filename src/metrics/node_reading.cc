@@ -41,6 +41,37 @@ const std::array<FieldSpec, kFieldCount>& FieldSpecs() {
       {"DCGM_FI_DEV_ROW_REMAP_FAILURE", kGauge, "Whether remapping of rows has failed", false},
       {"DCGM_FI_DEV_ROW_REMAP_PENDING", kGauge,
        "Whether a row remapping is pending (the GPU needs a reset)", false},
+      {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", kCounter,
+       "Total NVLink data sent and received over all links (in KiB).", false},
+      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", kGauge, "Ratio of time the graphics engine is active.",
+       true},
+      {"DCGM_FI_PROF_SM_ACTIVE", kGauge, "The ratio of cycles an SM has at least 1 warp assigned.",
+       true},
+      {"DCGM_FI_PROF_SM_OCCUPANCY", kGauge, "The ratio of number of warps resident on an SM.",
+       true},
+      {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", kGauge,
+       "Ratio of cycles the tensor (HMMA) pipe is active.", true},
+      {"DCGM_FI_PROF_DRAM_ACTIVE", kGauge,
+       "Ratio of cycles the device memory interface is active sending or receiving data.", true},
+      {"DCGM_FI_PROF_PIPE_FP64_ACTIVE", kGauge, "Ratio of cycles the fp64 pipes are active.", true},
+      {"DCGM_FI_PROF_PIPE_FP32_ACTIVE", kGauge, "Ratio of cycles the fp32 pipes are active.", true},
+      {"DCGM_FI_PROF_PIPE_FP16_ACTIVE", kGauge, "Ratio of cycles the fp16 pipes are active.", true},
+      {"DCGM_FI_PROF_PCIE_TX_BYTES", kGauge,
+       "The rate of data transmitted over the PCIe bus - including both protocol headers and data "
+       "payloads - in bytes per second.",
+       false},
+      {"DCGM_FI_PROF_PCIE_RX_BYTES", kGauge,
+       "The rate of data received over the PCIe bus - including both protocol headers and data "
+       "payloads - in bytes per second.",
+       false},
+      {"DCGM_FI_PROF_NVLINK_TX_BYTES", kGauge,
+       "The rate of data transmitted over NVLink, not including protocol headers, in bytes per "
+       "second.",
+       false},
+      {"DCGM_FI_PROF_NVLINK_RX_BYTES", kGauge,
+       "The rate of data received over NVLink, not including protocol headers, in bytes per "
+       "second.",
+       false},
   }};
   return specs;
 }

@@ -43,6 +43,20 @@ enum Field : uint8_t {
   kUncorrectableRemappedRows,
   kRowRemapFailure,
   kRowRemapPending,
+  kNvlinkBandwidthTotal,
+  // Profiling metrics, from GPM (Hopper and later).
+  kProfGrEngineActive,
+  kProfSmActive,
+  kProfSmOccupancy,
+  kProfPipeTensorActive,
+  kProfDramActive,
+  kProfPipeFp64Active,
+  kProfPipeFp32Active,
+  kProfPipeFp16Active,
+  kProfPcieTxBytes,
+  kProfPcieRxBytes,
+  kProfNvlinkTxBytes,
+  kProfNvlinkRxBytes,
   kFieldCount,
 };
 
@@ -68,6 +82,9 @@ struct PodLabels {
 struct ProcessReading {
   unsigned pid = 0;
   std::optional<uint64_t> used_memory_bytes;
+  // SM utilization over the last interval, percent (nvmlDeviceGetProcessUtilization); empty
+  // where the driver does not report it.
+  std::optional<double> sm_utilization_pct;
   Ownership ownership = Ownership::kUnknown;
   std::optional<PodLabels> pod;  // for kPod
   std::string orphan_reason;     // for kOrphan
@@ -75,11 +92,22 @@ struct ProcessReading {
   std::string container_id;
 };
 
+// What one pod's processes use of a shared device.
+struct HolderUsage {
+  std::optional<double> gpu_util_pct;  // sum of its processes' SM utilization, at most 100
+  std::optional<double> fb_used_mib;   // sum of its processes' memory
+};
+
 // A full GPU or a MIG device.
 struct DeviceReading {
   FieldValues values;
   // One entry per pod the kubelet allocated the device to (several for a shared GPU).
   std::vector<PodLabels> holders;
+  // Time-sliced or MPS: the holders are replicas of one device. Then DCGM_FI_DEV_GPU_UTIL and
+  // DCGM_FI_DEV_FB_USED are reported per holder from its processes (holder_usage, parallel to
+  // holders) and for the whole device without pod labels.
+  bool shared = false;
+  std::vector<HolderUsage> holder_usage;
   std::vector<ProcessReading> processes;
 };
 

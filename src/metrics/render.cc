@@ -1,5 +1,6 @@
 #include "metrics/render.h"
 
+#include <cmath>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
@@ -87,9 +88,30 @@ void WriteField(LazyFamily& family, const FieldSpec& spec, double value,
   }
 }
 
-void WriteProcess(LazyFamily& family, const std::string& base, const ProcessReading& process,
-                  std::string* extra) {
-  if (!process.used_memory_bytes) return;
+// A device's value of field `f`: on a shared device, GPU_UTIL and FB_USED go once for the whole
+// device with its own labels and once per holder with what its processes use, and FB_TOTAL goes
+// for the whole device too so that used / total still divides; everything else goes once per
+// holder.
+void WriteDeviceField(LazyFamily& family, const FieldSpec& spec, size_t f,
+                      const DeviceReading& device, const DeviceSeries& series) {
+  if (!device.values[f]) return;
+  bool per_pod = device.shared && (f == kGpuUtil || f == kFbUsed) &&
+                 device.holder_usage.size() == series.series.size();
+  if (device.shared && (per_pod || f == kFbTotal))
+    family.Sample(series.base, "", static_cast<uint64_t>(*device.values[f]));
+  if (!per_pod) {
+    WriteField(family, spec, *device.values[f], series.series);
+    return;
+  }
+  for (size_t h = 0; h < device.holder_usage.size(); ++h) {
+    const HolderUsage& usage = device.holder_usage[h];
+    const std::optional<double>& value = f == kGpuUtil ? usage.gpu_util_pct : usage.fb_used_mib;
+    if (value) family.Sample(series.series[h], "", static_cast<uint64_t>(std::llround(*value)));
+  }
+}
+
+// The labels of one process's series after the device's: pid and its pod, or why it is an orphan.
+void ProcessLabels(const ProcessReading& process, std::string* extra) {
   extra->clear();
   AppendLabel("pid", absl::StrCat(process.pid), extra);
   if (process.ownership == Ownership::kPod && process.pod) {
@@ -100,7 +122,20 @@ void WriteProcess(LazyFamily& family, const std::string& base, const ProcessRead
     if (!process.pod_uid.empty()) AppendLabel("pod_uid", process.pod_uid, extra);
     if (!process.container_id.empty()) AppendLabel("container_id", process.container_id, extra);
   }
+}
+
+void WriteProcess(LazyFamily& family, const std::string& base, const ProcessReading& process,
+                  std::string* extra) {
+  if (!process.used_memory_bytes) return;
+  ProcessLabels(process, extra);
   family.Sample(base, *extra, *process.used_memory_bytes);
+}
+
+void WriteProcessUtilization(LazyFamily& family, const std::string& base,
+                             const ProcessReading& process, std::string* extra) {
+  if (!process.sm_utilization_pct) return;
+  ProcessLabels(process, extra);
+  family.Sample(base, *extra, *process.sm_utilization_pct / 100);
 }
 
 }  // namespace
@@ -128,11 +163,9 @@ void RenderExposition(const NodeReading& node, std::string* out) {
     for (size_t i = 0; i < node.gpus.size(); ++i) {
       const GpuReading& gpu = node.gpus[i];
       if (gpu.lost) continue;
-      if (gpu.values[f]) WriteField(family, spec, *gpu.values[f], gpu_series[i].series);
-      for (size_t m = 0; m < gpu.migs.size(); ++m) {
-        if (gpu.migs[m].values[f])
-          WriteField(family, spec, *gpu.migs[m].values[f], mig_series[i][m].series);
-      }
+      WriteDeviceField(family, spec, f, gpu, gpu_series[i]);
+      for (size_t m = 0; m < gpu.migs.size(); ++m)
+        WriteDeviceField(family, spec, f, gpu.migs[m], mig_series[i][m]);
     }
     // dcgm-exporter lists the XID gauge after the utilizations, before the framebuffer.
     if (f == kDecUtil) {
@@ -176,6 +209,16 @@ void RenderExposition(const NodeReading& node, std::string* out) {
       for (const ProcessReading& process : gpu.migs[m].processes)
         WriteProcess(processes, mig_series[i][m].base, process, &extra);
     }
+  }
+
+  LazyFamily utilization(writer, "gpunode_gpu_process_utilization_ratio", MetricType::kGauge,
+                         "SM utilization of a compute process over the last sampling interval "
+                         "(0-1), with its pod or orphan=\"true\" as for its memory.");
+  for (size_t i = 0; i < node.gpus.size(); ++i) {
+    const GpuReading& gpu = node.gpus[i];
+    if (gpu.lost) continue;
+    for (const ProcessReading& process : gpu.processes)
+      WriteProcessUtilization(utilization, gpu_series[i].base, process, &extra);
   }
 
   LazyFamily orphans(writer, "gpunode_orphan_gpu_processes", MetricType::kGauge,

@@ -1,5 +1,7 @@
 #include "metrics/sampler.h"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,43 @@ namespace {
 PodLabels LabelsOf(const DeviceAllocation& allocation) {
   return PodLabels{allocation.namespace_name, allocation.pod, allocation.container,
                    allocation.replica};
+}
+
+bool SamePod(const PodLabels& a, const PodLabels& b) {
+  return a.namespace_name == b.namespace_name && a.pod == b.pod && a.container == b.container &&
+         a.vgpu == b.vgpu;
+}
+
+// On a device shared by replicas (time-slicing, MPS), what each holder's processes use: SM
+// utilization and memory summed over them. A holder without processes uses nothing; a figure
+// the driver does not give for one of its processes leaves the holder's sum out.
+void SplitByHolder(DeviceReading& device) {
+  device.shared = std::any_of(device.holders.begin(), device.holders.end(),
+                              [](const PodLabels& holder) { return !holder.vgpu.empty(); });
+  if (!device.shared) return;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  // The driver reports utilization for all of a device's processes or for none.
+  bool utilization_known =
+      device.processes.empty() || device.processes.front().sm_utilization_pct.has_value();
+  for (const PodLabels& holder : device.holders) {
+    HolderUsage usage{0.0, 0.0};
+    if (!utilization_known) usage.gpu_util_pct.reset();
+    for (const ProcessReading& process : device.processes) {
+      if (process.ownership != Ownership::kPod || !process.pod || !SamePod(*process.pod, holder))
+        continue;
+      if (usage.gpu_util_pct && process.sm_utilization_pct) {
+        *usage.gpu_util_pct = std::min(100.0, *usage.gpu_util_pct + *process.sm_utilization_pct);
+      } else {
+        usage.gpu_util_pct.reset();
+      }
+      if (usage.fb_used_mib && process.used_memory_bytes) {
+        *usage.fb_used_mib += std::floor(static_cast<double>(*process.used_memory_bytes) / kMiB);
+      } else {
+        usage.fb_used_mib.reset();
+      }
+    }
+    device.holder_usage.push_back(usage);
+  }
 }
 
 }  // namespace
@@ -72,11 +111,13 @@ void Sampler::Attribute(NodeReading& node) {
       std::vector<const DeviceAllocation*> holders = attribution->Of(gpu.uuid, gpu.index);
       for (const DeviceAllocation* holder : holders) gpu.holders.push_back(LabelsOf(*holder));
       classify(gpu.processes, holders, &orphans);
+      SplitByHolder(gpu);
     }
     for (MigReading& mig : gpu.migs) {
       std::vector<const DeviceAllocation*> holders = attribution->Of(mig.uuid, std::nullopt);
       for (const DeviceAllocation* holder : holders) mig.holders.push_back(LabelsOf(*holder));
       classify(mig.processes, holders, &orphans);
+      SplitByHolder(mig);
     }
     gpu.orphan_processes = static_cast<unsigned>(orphans.size());
   }

@@ -34,6 +34,10 @@ class Sampler {
 
   // Takes one sample now, on the caller's thread, and publishes it.
   void SampleNow();
+  // Takes the opening profiling (GPM) samples; a SampleNow at least kProfilingWindow later
+  // then reports profiling values too. False when no GPU has GPM (nothing to wait for).
+  bool PrimeProfiling() { return reader_.PrimeProfiling(); }
+  static constexpr absl::Duration kProfilingWindow = absl::Milliseconds(100);
   // Samples every `interval` on a background thread until destruction.
   void Start();
 

@@ -2,8 +2,9 @@
 //
 // These declarations must match libnvidia-ml.so.1 byte for byte: the production layer calls the
 // real driver library through them, and the simulator (sim/) exports the same symbols. Layouts
-// are pinned by static_assert below; the values and sizes follow NVML_API_VERSION 13 (LP64).
-// Nothing here is ever linked directly: production code resolves every symbol with dlsym.
+// are pinned by static_assert below; the values and sizes follow NVML_API_VERSION 13 (LP64); the
+// GPM and process-utilization declarations were checked against nvml.h of CUDA 11.8 (API version
+// 11). Nothing here is ever linked directly: production code resolves every symbol with dlsym.
 #pragma once
 
 #include <cstddef>
@@ -339,6 +340,72 @@ typedef struct {
   nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+// NVLink throughput fields (nvmlDeviceGetFieldValues, scopeId = link number): data moved over
+// the link since the driver loaded, in KiB, as an unsigned long long.
+enum : unsigned {
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
+};
+
+// nvmlDeviceGetProcessUtilization: one sample per process and driver sampling period.
+typedef struct {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU time of the sample, microseconds
+  unsigned int smUtil;           // percent
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+// ---- GPU Performance Monitoring (GPM), Hopper and later. nvml.h of CUDA 11.8 (NVML_API_VERSION
+// 11), "GPM" group; nvmlGpmMigSampleGet arrived with the CUDA 12.0 header, same sample type. ----
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+
+// nvmlGpmMetricId_t: the metrics gpunode asks for. Utilizations are percentages 0-100; the
+// PER_SEC metrics are MiB per second.
+typedef unsigned nvmlGpmMetricId_t;
+enum : nvmlGpmMetricId_t {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,
+  NVML_GPM_METRIC_SM_UTIL = 2,
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,
+  NVML_GPM_METRIC_FP64_UTIL = 11,
+  NVML_GPM_METRIC_FP32_UTIL = 12,
+  NVML_GPM_METRIC_FP16_UTIL = 13,
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,
+  NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60,
+  NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61,
+  NVML_GPM_METRIC_MAX = 98,  // the size of nvmlGpmMetricsGet_t::metrics in version 1
+};
+
+typedef struct {
+  unsigned int metricId;    // in
+  nvmlReturn_t nvmlReturn;  // out: value is valid only when NVML_SUCCESS
+  double value;             // out
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;  // out: may be null
+} nvmlGpmMetric_t;
+
+typedef struct {
+  unsigned int version;     // NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;  // entries of metrics[] to fill
+  nvmlGpmSample_t sample1;  // the earlier sample
+  nvmlGpmSample_t sample2;  // the later sample
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+constexpr unsigned NVML_GPM_METRICS_GET_VERSION = 1;
+
+typedef struct {
+  unsigned int version;  // NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+constexpr unsigned NVML_GPM_SUPPORT_VERSION = 1;
+
 static_assert(sizeof(nvmlDevice_t) == 8);
 static_assert(sizeof(nvmlMemory_t) == 24);
 static_assert(sizeof(nvmlMemory_v2_t) == 40);
@@ -372,6 +439,18 @@ static_assert(kNvmlComputeInstanceProfileInfoV2Version == 0x02000088);
 static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
 static_assert(offsetof(nvmlComputeInstanceInfo_t, id) == 16);
 static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24);
+
+static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
+static_assert(offsetof(nvmlProcessUtilizationSample_t, timeStamp) == 8);
+static_assert(offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16);
+static_assert(sizeof(nvmlGpmSample_t) == 8);
+static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(offsetof(nvmlGpmMetric_t, value) == 8);
+static_assert(offsetof(nvmlGpmMetric_t, metricInfo) == 16);
+static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8);
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
+static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 98 * 40);
+static_assert(sizeof(nvmlGpmSupport_t) == 8);
 
 // ---- Entry points. Versioned names are listed beside the older names they fall back to. ----
 nvmlReturn_t nvmlInit_v2(void);
@@ -502,5 +581,18 @@ nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long ev
 nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
 nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
 nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                             nvmlProcessUtilizationSample_t* utilization,
+                                             unsigned int* processSamplesCount,
+                                             unsigned long long lastSeenTimeStamp);
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* gpmSupport);
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* gpmSample);
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                 nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet);
 
 }  // extern "C"

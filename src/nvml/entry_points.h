@@ -80,4 +80,11 @@
   X(device_get_supported_event_types, nvmlDeviceGetSupportedEventTypes)                            \
   X(device_register_events, nvmlDeviceRegisterEvents)                                              \
   X(event_set_wait, nvmlEventSetWait_v2, nvmlEventSetWait)                                         \
-  X(event_set_free, nvmlEventSetFree)
+  X(event_set_free, nvmlEventSetFree)                                                              \
+  X(device_get_process_utilization, nvmlDeviceGetProcessUtilization)                               \
+  X(gpm_query_device_support, nvmlGpmQueryDeviceSupport)                                           \
+  X(gpm_sample_alloc, nvmlGpmSampleAlloc)                                                          \
+  X(gpm_sample_free, nvmlGpmSampleFree)                                                            \
+  X(gpm_sample_get, nvmlGpmSampleGet)                                                              \
+  X(gpm_mig_sample_get, nvmlGpmMigSampleGet)                                                       \
+  X(gpm_metrics_get, nvmlGpmMetricsGet)

@@ -491,12 +491,20 @@ TEST_F(ZombieNode, AttributesPodsFindsZombiesAndFollowsTheKubelet) {
     return testing::SampleValue(out, "gpunode_pod_resources_up") == 1;
   })) << out;
 
-  // Devices: one series per pod; the shared GPU once per sharing pod, told apart by vgpu.
+  // Devices: one series per pod; the shared GPU once per sharing pod, told apart by vgpu, and
+  // its memory once more for the whole GPU.
   EXPECT_EQ(testing::SampleCount(out, "DCGM_FI_DEV_GPU_TEMP",
                                  {Label("gpu", "0"), Label("namespace", "team-a"),
                                   Label("pod", "train-0"), Label("container", "trainer")}),
             1);
-  EXPECT_EQ(testing::SampleCount(out, "DCGM_FI_DEV_FB_USED", {Label("gpu", "1")}), 2);
+  EXPECT_EQ(testing::SampleCount(out, "DCGM_FI_DEV_FB_USED", {Label("gpu", "1")}), 3);
+  EXPECT_EQ(testing::SampleValue(out, "DCGM_FI_DEV_FB_USED",
+                                 {Label("gpu", "1"), Label("pod", "notebook-1")}),
+            1024);
+  EXPECT_EQ(testing::SampleValue(out, "DCGM_FI_DEV_FB_USED",
+                                 {Label("gpu", "1"), Label("pod", "infer-2")}),
+            0)
+      << "infer-2 has no process on the GPU";
   EXPECT_EQ(testing::SampleCount(out, "DCGM_FI_DEV_FB_USED",
                                  {Label("gpu", "1"), Label("pod", "infer-2"), Label("vgpu", "0")}),
             1);
@@ -545,7 +553,7 @@ TEST_F(ZombieNode, AttributesPodsFindsZombiesAndFollowsTheKubelet) {
                                   Label("reason", "gpu_allocated_to_other_pod"),
                                   Label("pod_uid", "0b5c1e3a-2222-4a2b-9c3d-bbbbbbbbbbbb")}),
             1);
-  EXPECT_EQ(testing::SampleCount(out, "DCGM_FI_DEV_FB_USED", {Label("gpu", "1")}), 1);
+  EXPECT_EQ(testing::SampleCount(out, "DCGM_FI_DEV_FB_USED", {Label("gpu", "1")}), 2);
 
   // Scrapes never reach the kubelet: many scrapes, few List calls (one per refresh).
   int lists = kubelet_->list_calls();
