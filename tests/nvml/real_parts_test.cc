@@ -28,6 +28,7 @@ using ::testing::HasSubstr;
 // they cannot be compared; each must be absent from the header's list.
 const std::map<std::string, std::string> kNewerThanHeader = {
     {"nvmlDeviceGetNumaNodeId", "added to NVML after driver 535"},
+    {"nvmlGpmMigSampleGet", "declared from the CUDA 12.0 header on; driver 535 exports it"},
 };
 
 // Entry points NVIDIA added after driver 535: the real library must not export them (else the
