@@ -11,6 +11,7 @@
 #pragma GCC visibility pop
 
 #include "activity_model.h"
+#include "device_call.h"
 #include "simulator.h"
 
 using gpunode::sim::ActivitySnapshot;
@@ -19,6 +20,7 @@ using gpunode::sim::Metric;
 using gpunode::sim::MigDevice;
 using gpunode::sim::NodeState;
 using gpunode::sim::Simulator;
+using gpunode::sim::with_device;
 
 // A GPM sample buffer: empty until nvmlGpmSampleGet or nvmlGpmMigSampleGet fills it.
 struct nvmlGpmSample_st {
@@ -27,21 +29,6 @@ struct nvmlGpmSample_st {
 };
 
 namespace {
-
-// Runs fn(node, gpu, index, mig) for `device` under the simulator's lock; mig is null for a full
-// GPU. A lost GPU is GPU_IS_LOST.
-template <typename Fn>
-nvmlReturn_t with_device(nvmlDevice_t device, Fn&& fn) {
-  return Simulator::instance().with_node([&](NodeState& node) -> nvmlReturn_t {
-    const nvmlDevice_st* handle = node.resolve(device);
-    if (handle == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    GpuState& gpu = node.gpus()[handle->gpu];
-    if (gpu.lost()) return NVML_ERROR_GPU_IS_LOST;
-    const MigDevice* mig =
-        handle->mig_position < 0 ? nullptr : &gpu.model().mig_devices[handle->mig_position];
-    return fn(node, gpu, handle->gpu, mig);
-  });
-}
 
 ActivitySnapshot snapshot_of(NodeState& node, GpuState& gpu, unsigned index) {
   ActivitySnapshot s;

@@ -9,57 +9,54 @@
 #include "nvml/abi.h"
 #pragma GCC visibility pop
 
-#include "simulator.h"
+#include "device_call.h"
 
 using gpunode::sim::GpuState;
+using gpunode::sim::MigDevice;
 using gpunode::sim::NodeState;
-using gpunode::sim::Simulator;
 
 namespace {
 
 // Modes that differ from DEFAULT, by GPU UUID (the index when a profile gives none). Only read
 // and written under the simulator's lock.
-std::map<std::string, nvmlComputeMode_t>& ModesSet() {
+std::map<std::string, nvmlComputeMode_t>& modes_set() {
   static auto* modes = new std::map<std::string, nvmlComputeMode_t>();
   return *modes;
 }
 
-std::string Key(const GpuState& gpu, size_t index) {
+std::string mode_key(const GpuState& gpu, size_t index) {
   return gpu.model().uuid ? *gpu.model().uuid : "#" + std::to_string(index);
 }
 
 template <typename Fn>
-nvmlReturn_t OnPhysicalGpu(nvmlDevice_t device, Fn&& fn) {
-  return Simulator::instance().with_node([&](NodeState& node) -> nvmlReturn_t {
-    const nvmlDevice_st* handle = node.resolve(device);
-    if (handle == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    GpuState& gpu = node.gpus()[handle->gpu];
-    if (gpu.lost()) return NVML_ERROR_GPU_IS_LOST;
-    if (handle->mig_position >= 0) return NVML_ERROR_NOT_SUPPORTED;
-    return fn(Key(gpu, handle->gpu));
-  });
+nvmlReturn_t on_physical_gpu(nvmlDevice_t device, Fn&& fn) {
+  return gpunode::sim::with_device(
+      device, [&](NodeState&, GpuState& gpu, unsigned index, const MigDevice* mig) -> nvmlReturn_t {
+        if (mig != nullptr) return NVML_ERROR_NOT_SUPPORTED;
+        return fn(mode_key(gpu, index));
+      });
 }
 
 }  // namespace
 
 nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t* mode) {
-  return OnPhysicalGpu(device, [&](const std::string& key) -> nvmlReturn_t {
+  return on_physical_gpu(device, [&](const std::string& key) -> nvmlReturn_t {
     if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    auto it = ModesSet().find(key);
-    *mode = it == ModesSet().end() ? NVML_COMPUTEMODE_DEFAULT : it->second;
+    auto it = modes_set().find(key);
+    *mode = it == modes_set().end() ? NVML_COMPUTEMODE_DEFAULT : it->second;
     return NVML_SUCCESS;
   });
 }
 
 nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mode) {
-  return OnPhysicalGpu(device, [&](const std::string& key) -> nvmlReturn_t {
+  return on_physical_gpu(device, [&](const std::string& key) -> nvmlReturn_t {
     if (mode < NVML_COMPUTEMODE_DEFAULT || mode > NVML_COMPUTEMODE_EXCLUSIVE_PROCESS) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
     if (mode == NVML_COMPUTEMODE_DEFAULT) {
-      ModesSet().erase(key);
+      modes_set().erase(key);
     } else {
-      ModesSet()[key] = mode;
+      modes_set()[key] = mode;
     }
     return NVML_SUCCESS;
   });

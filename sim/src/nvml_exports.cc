@@ -13,6 +13,7 @@
 #include "nvml/abi.h"
 #pragma GCC visibility pop
 
+#include "device_call.h"
 #include "nvlink_throughput.h"
 #include "simulator.h"
 
@@ -32,15 +33,10 @@ namespace {
 // a lost GPU, or on a MIG device of one, is GPU_IS_LOST.
 template <typename Fn>
 nvmlReturn_t on_device(nvmlDevice_t device, Fn&& fn) {
-  return Simulator::instance().with_node([&](NodeState& node) -> nvmlReturn_t {
-    const nvmlDevice_st* handle = node.resolve(device);
-    if (handle == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    GpuState& gpu = node.gpus()[handle->gpu];
-    if (gpu.lost()) return NVML_ERROR_GPU_IS_LOST;
-    const MigDevice* mig =
-        handle->mig_position < 0 ? nullptr : &gpu.model().mig_devices[handle->mig_position];
-    return fn(node, gpu, mig);
-  });
+  return gpunode::sim::with_device(
+      device, [&](NodeState& node, GpuState& gpu, unsigned, const MigDevice* mig) {
+        return fn(node, gpu, mig);
+      });
 }
 
 // Like on_device for queries about the physical GPU: a MIG device handle is NOT_SUPPORTED.
