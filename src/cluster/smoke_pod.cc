@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "kube/gpu_resources.h"
 #include "kube/text.h"
@@ -23,32 +24,24 @@ std::string PodPath(const std::string& ns, std::string_view name) {
   return StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods/", kube::UrlEncode(name));
 }
 
-std::string Field(const json& obj, std::initializer_list<const char*> path) {
-  const json* at = &obj;
-  for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) return "";
-    at = &(*at)[key];
-  }
-  return at->is_string() ? at->get<std::string>() : "";
-}
-
 // Why a Pending pod waits, in the scheduler's or the kubelet's words.
 std::string PendingReason(const json& pod) {
   const json* status = pod.contains("status") ? &pod["status"] : nullptr;
   if (status && status->contains("conditions") && (*status)["conditions"].is_array()) {
     for (const json& c : (*status)["conditions"]) {
-      if (Field(c, {"type"}) == "PodScheduled" && Field(c, {"status"}) == "False") {
-        return StrCat("not scheduled: ", Field(c, {"message"}));
+      if (core::JsonStringAt(c, {"type"}) == "PodScheduled" &&
+          core::JsonStringAt(c, {"status"}) == "False") {
+        return StrCat("not scheduled: ", core::JsonStringAt(c, {"message"}));
       }
     }
   }
   if (status && status->contains("containerStatuses") &&
       (*status)["containerStatuses"].is_array()) {
     for (const json& c : (*status)["containerStatuses"]) {
-      std::string reason = Field(c, {"state", "waiting", "reason"});
+      std::string reason = core::JsonStringAt(c, {"state", "waiting", "reason"});
       if (!reason.empty()) {
         return StrCat("container waiting: ", reason, " ",
-                      Field(c, {"state", "waiting", "message"}));
+                      core::JsonStringAt(c, {"state", "waiting", "message"}));
       }
     }
   }
@@ -185,15 +178,15 @@ void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, in
   std::string visible;
   bool visible_ok = false;
   for (const json& f : report["findings"]) {
-    std::string id = Field(f, {"id"});
-    std::string status = Field(f, {"status"});
+    std::string id = core::JsonStringAt(f, {"id"});
+    std::string status = core::JsonStringAt(f, {"status"});
     if (id == "container.visible-devices") {
       visible_ok = status == "ok";
-      visible = StrCat(status, ": ", Field(f, {"summary"}));
-      std::string evidence = Field(f, {"evidence"});
+      visible = StrCat(status, ": ", core::JsonStringAt(f, {"summary"}));
+      std::string evidence = core::JsonStringAt(f, {"evidence"});
       if (!visible_ok && !evidence.empty()) kube::StrAppend(&visible, " (saw: ", evidence, ")");
     }
-    if (status == "fail") failed.push_back(StrCat(id, ": ", Field(f, {"summary"})));
+    if (status == "fail") failed.push_back(StrCat(id, ": ", core::JsonStringAt(f, {"summary"})));
   }
   if (phase == "Succeeded" && visible_ok) {
     step.result = StepResult::kPass;
@@ -251,7 +244,7 @@ absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeVie
     absl::StatusOr<std::string> body = client.Get(PodPath(ns, name));
     if (!body.ok()) return finish(body.status());
     pod = json::parse(*body, nullptr, false);
-    phase = Field(pod, {"status", "phase"});
+    phase = core::JsonStringAt(pod, {"status", "phase"});
     if (phase == "Succeeded" || phase == "Failed") break;
     if (clock.interrupted()) {
       step.evidence = "interrupted while the pod was " + (phase.empty() ? "created" : phase);

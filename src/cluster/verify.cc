@@ -6,6 +6,7 @@
 #include "cluster/restore.h"
 #include "cluster/scheduling.h"
 #include "cluster/smoke_pod.h"
+#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
@@ -24,15 +25,6 @@ namespace {
 // The labels GPU feature discovery (and `gpunode labels`) writes on every GPU node.
 constexpr std::string_view kGfdLabels[] = {"nvidia.com/gpu.product", "nvidia.com/gpu.count"};
 
-std::string Field(const json& obj, std::initializer_list<const char*> path) {
-  const json* at = &obj;
-  for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) return "";
-    at = &(*at)[key];
-  }
-  return at->is_string() ? at->get<std::string>() : "";
-}
-
 // Every item of a (paginated) list, as JSON: DaemonSets and one node's pods are few.
 absl::StatusOr<std::vector<json>> ListItems(kube::Client& client, std::string_view path,
                                             const kube::ListOptions& options) {
@@ -47,7 +39,7 @@ absl::StatusOr<std::vector<json>> ListItems(kube::Client& client, std::string_vi
                                 if (page.contains("items") && page["items"].is_array()) {
                                   for (json& item : page["items"]) items.push_back(std::move(item));
                                 }
-                                return Field(page, {"metadata", "continue"});
+                                return core::JsonStringAt(page, {"metadata", "continue"});
                               }));
   return items;
 }
@@ -93,7 +85,7 @@ absl::StatusOr<DevicePlugins> FindDevicePlugins(kube::Client& client,
     }
     if (!all.ok()) return all.status();
     for (json& ds : *all) {
-      if (LooksLikeNvidiaDevicePlugin(Field(ds, {"metadata", "name"}))) {
+      if (LooksLikeNvidiaDevicePlugin(core::JsonStringAt(ds, {"metadata", "name"}))) {
         sets.push_back(std::move(ds));
       }
     }
@@ -103,8 +95,8 @@ absl::StatusOr<DevicePlugins> FindDevicePlugins(kube::Client& client,
   kube::SnapshotBuilder builder(read);
   for (const json& ds : sets) {
     DevicePlugin plugin;
-    plugin.ns = Field(ds, {"metadata", "namespace"});
-    plugin.name = Field(ds, {"metadata", "name"});
+    plugin.ns = core::JsonStringAt(ds, {"metadata", "namespace"});
+    plugin.name = core::JsonStringAt(ds, {"metadata", "name"});
     json spec = ds.contains("spec") && ds["spec"].contains("template") &&
                         ds["spec"]["template"].contains("spec")
                     ? ds["spec"]["template"]["spec"]
@@ -130,14 +122,15 @@ absl::StatusOr<DevicePlugins> FindDevicePlugins(kube::Client& client,
 }
 
 bool PodReady(const json& pod) {
-  if (Field(pod, {"status", "phase"}) != "Running") return false;
+  if (core::JsonStringAt(pod, {"status", "phase"}) != "Running") return false;
   const json* conditions = nullptr;
   if (pod.contains("status") && pod["status"].contains("conditions")) {
     conditions = &pod["status"]["conditions"];
   }
   if (conditions == nullptr || !conditions->is_array()) return false;
   for (const json& c : *conditions) {
-    if (Field(c, {"type"}) == "Ready") return Field(c, {"status"}) == "True";
+    if (core::JsonStringAt(c, {"type"}) == "Ready")
+      return core::JsonStringAt(c, {"status"}) == "True";
   }
   return false;
 }
@@ -145,8 +138,8 @@ bool PodReady(const json& pod) {
 std::string ControllerOf(const json& pod) {
   if (!pod.contains("metadata") || !pod["metadata"].contains("ownerReferences")) return "";
   for (const json& ref : pod["metadata"]["ownerReferences"]) {
-    if (ref.value("controller", false) && Field(ref, {"kind"}) == "DaemonSet") {
-      return Field(ref, {"name"});
+    if (ref.value("controller", false) && core::JsonStringAt(ref, {"kind"}) == "DaemonSet") {
+      return core::JsonStringAt(ref, {"name"});
     }
   }
   return "";
@@ -258,16 +251,18 @@ absl::StatusOr<VerifyStep> DevicePluginStep(kube::Client& client, const kube::No
   for (size_t i = 0; i < plugins.sets.size(); ++i) {
     const DevicePlugin& ds = plugins.sets[i];
     for (const json& pod : pods) {
-      if (Field(pod, {"metadata", "namespace"}) != ds.ns || ControllerOf(pod) != ds.name) continue;
-      std::string pod_name = StrCat(ds.ns, "/", Field(pod, {"metadata", "name"}));
+      if (core::JsonStringAt(pod, {"metadata", "namespace"}) != ds.ns ||
+          ControllerOf(pod) != ds.name)
+        continue;
+      std::string pod_name = StrCat(ds.ns, "/", core::JsonStringAt(pod, {"metadata", "name"}));
       if (PodReady(pod)) {
         step.result = StepResult::kPass;
         step.evidence = StrCat("pod ", pod_name, " of DaemonSet ", ds.ns, "/", ds.name,
                                " is Running and Ready");
         return step;
       }
-      not_ready.push_back(
-          StrCat("pod ", pod_name, " is ", Field(pod, {"status", "phase"}), " and not Ready"));
+      not_ready.push_back(StrCat("pod ", pod_name, " is ",
+                                 core::JsonStringAt(pod, {"status", "phase"}), " and not Ready"));
     }
     const kube::PodDetails* spec = plugins.templates.pods[i].details.get();
     // The DaemonSet controller adds tolerations for the node-condition and cordon taints.

@@ -6,6 +6,7 @@
 // must read as absent, never terminate the process.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,20 @@ inline std::string JsonString(const nlohmann::json& object, std::string_view key
   if (!object.is_object()) return std::string(fallback);
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+}
+
+// The string at `path` (each element a member of the object before it), or "" when any step is
+// missing or not an object, or the end is not a string: {"status", "phase"}.
+inline std::string JsonStringAt(const nlohmann::json& object,
+                                std::initializer_list<const char*> path) {
+  const nlohmann::json* at = &object;
+  for (const char* key : path) {
+    if (!at->is_object()) return "";
+    auto it = at->find(key);
+    if (it == at->end()) return "";
+    at = &*it;
+  }
+  return at->is_string() ? at->get<std::string>() : "";
 }
 
 // The member `key` of `object` when it is an integer; otherwise `fallback`.
