@@ -305,8 +305,8 @@ void AddSmokePodOptions(CLI::App* cmd, VerifyFlags& f) {
 // Completes the options from the flags; the namespace from the context when not given.
 absl::Status FinishVerifyOptions(VerifyFlags& f, const Connection& c) {
   cluster::VerifyOptions& v = f.verify;
-  ASSIGN_OR_RETURN(v.timeout, ParseDurationFlag("--timeout", f.timeout));
-  ASSIGN_OR_RETURN(v.poll_interval, ParseDurationFlag("--poll-interval", f.poll_interval));
+  ASSIGN_OR_RETURN(v.timeout, core::ParseDuration("--timeout", f.timeout));
+  ASSIGN_OR_RETURN(v.poll_interval, core::ParseDuration("--poll-interval", f.poll_interval));
   if (v.poll_interval <= absl::ZeroDuration()) v.poll_interval = absl::Milliseconds(100);
   for (absl::string_view word : absl::StrSplit(f.command, ' ', absl::SkipEmpty())) {
     v.command.emplace_back(word);
