@@ -166,10 +166,11 @@
   C(NVML_ERROR_INVALID_ARGUMENT)                                                                                                                        \
   C(NVML_ERROR_NOT_SUPPORTED)                                                                                                                           \
   C(NVML_ERROR_NO_PERMISSION)                                                                                                                           \
-  C(NVML_ERROR_ALREADY_INITIALIZED) C(NVML_ERROR_NOT_FOUND) C(NVML_ERROR_INSUFFICIENT_SIZE) C(                                                          \
-      NVML_ERROR_INSUFFICIENT_POWER) C(NVML_ERROR_DRIVER_NOT_LOADED) C(NVML_ERROR_TIMEOUT) C(NVML_ERROR_IRQ_ISSUE)                                      \
-      C(NVML_ERROR_LIBRARY_NOT_FOUND) C(NVML_ERROR_FUNCTION_NOT_FOUND) C(NVML_ERROR_CORRUPTED_INFOROM) C(                                               \
-          NVML_ERROR_GPU_IS_LOST) C(NVML_ERROR_RESET_REQUIRED) C(NVML_ERROR_OPERATING_SYSTEM) C(NVML_ERROR_LIB_RM_VERSION_MISMATCH)                     \
+  C(NVML_ERROR_ALREADY_INITIALIZED)                                                                                                                     \
+  C(NVML_ERROR_NOT_FOUND) C(NVML_ERROR_INSUFFICIENT_SIZE) C(NVML_ERROR_INSUFFICIENT_POWER) C(                                                           \
+      NVML_ERROR_DRIVER_NOT_LOADED) C(NVML_ERROR_TIMEOUT) C(NVML_ERROR_IRQ_ISSUE) C(NVML_ERROR_LIBRARY_NOT_FOUND)                                       \
+      C(NVML_ERROR_FUNCTION_NOT_FOUND) C(NVML_ERROR_CORRUPTED_INFOROM) C(NVML_ERROR_GPU_IS_LOST) C(                                                     \
+          NVML_ERROR_RESET_REQUIRED) C(NVML_ERROR_OPERATING_SYSTEM) C(NVML_ERROR_LIB_RM_VERSION_MISMATCH)                                               \
           C(NVML_ERROR_IN_USE) C(NVML_ERROR_MEMORY) C(NVML_ERROR_NO_DATA) C(NVML_ERROR_VGPU_ECC_NOT_SUPPORTED) C(                                       \
               NVML_ERROR_INSUFFICIENT_RESOURCES) C(NVML_ERROR_FREQ_NOT_SUPPORTED) C(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)                               \
               C(NVML_ERROR_UNKNOWN) C(NVML_FEATURE_DISABLED) C(NVML_FEATURE_ENABLED) C(NVML_TEMPERATURE_GPU) C(                                         \
@@ -218,65 +219,86 @@
                                                                                                           C(NVML_GPM_SUPPORT_VERSION)
 
 // E(name): entry points of src/nvml/entry_points.h that NVIDIA's header of that version declares.
-#define GPUNODE_NVML_HEADER_ENTRY_POINTS(E)       \
-  E(nvmlDeviceGetArchitecture)                    \
-  E(nvmlDeviceGetAttributes_v2)                   \
-  E(nvmlDeviceGetClockInfo)                       \
-  E(nvmlDeviceGetComputeInstanceId)               \
-  E(nvmlDeviceGetComputeRunningProcesses_v2)      \
-  E(nvmlDeviceGetComputeRunningProcesses_v3)      \
-  E(nvmlDeviceGetCount)                           \
-  E(nvmlDeviceGetCount_v2)                        \
-  E(nvmlDeviceGetCudaComputeCapability)           \
-  E(nvmlDeviceGetDecoderUtilization)              \
-  E(nvmlDeviceGetDeviceHandleFromMigDeviceHandle) \
-  E(nvmlDeviceGetEccMode)                         \
-  E(nvmlDeviceGetEncoderUtilization)              \
-  E(nvmlDeviceGetEnforcedPowerLimit)              \
-  E(nvmlDeviceGetFanSpeed)                        \
-  E(nvmlDeviceGetFieldValues)                     \
-  E(nvmlDeviceGetGpuInstanceId)                   \
-  E(nvmlDeviceGetHandleByIndex)                   \
-  E(nvmlDeviceGetHandleByIndex_v2)                \
-  E(nvmlDeviceGetHandleByUUID)                    \
-  E(nvmlDeviceGetIndex)                           \
-  E(nvmlDeviceGetMaxClockInfo)                    \
-  E(nvmlDeviceGetMaxMigDeviceCount)               \
-  E(nvmlDeviceGetMemoryInfo)                      \
-  E(nvmlDeviceGetMemoryInfo_v2)                   \
-  E(nvmlDeviceGetMigDeviceHandleByIndex)          \
-  E(nvmlDeviceGetMigMode)                         \
-  E(nvmlDeviceGetMinorNumber)                     \
-  E(nvmlDeviceGetName)                            \
-  E(nvmlDeviceGetNvLinkRemotePciInfo_v2)          \
-  E(nvmlDeviceGetNvLinkState)                     \
-  E(nvmlDeviceGetPciInfo_v2)                      \
-  E(nvmlDeviceGetPciInfo_v3)                      \
-  E(nvmlDeviceGetPcieReplayCounter)               \
-  E(nvmlDeviceGetPerformanceState)                \
-  E(nvmlDeviceGetPersistenceMode)                 \
-  E(nvmlDeviceGetPowerUsage)                      \
-  E(nvmlDeviceGetRemappedRows)                    \
-  E(nvmlDeviceGetRetiredPages)                    \
-  E(nvmlDeviceGetSerial)                          \
-  E(nvmlDeviceGetSupportedEventTypes)             \
-  E(nvmlDeviceGetTemperature)                     \
-  E(nvmlDeviceGetTopologyCommonAncestor)          \
-  E(nvmlDeviceGetTotalEccErrors)                  \
-  E(nvmlDeviceGetTotalEnergyConsumption)          \
-  E(nvmlDeviceGetUUID)                            \
-  E(nvmlDeviceGetUtilizationRates)                \
-  E(nvmlDeviceIsMigDeviceHandle)                  \
-  E(nvmlDeviceRegisterEvents)                     \
-  E(nvmlErrorString)                              \
-  E(nvmlEventSetCreate)                           \
-  E(nvmlEventSetFree)                             \
-  E(nvmlEventSetWait)                             \
-  E(nvmlEventSetWait_v2)                          \
-  E(nvmlInit)                                     \
-  E(nvmlInit_v2)                                  \
-  E(nvmlShutdown)                                 \
-  E(nvmlSystemGetCudaDriverVersion)               \
-  E(nvmlSystemGetCudaDriverVersion_v2)            \
-  E(nvmlSystemGetDriverVersion)                   \
+#define GPUNODE_NVML_HEADER_ENTRY_POINTS(E)        \
+  E(nvmlDeviceGetComputeMode)                      \
+  E(nvmlDeviceSetComputeMode)                      \
+  E(nvmlDeviceSetMigMode)                          \
+  E(nvmlDeviceGetGpuInstanceProfileInfoV)          \
+  E(nvmlDeviceGetGpuInstancePossiblePlacements_v2) \
+  E(nvmlDeviceGetGpuInstanceRemainingCapacity)     \
+  E(nvmlDeviceCreateGpuInstanceWithPlacement)      \
+  E(nvmlDeviceGetGpuInstances)                     \
+  E(nvmlGpuInstanceGetInfo)                        \
+  E(nvmlGpuInstanceDestroy)                        \
+  E(nvmlGpuInstanceGetComputeInstanceProfileInfoV) \
+  E(nvmlGpuInstanceCreateComputeInstance)          \
+  E(nvmlGpuInstanceGetComputeInstances)            \
+  E(nvmlComputeInstanceGetInfo_v2)                 \
+  E(nvmlComputeInstanceDestroy)                    \
+  E(nvmlDeviceGetProcessUtilization)               \
+  E(nvmlGpmQueryDeviceSupport)                     \
+  E(nvmlGpmSampleAlloc)                            \
+  E(nvmlGpmSampleFree)                             \
+  E(nvmlGpmSampleGet)                              \
+  E(nvmlGpmMetricsGet)                             \
+  E(nvmlDeviceGetArchitecture)                     \
+  E(nvmlDeviceGetAttributes_v2)                    \
+  E(nvmlDeviceGetClockInfo)                        \
+  E(nvmlDeviceGetComputeInstanceId)                \
+  E(nvmlDeviceGetComputeRunningProcesses_v2)       \
+  E(nvmlDeviceGetComputeRunningProcesses_v3)       \
+  E(nvmlDeviceGetCount)                            \
+  E(nvmlDeviceGetCount_v2)                         \
+  E(nvmlDeviceGetCudaComputeCapability)            \
+  E(nvmlDeviceGetDecoderUtilization)               \
+  E(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)  \
+  E(nvmlDeviceGetEccMode)                          \
+  E(nvmlDeviceGetEncoderUtilization)               \
+  E(nvmlDeviceGetEnforcedPowerLimit)               \
+  E(nvmlDeviceGetFanSpeed)                         \
+  E(nvmlDeviceGetFieldValues)                      \
+  E(nvmlDeviceGetGpuInstanceId)                    \
+  E(nvmlDeviceGetHandleByIndex)                    \
+  E(nvmlDeviceGetHandleByIndex_v2)                 \
+  E(nvmlDeviceGetHandleByUUID)                     \
+  E(nvmlDeviceGetIndex)                            \
+  E(nvmlDeviceGetMaxClockInfo)                     \
+  E(nvmlDeviceGetMaxMigDeviceCount)                \
+  E(nvmlDeviceGetMemoryInfo)                       \
+  E(nvmlDeviceGetMemoryInfo_v2)                    \
+  E(nvmlDeviceGetMigDeviceHandleByIndex)           \
+  E(nvmlDeviceGetMigMode)                          \
+  E(nvmlDeviceGetMinorNumber)                      \
+  E(nvmlDeviceGetName)                             \
+  E(nvmlDeviceGetNvLinkRemotePciInfo_v2)           \
+  E(nvmlDeviceGetNvLinkState)                      \
+  E(nvmlDeviceGetPciInfo_v2)                       \
+  E(nvmlDeviceGetPciInfo_v3)                       \
+  E(nvmlDeviceGetPcieReplayCounter)                \
+  E(nvmlDeviceGetPerformanceState)                 \
+  E(nvmlDeviceGetPersistenceMode)                  \
+  E(nvmlDeviceGetPowerUsage)                       \
+  E(nvmlDeviceGetRemappedRows)                     \
+  E(nvmlDeviceGetRetiredPages)                     \
+  E(nvmlDeviceGetSerial)                           \
+  E(nvmlDeviceGetSupportedEventTypes)              \
+  E(nvmlDeviceGetTemperature)                      \
+  E(nvmlDeviceGetTopologyCommonAncestor)           \
+  E(nvmlDeviceGetTotalEccErrors)                   \
+  E(nvmlDeviceGetTotalEnergyConsumption)           \
+  E(nvmlDeviceGetUUID)                             \
+  E(nvmlDeviceGetUtilizationRates)                 \
+  E(nvmlDeviceIsMigDeviceHandle)                   \
+  E(nvmlDeviceRegisterEvents)                      \
+  E(nvmlErrorString)                               \
+  E(nvmlEventSetCreate)                            \
+  E(nvmlEventSetFree)                              \
+  E(nvmlEventSetWait)                              \
+  E(nvmlEventSetWait_v2)                           \
+  E(nvmlInit)                                      \
+  E(nvmlInit_v2)                                   \
+  E(nvmlShutdown)                                  \
+  E(nvmlSystemGetCudaDriverVersion)                \
+  E(nvmlSystemGetCudaDriverVersion_v2)             \
+  E(nvmlSystemGetDriverVersion)                    \
   E(nvmlSystemGetNVMLVersion)
