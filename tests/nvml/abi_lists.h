@@ -160,63 +160,95 @@
 // 1_SLICE_REV1 (with their count), all newer than the header; and
 // NVML_NVLINK_MAX_LINKS, a bound NVIDIA raises with each NVLink generation (gpunode iterates up
 // to its own and stops at the first link the driver refuses).
-#define GPUNODE_NVML_ABI_CONSTANTS(C)                                                                                                                   \
-  C(NVML_SUCCESS)                                                                                                                                       \
-  C(NVML_ERROR_UNINITIALIZED)                                                                                                                           \
-  C(NVML_ERROR_INVALID_ARGUMENT)                                                                                                                        \
-  C(NVML_ERROR_NOT_SUPPORTED)                                                                                                                           \
-  C(NVML_ERROR_NO_PERMISSION)                                                                                                                           \
-  C(NVML_ERROR_ALREADY_INITIALIZED)                                                                                                                     \
-  C(NVML_ERROR_NOT_FOUND) C(NVML_ERROR_INSUFFICIENT_SIZE) C(NVML_ERROR_INSUFFICIENT_POWER) C(                                                           \
-      NVML_ERROR_DRIVER_NOT_LOADED) C(NVML_ERROR_TIMEOUT) C(NVML_ERROR_IRQ_ISSUE) C(NVML_ERROR_LIBRARY_NOT_FOUND)                                       \
-      C(NVML_ERROR_FUNCTION_NOT_FOUND) C(NVML_ERROR_CORRUPTED_INFOROM) C(NVML_ERROR_GPU_IS_LOST) C(                                                     \
-          NVML_ERROR_RESET_REQUIRED) C(NVML_ERROR_OPERATING_SYSTEM) C(NVML_ERROR_LIB_RM_VERSION_MISMATCH)                                               \
-          C(NVML_ERROR_IN_USE) C(NVML_ERROR_MEMORY) C(NVML_ERROR_NO_DATA) C(NVML_ERROR_VGPU_ECC_NOT_SUPPORTED) C(                                       \
-              NVML_ERROR_INSUFFICIENT_RESOURCES) C(NVML_ERROR_FREQ_NOT_SUPPORTED) C(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)                               \
-              C(NVML_ERROR_UNKNOWN) C(NVML_FEATURE_DISABLED) C(NVML_FEATURE_ENABLED) C(NVML_TEMPERATURE_GPU) C(                                         \
-                  NVML_CLOCK_GRAPHICS) C(NVML_CLOCK_SM) C(NVML_CLOCK_MEM) C(NVML_CLOCK_VIDEO) C(NVML_MEMORY_ERROR_TYPE_CORRECTED)                       \
-                  C(NVML_MEMORY_ERROR_TYPE_UNCORRECTED) C(NVML_VOLATILE_ECC) C(NVML_AGGREGATE_ECC) C(                                                   \
-                      NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS) C(NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)                     \
-                      C(NVML_PSTATE_UNKNOWN) C(NVML_TOPOLOGY_INTERNAL) C(NVML_TOPOLOGY_SINGLE) C(                                                       \
-                          NVML_TOPOLOGY_MULTIPLE) C(NVML_TOPOLOGY_HOSTBRIDGE) C(NVML_TOPOLOGY_NODE) C(NVML_TOPOLOGY_SYSTEM)                             \
-                          C(NVML_DEVICE_UUID_BUFFER_SIZE) C(NVML_DEVICE_NAME_BUFFER_SIZE) C(                                                            \
-                              NVML_DEVICE_SERIAL_BUFFER_SIZE) C(NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE) C(NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE)         \
-                              C(NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE) C(NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE) C(                                         \
-                                  NVML_DEVICE_MIG_DISABLE) C(NVML_DEVICE_MIG_ENABLE) C(nvmlEventTypeSingleBitEccError)                                  \
-                                  C(nvmlEventTypeDoubleBitEccError) C(nvmlEventTypePState) C(                                                           \
-                                      nvmlEventTypeXidCriticalError) C(nvmlEventTypeClock) C(nvmlEventTypeNone)                                         \
-                                      C(NVML_VALUE_TYPE_DOUBLE) C(NVML_VALUE_TYPE_UNSIGNED_INT) C(                                                      \
-                                          NVML_VALUE_TYPE_UNSIGNED_LONG) C(NVML_VALUE_TYPE_UNSIGNED_LONG_LONG) C(NVML_VALUE_TYPE_SIGNED_LONG_LONG)      \
-                                          C(NVML_FI_DEV_MEMORY_TEMP) C(kNvmlMemoryV2Version) C(NVML_COMPUTEMODE_DEFAULT) C(                             \
-                                              NVML_COMPUTEMODE_EXCLUSIVE_THREAD) C(NVML_COMPUTEMODE_PROHIBITED) C(NVML_COMPUTEMODE_EXCLUSIVE_PROCESS)   \
-                                              C(NVML_GPU_INSTANCE_PROFILE_1_SLICE) C(NVML_GPU_INSTANCE_PROFILE_2_SLICE) C(                              \
-                                                  NVML_GPU_INSTANCE_PROFILE_3_SLICE) C(NVML_GPU_INSTANCE_PROFILE_4_SLICE)                               \
-                                                  C(NVML_GPU_INSTANCE_PROFILE_7_SLICE) C(NVML_GPU_INSTANCE_PROFILE_8_SLICE) C(                          \
-                                                      NVML_GPU_INSTANCE_PROFILE_6_SLICE) C(NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1)                      \
-                                                      C(NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE) C(                                                       \
-                                                          NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE) C(NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE)               \
-                                                          C(NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE) C(                                                   \
-                                                              NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE) C(NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE)           \
-                                                              C(NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE) C(                                               \
-                                                                  NVML_COMPUTE_INSTANCE_PROFILE_COUNT) C(NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)   \
-                                                                  C(NVML_DEVICE_NAME_V2_BUFFER_SIZE) C(                                                 \
-                                                                      kNvmlGpuInstanceProfileInfoV2Version) C(kNvmlComputeInstanceProfileInfoV2Version) \
-                                                                      C(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX) C(                                       \
-                                                                          NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)                                        \
-                                                                          C(NVML_GPM_METRIC_GRAPHICS_UTIL) C(                                           \
-                                                                              NVML_GPM_METRIC_SM_UTIL) C(NVML_GPM_METRIC_SM_OCCUPANCY)                  \
-                                                                              C(NVML_GPM_METRIC_ANY_TENSOR_UTIL) C(                                     \
-                                                                                  NVML_GPM_METRIC_DRAM_BW_UTIL)                                         \
-                                                                                  C(NVML_GPM_METRIC_FP64_UTIL) C(                                       \
-                                                                                      NVML_GPM_METRIC_FP32_UTIL)                                        \
-                                                                                      C(NVML_GPM_METRIC_FP16_UTIL) C(                                   \
-                                                                                          NVML_GPM_METRIC_PCIE_TX_PER_SEC)                              \
-                                                                                          C(NVML_GPM_METRIC_PCIE_RX_PER_SEC) C(                         \
-                                                                                              NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC)                  \
-                                                                                              C(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC)                \
-                                                                                                  C(NVML_GPM_METRIC_MAX)                                \
-                                                                                                      C(NVML_GPM_METRICS_GET_VERSION)                   \
-                                                                                                          C(NVML_GPM_SUPPORT_VERSION)
+#define GPUNODE_NVML_ABI_CONSTANTS(C)                          \
+  C(NVML_SUCCESS)                                              \
+  C(NVML_ERROR_UNINITIALIZED)                                  \
+  C(NVML_ERROR_INVALID_ARGUMENT)                               \
+  C(NVML_ERROR_NOT_SUPPORTED)                                  \
+  C(NVML_ERROR_NO_PERMISSION)                                  \
+  C(NVML_ERROR_ALREADY_INITIALIZED)                            \
+  C(NVML_ERROR_NOT_FOUND)                                      \
+  C(NVML_ERROR_INSUFFICIENT_SIZE)                              \
+  C(NVML_ERROR_INSUFFICIENT_POWER)                             \
+  C(NVML_ERROR_DRIVER_NOT_LOADED)                              \
+  C(NVML_ERROR_TIMEOUT)                                        \
+  C(NVML_ERROR_LIBRARY_NOT_FOUND)                              \
+  C(NVML_ERROR_FUNCTION_NOT_FOUND)                             \
+  C(NVML_ERROR_CORRUPTED_INFOROM)                              \
+  C(NVML_ERROR_GPU_IS_LOST)                                    \
+  C(NVML_ERROR_RESET_REQUIRED)                                 \
+  C(NVML_ERROR_OPERATING_SYSTEM)                               \
+  C(NVML_ERROR_LIB_RM_VERSION_MISMATCH)                        \
+  C(NVML_ERROR_MEMORY)                                         \
+  C(NVML_ERROR_NO_DATA)                                        \
+  C(NVML_ERROR_VGPU_ECC_NOT_SUPPORTED)                         \
+  C(NVML_ERROR_INSUFFICIENT_RESOURCES)                         \
+  C(NVML_ERROR_FREQ_NOT_SUPPORTED)                             \
+  C(NVML_ERROR_ARGUMENT_VERSION_MISMATCH)                      \
+  C(NVML_ERROR_UNKNOWN)                                        \
+  C(NVML_FEATURE_ENABLED)                                      \
+  C(NVML_TEMPERATURE_GPU)                                      \
+  C(NVML_CLOCK_GRAPHICS)                                       \
+  C(NVML_CLOCK_SM)                                             \
+  C(NVML_CLOCK_MEM)                                            \
+  C(NVML_CLOCK_VIDEO)                                          \
+  C(NVML_MEMORY_ERROR_TYPE_CORRECTED)                          \
+  C(NVML_VOLATILE_ECC)                                         \
+  C(NVML_AGGREGATE_ECC)                                        \
+  C(NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS) \
+  C(NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)           \
+  C(NVML_PSTATE_UNKNOWN)                                       \
+  C(NVML_TOPOLOGY_SINGLE)                                      \
+  C(NVML_TOPOLOGY_MULTIPLE)                                    \
+  C(NVML_TOPOLOGY_HOSTBRIDGE)                                  \
+  C(NVML_TOPOLOGY_NODE)                                        \
+  C(NVML_TOPOLOGY_SYSTEM)                                      \
+  C(NVML_DEVICE_UUID_BUFFER_SIZE)                              \
+  C(NVML_DEVICE_NAME_BUFFER_SIZE)                              \
+  C(NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE)                    \
+  C(NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE)                      \
+  C(NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE)                        \
+  C(NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE)                     \
+  C(NVML_DEVICE_MIG_ENABLE)                                    \
+  C(nvmlEventTypeSingleBitEccError)                            \
+  C(nvmlEventTypeDoubleBitEccError)                            \
+  C(nvmlEventTypePState)                                       \
+  C(nvmlEventTypeClock)                                        \
+  C(nvmlEventTypeNone)                                         \
+  C(NVML_VALUE_TYPE_DOUBLE)                                    \
+  C(NVML_VALUE_TYPE_UNSIGNED_INT)                              \
+  C(NVML_VALUE_TYPE_UNSIGNED_LONG_LONG)                        \
+  C(NVML_VALUE_TYPE_SIGNED_LONG_LONG)                          \
+  C(NVML_FI_DEV_MEMORY_TEMP)                                   \
+  C(kNvmlMemoryV2Version)                                      \
+  C(NVML_COMPUTEMODE_DEFAULT)                                  \
+  C(NVML_COMPUTEMODE_PROHIBITED)                               \
+  C(NVML_COMPUTEMODE_EXCLUSIVE_PROCESS)                        \
+  C(NVML_GPU_INSTANCE_PROFILE_1_SLICE)                         \
+  C(NVML_GPU_INSTANCE_PROFILE_2_SLICE)                         \
+  C(NVML_GPU_INSTANCE_PROFILE_4_SLICE)                         \
+  C(NVML_GPU_INSTANCE_PROFILE_7_SLICE)                         \
+  C(NVML_GPU_INSTANCE_PROFILE_8_SLICE)                         \
+  C(NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1)                    \
+  C(NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE)                     \
+  C(NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE)                     \
+  C(NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE)                     \
+  C(NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE)                     \
+  C(NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE)                     \
+  C(NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)               \
+  C(NVML_DEVICE_NAME_V2_BUFFER_SIZE)                           \
+  C(kNvmlComputeInstanceProfileInfoV2Version)                  \
+  C(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX)                     \
+  C(NVML_GPM_METRIC_GRAPHICS_UTIL)                             \
+  C(NVML_GPM_METRIC_SM_OCCUPANCY)                              \
+  C(NVML_GPM_METRIC_ANY_TENSOR_UTIL)                           \
+  C(NVML_GPM_METRIC_FP64_UTIL)                                 \
+  C(NVML_GPM_METRIC_FP16_UTIL)                                 \
+  C(NVML_GPM_METRIC_PCIE_RX_PER_SEC)                           \
+  C(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC)                   \
+  C(NVML_GPM_METRIC_MAX)                                       \
+  C(NVML_GPM_METRICS_GET_VERSION)                              \
+  C(NVML_GPM_SUPPORT_VERSION)
 
 // E(name): entry points of src/nvml/entry_points.h that NVIDIA's header of that version declares.
 #define GPUNODE_NVML_HEADER_ENTRY_POINTS(E)        \

@@ -43,18 +43,19 @@ absl::StatusOr<SelectedConfig> SelectConfig(const std::string& directory,
       return found(*selection.label,
                    absl::StrCat("node label ", kConfigLabel, "=", *selection.label));
     }
-    return absl::InvalidArgumentError(absl::StrCat("node label ", kConfigLabel, "=", *selection.label,
-                                            ": no such config in ", directory, " (configs: ", keys,
-                                            "); set the label to one of them or add the key to the "
-                                            "ConfigMap"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node label ", kConfigLabel, "=", *selection.label, ": no such config in ",
+                     directory, " (configs: ", keys,
+                     "); set the label to one of them or add the key to the "
+                     "ConfigMap"));
   }
   if (selection.default_config && !selection.default_config->empty()) {
     if (has(*selection.default_config)) {
       return found(*selection.default_config, "the default config");
     }
-    return absl::InvalidArgumentError(absl::StrCat("default config ", *selection.default_config,
-                                            ": no such config in ", directory, " (configs: ", keys,
-                                            "); fix --default-config or CONFIG_DEFAULT"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("default config ", *selection.default_config, ": no such config in ",
+                     directory, " (configs: ", keys, "); fix --default-config or CONFIG_DEFAULT"));
   }
   if (has("default")) return found("default", "the config named default");
   if (names->size() == 1) return found(names->front(), "the only config");
