@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/file_io.h"
+#include "core/printable.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpunode::cdi {
@@ -126,8 +127,9 @@ absl::StatusOr<Spec> ParseSpecText(absl::string_view text, absl::string_view sou
     YAML::Node root = YAML::Load(std::string(text));
     return FromYaml(root);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ":", e.mark.line + 1, ":", e.mark.column + 1, ": not YAML or JSON: ", e.msg));
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ":",
+                                                   e.mark.column + 1,
+                                                   ": not YAML or JSON: ", core::Printable(e.msg)));
   }
 }
 

@@ -148,8 +148,8 @@ absl::StatusOr<MigConfigFile> ParseMigConfig(std::string_view text, const std::s
   } catch (const ConfigError& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ": ", e.message));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ":", e.mark.line + 1, ": not valid YAML: ", e.msg, "; fix the syntax"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", e.mark.line + 1, ": not valid YAML: ",
+                                                   core::Printable(e.msg), "; fix the syntax"));
   }
   return file;
 }

@@ -103,8 +103,9 @@ class Parser {
     try {
       root = YAML::Load(text);
     } catch (const YAML::Exception& e) {
-      return absl::InvalidArgumentError(core::Printable(absl::StrCat(
-          file_, ":", e.mark.line + 1, ": ", e.msg, "; the file must be YAML or JSON")));
+      return absl::InvalidArgumentError(
+          core::Printable(absl::StrCat(file_, ":", e.mark.line + 1, ": ", core::Printable(e.msg),
+                                       "; the file must be YAML or JSON")));
     }
     if (root.IsNull()) return out_;  // empty file: every default, as NVIDIA's plugin
     RETURN_IF_ERROR(CheckMap(root, root, "", ""));
