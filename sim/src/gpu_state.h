@@ -48,6 +48,11 @@ class GpuState {
   bool lost() const { return lost_; }
   void set_lost(bool lost) { lost_ = lost; }
 
+  // nvmlDeviceSetComputeMode's value: DEFAULT until set, then kept as a driver keeps it until
+  // reboot (here: until the simulator is configured again).
+  nvmlComputeMode_t compute_mode() const { return compute_mode_; }
+  void set_compute_mode(nvmlComputeMode_t mode) { compute_mode_ = mode; }
+
   // Timeline effects, applied at the event's time `at`.
   void apply_change(const MetricChange& change, SimTime at);
   void start_process(const ProcessInfo& process);
@@ -73,6 +78,7 @@ class GpuState {
   GpuModel model_;
   std::array<std::optional<Ramp>, kMetricCount> ramps_;
   bool lost_ = false;
+  nvmlComputeMode_t compute_mode_ = NVML_COMPUTEMODE_DEFAULT;
   UtilizationIntegral activity_;
   double energy_mj_ = 0;
   SimTime energy_time_{0};
