@@ -4,6 +4,7 @@
 // Including nvml/abi.h under default visibility checks every definition here against the ABI
 // declaration and exports exactly these functions.
 #include <chrono>
+#include <cstdlib>
 #include <new>
 
 #pragma GCC visibility push(default)
@@ -19,6 +20,7 @@ using gpunode::sim::GpuState;
 using gpunode::sim::Metric;
 using gpunode::sim::MigDevice;
 using gpunode::sim::NodeState;
+using gpunode::sim::ProcessShare;
 using gpunode::sim::Simulator;
 using gpunode::sim::with_device;
 
@@ -38,6 +40,40 @@ ActivitySnapshot snapshot_of(NodeState& node, GpuState& gpu, unsigned index) {
   s.utilization_memory = gpu.metric(Metric::kUtilizationMemory, s.at).value_or(0);
   s.nvlinks = static_cast<unsigned>(gpu.model().nvlinks.size());
   return s;
+}
+
+// The driver's major version (550 for "550.90.07"); 0 when the node does not say.
+unsigned driver_major(const NodeState& node) {
+  const std::optional<std::string>& version = node.model().driver_version;
+  return version ? static_cast<unsigned>(std::strtoul(version->c_str(), nullptr, 10)) : 0;
+}
+
+// Per-process utilization as both NVML calls see it: one sample per process of a full GPU, taken
+// now (CPU time in microseconds, as the driver stamps them), NOT_FOUND when there is none newer
+// than `last_seen`. `fill(shares, stamp)` writes the call's own answer. A call the node's driver
+// is older than is FUNCTION_NOT_FOUND, what a caller of the real library gets from a missing
+// symbol.
+template <typename Fill>
+nvmlReturn_t process_samples(nvmlDevice_t device, unsigned long long last_seen,
+                             unsigned needs_driver_major, Fill&& fill) {
+  return with_device(
+      device, [&](NodeState& node, GpuState& gpu, unsigned, const MigDevice* mig) -> nvmlReturn_t {
+        unsigned major = driver_major(node);
+        if (major != 0 && major < needs_driver_major) return NVML_ERROR_FUNCTION_NOT_FOUND;
+        if (mig != nullptr) return NVML_ERROR_NOT_SUPPORTED;
+        auto now = node.now(NodeState::Clock::now());
+        std::optional<unsigned> busy = gpu.metric(Metric::kUtilizationGpu, now);
+        std::optional<unsigned> memory = gpu.metric(Metric::kUtilizationMemory, now);
+        if (!busy || !memory) return NVML_ERROR_NOT_SUPPORTED;
+        auto stamp =
+            static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
+        std::vector<ProcessShare> shares =
+            gpunode::sim::process_shares(gpu.model().processes, *busy, *memory);
+        if (shares.empty() || stamp <= last_seen) return NVML_ERROR_NOT_FOUND;
+        return fill(shares, stamp);
+      });
 }
 
 }  // namespace
@@ -131,30 +167,41 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                              nvmlProcessUtilizationSample_t* utilization,
                                              unsigned int* processSamplesCount,
                                              unsigned long long lastSeenTimeStamp) {
-  return with_device(
-      device, [&](NodeState& node, GpuState& gpu, unsigned, const MigDevice* mig) -> nvmlReturn_t {
-        if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-        if (mig != nullptr) return NVML_ERROR_NOT_SUPPORTED;
-        auto now = node.now(NodeState::Clock::now());
-        std::optional<unsigned> busy = gpu.metric(Metric::kUtilizationGpu, now);
-        std::optional<unsigned> memory = gpu.metric(Metric::kUtilizationMemory, now);
-        if (!busy || !memory) return NVML_ERROR_NOT_SUPPORTED;
-        // One sample per process, taken now (CPU time in microseconds, as the driver stamps them).
-        auto stamp =
-            static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                                std::chrono::system_clock::now().time_since_epoch())
-                                                .count());
-        std::vector<gpunode::sim::ProcessShare> shares =
-            gpunode::sim::process_shares(gpu.model().processes, *busy, *memory);
-        if (shares.empty() || stamp <= lastSeenTimeStamp) return NVML_ERROR_NOT_FOUND;
+  if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  return process_samples(device, lastSeenTimeStamp, /*needs_driver_major=*/0,
+                         [&](const std::vector<ProcessShare>& shares, unsigned long long stamp) {
+                           auto needed = static_cast<unsigned>(shares.size());
+                           if (utilization == nullptr || *processSamplesCount < needed) {
+                             *processSamplesCount = needed;
+                             return NVML_ERROR_INSUFFICIENT_SIZE;
+                           }
+                           for (unsigned i = 0; i < needed; ++i) {
+                             utilization[i] = {shares[i].pid,        stamp, shares[i].sm_pct,
+                                               shares[i].memory_pct, 0,     0};
+                           }
+                           *processSamplesCount = needed;
+                           return NVML_SUCCESS;
+                         });
+}
+
+nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                   nvmlProcessesUtilizationInfo_t* info) {
+  if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (info->version != kNvmlProcessesUtilizationInfoV1Version)
+    return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  return process_samples(
+      device, info->lastSeenTimeStamp, /*needs_driver_major=*/550,
+      [&](const std::vector<ProcessShare>& shares, unsigned long long stamp) {
         auto needed = static_cast<unsigned>(shares.size());
-        if (utilization == nullptr || *processSamplesCount < needed) {
-          *processSamplesCount = needed;
+        if (info->procUtilArray == nullptr || info->processSamplesCount < needed) {
+          info->processSamplesCount = needed;
           return NVML_ERROR_INSUFFICIENT_SIZE;
         }
-        for (unsigned i = 0; i < needed; ++i)
-          utilization[i] = {shares[i].pid, stamp, shares[i].sm_pct, shares[i].memory_pct, 0, 0};
-        *processSamplesCount = needed;
+        for (unsigned i = 0; i < needed; ++i) {
+          info->procUtilArray[i] = {
+              stamp, shares[i].pid, shares[i].sm_pct, shares[i].memory_pct, 0, 0, 0, 0};
+        }
+        info->processSamplesCount = needed;
         return NVML_SUCCESS;
       });
 }

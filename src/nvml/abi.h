@@ -357,6 +357,31 @@ typedef struct {
   unsigned int decUtil;
 } nvmlProcessUtilizationSample_t;
 
+// nvmlDeviceGetProcessesUtilizationInfo (driver 550 and later): the same samples with JPEG and
+// optical-flow engines, in a versioned request. nvml.h of CUDA 12.4 (NVML_API_VERSION 12); not
+// in the 11.8 header tests/nvml compares against, hence the asserts below.
+typedef struct {
+  unsigned long long timeStamp;  // CPU time of the sample, microseconds
+  unsigned int pid;
+  unsigned int smUtil;  // percent
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+  unsigned int jpgUtil;
+  unsigned int ofaUtil;
+} nvmlProcessUtilizationInfo_v1_t;
+
+typedef struct {
+  unsigned int version;              // nvmlProcessesUtilizationInfo_v1
+  unsigned int processSamplesCount;  // in: room in procUtilArray; out: samples written or needed
+  unsigned long long lastSeenTimeStamp;  // only samples newer than this
+  nvmlProcessUtilizationInfo_v1_t* procUtilArray;
+} nvmlProcessesUtilizationInfo_v1_t;
+typedef nvmlProcessesUtilizationInfo_v1_t nvmlProcessesUtilizationInfo_t;
+// NVML_STRUCT_VERSION(ProcessesUtilizationInfo, 1).
+constexpr unsigned kNvmlProcessesUtilizationInfoV1Version =
+    static_cast<unsigned>(sizeof(nvmlProcessesUtilizationInfo_v1_t)) | (1u << 24);
+
 // ---- GPU Performance Monitoring (GPM), Hopper and later. nvml.h of CUDA 11.8 (NVML_API_VERSION
 // 11), "GPM" group; nvmlGpmMigSampleGet arrived with the CUDA 12.0 header, same sample type. ----
 typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
@@ -443,6 +468,13 @@ static_assert(offsetof(nvmlComputeInstanceInfo_t, placement) == 24);
 static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
 static_assert(offsetof(nvmlProcessUtilizationSample_t, timeStamp) == 8);
 static_assert(offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16);
+static_assert(sizeof(nvmlProcessUtilizationInfo_v1_t) == 40);
+static_assert(offsetof(nvmlProcessUtilizationInfo_v1_t, pid) == 8);
+static_assert(offsetof(nvmlProcessUtilizationInfo_v1_t, ofaUtil) == 32);
+static_assert(sizeof(nvmlProcessesUtilizationInfo_v1_t) == 24);
+static_assert(offsetof(nvmlProcessesUtilizationInfo_v1_t, lastSeenTimeStamp) == 8);
+static_assert(offsetof(nvmlProcessesUtilizationInfo_v1_t, procUtilArray) == 16);
+static_assert(kNvmlProcessesUtilizationInfoV1Version == 0x01000018);
 static_assert(sizeof(nvmlGpmSample_t) == 8);
 static_assert(sizeof(nvmlGpmMetric_t) == 40);
 static_assert(offsetof(nvmlGpmMetric_t, value) == 8);
@@ -586,6 +618,8 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                              nvmlProcessUtilizationSample_t* utilization,
                                              unsigned int* processSamplesCount,
                                              unsigned long long lastSeenTimeStamp);
+nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(
+    nvmlDevice_t device, nvmlProcessesUtilizationInfo_t* procesesUtilInfo);
 
 nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* gpmSupport);
 nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* gpmSample);

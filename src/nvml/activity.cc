@@ -1,38 +1,93 @@
 #include "nvml/activity.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "nvml/library.h"
 
 namespace gpunode::nvml {
 
-absl::StatusOr<std::vector<ProcessUtilization>> ProcessUtilizations(const Library& library,
-                                                                    const Device& device,
-                                                                    uint64_t since_timestamp_us) {
-  // Ask for the count first; samples may arrive between the calls, so leave slack and retry.
-  std::vector<nvmlProcessUtilizationSample_t> raw;
+namespace {
+
+// Both calls size their answer the same way: ask with no room, learn the count, ask again. Samples
+// may arrive between the calls, so leave slack and retry. `ask(buffer, &capacity)` fills
+// `buffer` (null when it is empty) and sets capacity to the count written or needed.
+template <typename Sample, typename Ask>
+absl::StatusOr<std::vector<Sample>> Samples(Ask ask, const char* symbol) {
+  std::vector<Sample> raw;
   unsigned count = 0;
   for (int attempt = 0; attempt < 4; ++attempt) {
     raw.resize(count);
     unsigned capacity = count;
-    absl::Status st =
-        GPUNODE_NVML_CALL(library, device_get_process_utilization, device.handle(),
-                          raw.empty() ? nullptr : raw.data(), &capacity, since_timestamp_us);
+    absl::Status st = ask(raw.empty() ? nullptr : raw.data(), &capacity);
     // NOT_FOUND: the driver has no sample newer than the timestamp.
-    if (ReturnOf(st) == NVML_ERROR_NOT_FOUND) return std::vector<ProcessUtilization>{};
+    if (ReturnOf(st) == NVML_ERROR_NOT_FOUND) return std::vector<Sample>{};
     if (st.ok()) {
       raw.resize(std::min<size_t>(capacity, raw.size()));
-      std::vector<ProcessUtilization> out;
-      out.reserve(raw.size());
-      for (const nvmlProcessUtilizationSample_t& s : raw)
-        out.push_back(ProcessUtilization{s.pid, s.timeStamp, s.smUtil, s.memUtil});
-      return out;
+      return raw;
     }
     if (ReturnOf(st) != NVML_ERROR_INSUFFICIENT_SIZE) return st;
     count = capacity + 8;
   }
-  return FromReturn(NVML_ERROR_INSUFFICIENT_SIZE, "nvmlDeviceGetProcessUtilization",
-                    "the sample count kept growing");
+  return FromReturn(NVML_ERROR_INSUFFICIENT_SIZE, symbol, "the sample count kept growing");
+}
+
+absl::StatusOr<std::vector<ProcessUtilization>> FromUtilizationInfo(const Library& library,
+                                                                    const Device& device,
+                                                                    uint64_t since_timestamp_us) {
+  auto ask = [&](nvmlProcessUtilizationInfo_v1_t* buffer, unsigned* capacity) {
+    nvmlProcessesUtilizationInfo_t request{};
+    request.version = kNvmlProcessesUtilizationInfoV1Version;
+    request.processSamplesCount = *capacity;
+    request.lastSeenTimeStamp = since_timestamp_us;
+    request.procUtilArray = buffer;
+    absl::Status st = GPUNODE_NVML_CALL(library, device_get_processes_utilization_info,
+                                        device.handle(), &request);
+    *capacity = request.processSamplesCount;
+    return st;
+  };
+  ASSIGN_OR_RETURN(std::vector<nvmlProcessUtilizationInfo_v1_t> raw,
+                   Samples<nvmlProcessUtilizationInfo_v1_t>(
+                       ask, library.entry_points().device_get_processes_utilization_info_symbol));
+  std::vector<ProcessUtilization> out;
+  out.reserve(raw.size());
+  for (const nvmlProcessUtilizationInfo_v1_t& s : raw) {
+    out.push_back(ProcessUtilization{s.pid, s.timeStamp, s.smUtil, s.memUtil, s.encUtil, s.decUtil,
+                                     s.jpgUtil, s.ofaUtil});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ProcessUtilization>> FromUtilizationSamples(
+    const Library& library, const Device& device, uint64_t since_timestamp_us) {
+  auto ask = [&](nvmlProcessUtilizationSample_t* buffer, unsigned* capacity) {
+    return GPUNODE_NVML_CALL(library, device_get_process_utilization, device.handle(), buffer,
+                             capacity, since_timestamp_us);
+  };
+  ASSIGN_OR_RETURN(std::vector<nvmlProcessUtilizationSample_t> raw,
+                   Samples<nvmlProcessUtilizationSample_t>(
+                       ask, library.entry_points().device_get_process_utilization_symbol));
+  std::vector<ProcessUtilization> out;
+  out.reserve(raw.size());
+  for (const nvmlProcessUtilizationSample_t& s : raw) {
+    out.push_back(ProcessUtilization{s.pid, s.timeStamp, s.smUtil, s.memUtil, s.encUtil, s.decUtil,
+                                     std::nullopt, std::nullopt});
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ProcessUtilization>> ProcessUtilizations(const Library& library,
+                                                                    const Device& device,
+                                                                    uint64_t since_timestamp_us) {
+  absl::StatusOr<std::vector<ProcessUtilization>> info =
+      FromUtilizationInfo(library, device, since_timestamp_us);
+  // Drivers before 550 do not export the call (FUNCTION_NOT_FOUND); a driver may also have it
+  // and not support it on a GPU. Both leave the older call, which every supported driver has.
+  if (!IsNotSupported(info.status())) return info;
+  return FromUtilizationSamples(library, device, since_timestamp_us);
 }
 
 absl::StatusOr<uint64_t> NvLinkDataKib(const Library& library, const Device& gpu,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,11 +17,17 @@ struct ProcessUtilization {
   uint64_t timestamp_us = 0;  // CPU time of the driver's sample
   unsigned sm_pct = 0;
   unsigned memory_pct = 0;
+  unsigned encoder_pct = 0;
+  unsigned decoder_pct = 0;
+  // JPEG and optical-flow engines: only nvmlDeviceGetProcessesUtilizationInfo reports them.
+  std::optional<unsigned> jpeg_pct;
+  std::optional<unsigned> optical_flow_pct;
 };
 
-// nvmlDeviceGetProcessUtilization: the driver's per-process samples taken after
-// `since_timestamp_us` (0: every sample it still holds). No sample in that window is an empty
-// list, not an error; a process that ran nothing then has no sample.
+// The driver's per-process samples taken after `since_timestamp_us` (0: every sample it still
+// holds), from nvmlDeviceGetProcessesUtilizationInfo where the driver has it (550 and later), else
+// nvmlDeviceGetProcessUtilization. No sample in that window is an empty list, not an error; a
+// process that ran nothing then has no sample.
 absl::StatusOr<std::vector<ProcessUtilization>> ProcessUtilizations(const Library& library,
                                                                     const Device& device,
                                                                     uint64_t since_timestamp_us);

@@ -82,6 +82,7 @@
   X(event_set_wait, nvmlEventSetWait_v2, nvmlEventSetWait)                                         \
   X(event_set_free, nvmlEventSetFree)                                                              \
   X(device_get_process_utilization, nvmlDeviceGetProcessUtilization)                               \
+  X(device_get_processes_utilization_info, nvmlDeviceGetProcessesUtilizationInfo)                  \
   X(gpm_query_device_support, nvmlGpmQueryDeviceSupport)                                           \
   X(gpm_sample_alloc, nvmlGpmSampleAlloc)                                                          \
   X(gpm_sample_free, nvmlGpmSampleFree)                                                            \

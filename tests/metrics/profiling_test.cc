@@ -123,6 +123,16 @@ TEST(Profiling, BeforeHopperNothingIsMadeUp) {
       testing::SampleCount(Once({"--sim", "a10-pcie-4"}), "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"), 0);
 }
 
+// Driver 535 lacks nvmlDeviceGetProcessesUtilizationInfo; per-process utilization comes from the
+// older call there, with the same meaning.
+TEST(Profiling, ProcessUtilizationOnADriverBefore550) {
+  std::string out = Once({"--sim", "dgx1-v100"});  // GPU0: one process, 97% busy
+  EXPECT_EQ(testing::SampleCount(out, "gpunode_gpu_process_utilization_ratio"), 1);
+  EXPECT_DOUBLE_EQ(testing::SampleValue(out, "gpunode_gpu_process_utilization_ratio",
+                                        {Label("gpu", "0"), Label("pid", "10453")}),
+                   0.97);
+}
+
 TEST(Profiling, HopperMigInstancesThroughTheMigSample) {
   std::string out = Once({"--sim", kFixtures + "/metrics/h100-mig.yaml"});
   // One series per GPU instance, with its GPU_I_* labels; none for the MIG-enabled GPU itself.

@@ -29,12 +29,14 @@ using ::testing::HasSubstr;
 const std::map<std::string, std::string> kNewerThanHeader = {
     {"nvmlDeviceGetNumaNodeId", "added to NVML after driver 535"},
     {"nvmlGpmMigSampleGet", "declared from the CUDA 12.0 header on; driver 535 exports it"},
+    {"nvmlDeviceGetProcessesUtilizationInfo", "added to NVML in driver 550 (CUDA 12.4 header)"},
 };
 
 // Entry points NVIDIA added after driver 535: the real library must not export them (else the
 // entry belongs in the checked set), and gpunode treats them as not supported there.
 const std::map<std::string, std::string> kNewerThanLibrary = {
     {"nvmlDeviceGetNumaNodeId", "added to NVML after driver 535"},
+    {"nvmlDeviceGetProcessesUtilizationInfo", "added to NVML in driver 550"},
 };
 
 struct EntryPoint {

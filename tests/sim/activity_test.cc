@@ -89,6 +89,40 @@ TEST_F(ActivityTest, ProcessUtilizationSharesTheGpu) {
   EXPECT_EQ(api().device_get_process_utilization(gpu(0), &sample, &count, 0), NVML_ERROR_NOT_FOUND);
 }
 
+TEST_F(ActivityTest, ProcessesUtilizationInfoIsVersionedAndOnlyOnDriver550) {
+  start("dgx-h100");  // driver 550
+  nvmlProcessesUtilizationInfo_t info{};
+  info.version = kNvmlProcessesUtilizationInfoV1Version;
+  EXPECT_EQ(api().device_get_processes_utilization_info(gpu(7), &info),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  ASSERT_EQ(info.processSamplesCount, 1u);
+  nvmlProcessUtilizationInfo_v1_t sample{};
+  info.procUtilArray = &sample;
+  ASSERT_EQ(api().device_get_processes_utilization_info(gpu(7), &info), NVML_SUCCESS);
+  EXPECT_EQ(sample.pid, 48211u);
+  EXPECT_EQ(sample.smUtil, 35u);
+  EXPECT_EQ(sample.memUtil, 12u);
+  EXPECT_GT(sample.timeStamp, 0u);
+  info.lastSeenTimeStamp = ~0ULL;
+  EXPECT_EQ(api().device_get_processes_utilization_info(gpu(7), &info), NVML_ERROR_NOT_FOUND);
+  info.version = 0x01000010;  // a size this struct never had
+  EXPECT_EQ(api().device_get_processes_utilization_info(gpu(7), &info),
+            NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  EXPECT_EQ(api().device_get_processes_utilization_info(gpu(7), nullptr),
+            NVML_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(api().shutdown(), NVML_SUCCESS);
+
+  // Driver 535 does not have the call: what a caller of that library sees for a missing symbol.
+  start("dgx1-v100");
+  info = {};
+  info.version = kNvmlProcessesUtilizationInfoV1Version;
+  EXPECT_EQ(api().device_get_processes_utilization_info(gpu(0), &info),
+            NVML_ERROR_FUNCTION_NOT_FOUND);
+  unsigned count = 0;
+  EXPECT_EQ(api().device_get_process_utilization(gpu(0), nullptr, &count, 0),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+}
+
 TEST_F(ActivityTest, NvLinkThroughputFieldsPerLink) {
   start("dgx-h100");
   nvmlFieldValue_t fields[3] = {};
