@@ -1,5 +1,8 @@
 #include "host/plugin_health_state.h"
 
+#include <cstdint>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
@@ -21,7 +24,8 @@ std::string FormatPluginHealthState(const PluginHealthState& state) {
     if (!d.waiting_for.empty()) e["waiting_for"] = d.waiting_for;
     devices.push_back(std::move(e));
   }
-  return json{{"unhealthy", devices}}.dump(2) + "\n";
+  // Replace, not throw on, bytes that are not UTF-8: a file for doctor must not stop the plugin.
+  return json{{"unhealthy", devices}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 absl::StatusOr<PluginHealthState> ParsePluginHealthState(std::string_view text) {
@@ -32,13 +36,22 @@ absl::StatusOr<PluginHealthState> ParsePluginHealthState(std::string_view text) 
   }
   PluginHealthState state;
   for (const json& e : doc["unhealthy"]) {
-    if (!e.is_object() || !e.contains("index") || !e["index"].is_number_unsigned() ||
-        !e.contains("uuid") || !e["uuid"].is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat("entry ", state.unhealthy.size(),
-                                                     " of \"unhealthy\" has no index and uuid"));
+    // An index or instance id is an unsigned int: a larger number would be read as another GPU.
+    auto unsigned_of = [&](const char* key) -> std::optional<unsigned> {
+      if (!e.contains(key) || !e[key].is_number_unsigned() ||
+          e[key].get<uint64_t>() > std::numeric_limits<unsigned>::max()) {
+        return std::nullopt;
+      }
+      return e[key].get<unsigned>();
+    };
+    std::optional<unsigned> index = unsigned_of("index");
+    if (!index || !e.contains("uuid") || !e["uuid"].is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("entry ", state.unhealthy.size(),
+                       " of \"unhealthy\" has no index (an unsigned int) and uuid"));
     }
     UnhealthyDevice d;
-    d.index = e["index"].get<unsigned>();
+    d.index = *index;
     d.uuid = e["uuid"].get<std::string>();
     auto text_of = [&](const char* key) {
       return e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string();
@@ -46,10 +59,8 @@ absl::StatusOr<PluginHealthState> ParsePluginHealthState(std::string_view text) 
     d.reason = text_of("reason");
     d.held = text_of("held");
     d.waiting_for = text_of("waiting_for");
-    if (e.contains("gpu_instance_id") && e["gpu_instance_id"].is_number_unsigned())
-      d.gpu_instance_id = e["gpu_instance_id"].get<unsigned>();
-    if (e.contains("compute_instance_id") && e["compute_instance_id"].is_number_unsigned())
-      d.compute_instance_id = e["compute_instance_id"].get<unsigned>();
+    d.gpu_instance_id = unsigned_of("gpu_instance_id");
+    d.compute_instance_id = unsigned_of("compute_instance_id");
     if (e.contains("faults") && e["faults"].is_array()) {
       for (const json& f : e["faults"]) {
         if (f.is_string()) d.faults.push_back(f.get<std::string>());

@@ -307,6 +307,13 @@ TEST_F(Doctor, PluginHealthStateFromTheDevicePlugin) {
   finding = Find(Run({}), "plugin.health");
   EXPECT_EQ(finding["status"], "warn");
   EXPECT_THAT(finding["evidence"].get<std::string>(), HasSubstr("gpunode-health.json: not a JSON"));
+  // An index past an unsigned int would name another GPU once truncated: refused.
+  Write(PluginDir() / "gpunode-health.json",
+        R"({"unhealthy": [{"index": 4294967298, "uuid": "GPU-2"}]})");
+  finding = Find(Run({}), "plugin.health");
+  EXPECT_EQ(finding["status"], "warn");
+  EXPECT_THAT(finding["evidence"].get<std::string>(),
+              HasSubstr("entry 0 of \"unhealthy\" has no index (an unsigned int) and uuid"));
 }
 
 TEST_F(Doctor, CheckpointWithZeroDevices) {
