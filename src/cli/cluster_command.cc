@@ -400,10 +400,12 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
       if (absl::Status st = FinishVerifyOptions(smoke, *c); !st.ok()) return InputError(st);
       smoke.verify.nodes = {r.node};
       smoke.verify.count_label = r.count_label;
+      smoke.verify.run_smoke_pod = !r.dry_run;
       r.verify = [&](std::ostream& out) -> absl::StatusOr<bool> {
         ASSIGN_OR_RETURN(cluster::VerifyReport report,
                          cluster::RunVerify(*c->client, smoke.verify, signals->Clock(), std::cerr));
         cluster::PrintVerifyTable(report, out);
+        if (r.dry_run) out << "dry run: the smoke pod was not run\n";
         return report.Passed();
       };
     }
@@ -609,9 +611,10 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   restore_cmd->add_flag("--dry-run", rf.restore.dry_run, "check only; change nothing");
   restore_cmd->add_flag("--force", rf.restore.force,
                         "restore even when GPUs are missing or unhealthy (said in the output)");
-  restore_cmd->add_flag("--verify", rf.verify,
-                        "run `cluster verify` on the node (smoke pod included) before undoing "
-                        "anything; refuse when it fails");
+  restore_cmd->add_flag(
+      "--verify", rf.verify,
+      "run `cluster verify` on the node (smoke pod included, except with --dry-run) before undoing "
+      "anything; refuse when it fails");
   AddCountLabelOptions(restore_cmd, rf.restore.count_label);
   AddSmokePodOptions(restore_cmd, rf.smoke);
   AddConnectionOptions(restore_cmd, restore->first, false);

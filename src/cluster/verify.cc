@@ -376,6 +376,10 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
       verdict.steps.push_back(std::move(plugin));
       verdict.steps.push_back(CapacityStep(node, options));
       for (const VerifyStep& s : verdict.steps) Progress(progress, s);
+      if (!options.run_smoke_pod) {
+        report.nodes.push_back(std::move(verdict));
+        continue;
+      }
 
       VerifyStep smoke;
       smoke.step = "smoke-pod";

@@ -34,6 +34,9 @@ struct VerifyOptions {
   CountLabel count_label;
   absl::Duration timeout = absl::Minutes(5);  // per smoke pod, from creation to its end
   absl::Duration poll_interval = absl::Seconds(2);
+  // False for a dry run (restore --verify --dry-run): the other steps only, no smoke pod and no
+  // smoke-pod step in the report.
+  bool run_smoke_pod = true;
 };
 
 // How verify waits: real time in the binary; `interrupted` is true once SIGINT/SIGTERM came.

@@ -327,6 +327,26 @@ TEST_F(VerifyCliTest, RestoreVerifyRefusesANodeWhoseSmokePodFails) {
   EXPECT_FALSE((*server_->Node("gpu-a"))["spec"].contains("unschedulable"));
 }
 
+// A dry run changes nothing, and running a pod on the node is a change: the checks that only read
+// decide, and no smoke pod is created.
+TEST_F(VerifyCliTest, RestoreVerifyDryRunRunsNoSmokePod) {
+  json node = Node("gpu-a", 8, 8);
+  node["metadata"]["labels"]["nvidia.com/gpu.state"] = "draining";
+  node["metadata"]["annotations"] = {{"gpunode.io/drain-cordoned", "true"}};
+  node["spec"]["unschedulable"] = true;
+  server_->AddObject(node);
+  server_->AddObject(DevicePluginPod("gpu-a"));
+  ProcessResult r =
+      Live({"cluster", "restore", "gpu-a", "--verify", "--dry-run", "--poll-interval", "10ms"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("dry run: the smoke pod was not run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dry run: would "), std::string::npos) << r.out;
+  EXPECT_TRUE(Created().empty());
+  EXPECT_EQ(server_->CountRequests("POST", "/"), 0);
+  EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
+  EXPECT_TRUE((*server_->Node("gpu-a"))["spec"]["unschedulable"].get<bool>());
+}
+
 TEST_F(VerifyCliTest, RequiredLabelsOfTheOperatorsScheme) {
   server_->AddObject(Node("gpu-a", 8, 8));
   server_->AddObject(DevicePluginPod("gpu-a"));
