@@ -12,6 +12,7 @@ scale=${3:-48}
 workdir=$(mktemp -d /tmp/gpunode-soak.XXXXXX)
 status=0
 "$build/bench/soak/soak_driver" --binary "$build/gpunode" --profile sim/profiles/dgx-h100.yaml \
+  --drain-fixture tests/fixtures/cluster/drain.json \
   --duration-s "$seconds" --clock-scale "$scale" --workdir "$workdir" || status=$?
 if [[ $status -eq 0 ]]; then rm -rf "$workdir"; else echo "soak: logs kept in $workdir" >&2; fi
 exit $status

@@ -2,14 +2,16 @@
 // kubelet double restarts every 10 simulated seconds, an XID storm every 7 (memory errors whose
 // row remap is applied later, bursts of contained ECC errors, NVLink errors, application XIDs),
 // a GPU falls off the bus and comes back every simulated minute, and processes start and exit;
-// meanwhile Allocate is
-// called on devices the last ListAndWatch update called Healthy and /metrics is scraped without
-// a pause. It reports what an operator would ask after a day: registrations lost, crashes,
-// Allocate errors a healthy device should not give, RSS, descriptors and threads at the start
-// and the end, and the recovery decisions the plugin made. Exit 1 when a goal is missed.
+// meanwhile Allocate is called on devices the last ListAndWatch update called Healthy, /metrics is
+// scraped without a pause, and `gpunode cluster drain` and `restore` run one after the other
+// against an API server double that answers each with bursts of 5xx. It reports what an operator
+// would ask after a day: registrations lost, crashes, Allocate errors a healthy device should not
+// give, RSS, descriptors and threads at the start and the end, and the recovery decisions the
+// plugin made. Exit 1 when a goal is missed.
 //
 // Usage: soak_driver --binary build/gpunode --profile sim/profiles/dgx-h100.yaml
-//          --duration-s 45 --clock-scale 20 --workdir DIR [--scrapes 100000]
+//          --drain-fixture tests/fixtures/cluster/drain.json --duration-s 45 --clock-scale 20
+//          --workdir DIR [--scrapes 100000]
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
@@ -29,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "harness/apiserver_double.h"
 #include "kubelet_double.h"
 #include "process.h"
 #include "test_support.h"
@@ -42,6 +45,7 @@ using std::chrono::milliseconds;
 struct Options {
   std::string binary = "build/gpunode";
   std::string profile = "sim/profiles/dgx-h100.yaml";
+  std::string drain_fixture = "tests/fixtures/cluster/drain.json";
   double duration_s = 45;
   double clock_scale = 20;  // simulated seconds per real second
   std::string workdir;
@@ -123,6 +127,75 @@ std::string ChurnProfile(const Options& o, double sim_seconds) {
   return path;
 }
 
+struct DrainCounts {
+  long drains = 0;
+  long drain_failures = 0;
+  long restores = 0;
+  long restore_failures = 0;
+  long injected_errors = 0;
+};
+
+// One drain and restore of node gpu-a of the drain fixture, through the real binary, against a
+// fresh API server double that fails the first evictions, node patches and pod lists with 1-3
+// answers of 500 or 503 (sometimes with Retry-After: 0). Every one of those must be retried: the
+// drain completes (exit 0, GPU pods gone, the node labelled and cordoned) and the restore lifts
+// both. A failure is printed with the command's output.
+void DrainAndRestoreOnce(const Options& o, std::mt19937& random, DrainCounts& counts) {
+  testing::ApiServerDouble::Options plain_http;
+  plain_http.token = "";
+  testing::ApiServerDouble server(plain_http);
+  if (!server.Start() || !server.LoadList(o.drain_fixture)) {
+    std::cerr << "soak: the API server double cannot serve " << o.drain_fixture << "\n";
+    ++counts.drain_failures;
+    return;
+  }
+  server.SetDisruptionsAllowed("serving", "infer", 1);
+  auto burst = [&](const char* method, const char* path) {
+    int count = 1 + static_cast<int>(random() % 3);
+    server.FailNext(method, path, random() % 2 ? 503 : 500, count, random() % 2 ? 0 : -1);
+    counts.injected_errors += count;
+  };
+  burst("POST", "/api/v1/namespaces/");  // evictions
+  burst("PATCH", "/api/v1/nodes/gpu-a");
+  burst("GET", "/api/v1/pods");
+  std::string kubeconfig = o.workdir + "/kubeconfig";
+  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\n"
+                            << "clusters: [{name: double, cluster: {server: \"" << server.url()
+                            << "\"}}]\n"
+                            << "users: [{name: soak, user: {}}]\n"
+                            << "contexts: [{name: soak, context: {cluster: double, user: soak}}]\n"
+                            << "current-context: soak\n";
+  testing::ProcessResult drain =
+      testing::RunProcess({o.binary, "cluster", "drain", "gpu-a", "--cordon", "--force",
+                           "--delete-emptydir-data", "--timeout", "0", "--eviction-retry-interval",
+                           "50ms", "--poll-interval", "50ms", "--kubeconfig", kubeconfig});
+  ++counts.drains;
+  std::optional<nlohmann::json> node = server.Node("gpu-a");
+  bool drained =
+      drain.exit_code == 0 && node &&
+      node->value("/metadata/labels/nvidia.com~1gpu.state"_json_pointer, "") == "draining" &&
+      !server.Pod("ml", "train-llama-6c8d7f9b5-q4x2z") &&
+      !server.Pod("serving", "infer-7b9d6c5f4-p2r8s");
+  if (!drained) {
+    ++counts.drain_failures;
+    std::cerr << "soak: drain (exit " << drain.exit_code << "): " << drain.out << drain.err;
+    return;
+  }
+  burst("PATCH", "/api/v1/nodes/gpu-a");
+  testing::ProcessResult restore =
+      testing::RunProcess({o.binary, "cluster", "restore", "gpu-a", "--kubeconfig", kubeconfig});
+  ++counts.restores;
+  node = server.Node("gpu-a");
+  bool restored = restore.exit_code == 0 && node &&
+                  !node->value("/metadata/labels"_json_pointer, nlohmann::json::object())
+                       .contains("nvidia.com/gpu.state") &&
+                  !node->value("/spec/unschedulable"_json_pointer, false);
+  if (!restored) {
+    ++counts.restore_failures;
+    std::cerr << "soak: restore (exit " << restore.exit_code << "): " << restore.out << restore.err;
+  }
+}
+
 int Run(const Options& o) {
   namespace fs = std::filesystem;
   const double sim_seconds = o.duration_s * o.clock_scale;
@@ -173,6 +246,13 @@ int Run(const Options& o) {
       if (r.status != 200 || r.body.find("DCGM_FI_DEV_GPU_TEMP") == std::string::npos)
         ++scrape_failures;
     }
+  });
+
+  // Drains and restores one after the other for the whole run, each against bursts of 5xx.
+  DrainCounts drain_counts;
+  std::thread drainer([&] {
+    std::mt19937 random(20261202);
+    while (!done) DrainAndRestoreOnce(o, random, drain_counts);
   });
 
   long restarts = 0, lost = 0, allocations = 0, refused_unhealthy = 0, bad_allocations = 0;
@@ -226,6 +306,7 @@ int Run(const Options& o) {
   }
   done = true;
   scraper.join();
+  drainer.join();
 
   bool plugin_alive = plugin.Running();
   bool exporter_alive = exporter.Running();
@@ -245,6 +326,10 @@ int Run(const Options& o) {
               allocations, refused_unhealthy, bad_allocations);
   std::printf("scrapes: %ld, failed: %ld\n", scrapes.load(), scrape_failures.load());
   std::printf(
+      "drains / failed: %ld / %ld, restores / failed: %ld / %ld, 5xx answers injected: %ld\n",
+      drain_counts.drains, drain_counts.drain_failures, drain_counts.restores,
+      drain_counts.restore_failures, drain_counts.injected_errors);
+  std::printf(
       "health: %zu Unhealthy, %zu recovered on evidence, %zu waits for evidence, %zu held\n",
       Count(log, "is Unhealthy:"), Count(log, "is Healthy again:"), Count(log, "stays Unhealthy: "),
       Count(log, "stays Unhealthy until the plugin"));
@@ -262,7 +347,8 @@ int Run(const Options& o) {
               plugin_end.threads <= plugin_start.threads + 2 &&
               exporter_end.threads <= exporter_start.threads + 2;
   bool ok = lost == 0 && crashes == 0 && bad_allocations == 0 && scrape_failures == 0 && flat &&
-            restarts > 0 && allocations > 0;
+            restarts > 0 && allocations > 0 && drain_counts.drains > 0 &&
+            drain_counts.drain_failures == 0 && drain_counts.restore_failures == 0;
   std::printf("%s\n", ok ? "soak: every goal met" : "soak: a goal was missed");
   if (!ok)
     std::printf("logs: %s/plugin.log, %s/exporter.log\n", o.workdir.c_str(), o.workdir.c_str());
@@ -283,13 +369,16 @@ int main(int argc, char** argv) {
       o.duration_s = std::atof(value.c_str());
     } else if (flag == "--clock-scale") {
       o.clock_scale = std::atof(value.c_str());
+    } else if (flag == "--drain-fixture") {
+      o.drain_fixture = value;
     } else if (flag == "--workdir") {
       o.workdir = value;
     } else if (flag == "--scrapes") {
       o.scrapes = std::atol(value.c_str());
     } else {
       std::cerr << "soak_driver: unknown flag " << flag
-                << "; use --binary, --profile, --duration-s, --clock-scale, --workdir, --scrapes\n";
+                << "; use --binary, --profile, --drain-fixture, --duration-s, --clock-scale, "
+                   "--workdir, --scrapes\n";
       return 2;
     }
   }
