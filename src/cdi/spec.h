@@ -28,14 +28,14 @@ struct GpuDevice {
   unsigned index = 0;
   std::string uuid;
   unsigned minor = 0;  // /dev/nvidia<minor>
-  std::vector<MigDevice> migs;
+  std::vector<MigDevice> migs = {};
 };
 
 struct SpecOptions {
   std::string kind = "nvidia.com/gpu";
   std::string dev_root = "/";  // prefix of the device nodes' host paths
   // nvidia-cdi-hook (or nvidia-ctk) as the runtime will run it; nullopt leaves the hooks out.
-  std::optional<std::string> hook_path;
+  std::optional<std::string> hook_path = std::nullopt;
 };
 
 Spec BuildSpec(const std::vector<GpuDevice>& gpus, const DriverFiles& driver,

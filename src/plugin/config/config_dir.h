@@ -17,8 +17,8 @@ namespace gpunode::plugin {
 inline constexpr const char* kConfigLabel = "nvidia.com/device-plugin.config";
 
 struct ConfigSelection {
-  std::optional<std::string> label;           // the node's label value, when it has one
-  std::optional<std::string> default_config;  // --default-config or CONFIG_DEFAULT
+  std::optional<std::string> label = std::nullopt;  // the node's label value, when it has one
+  std::optional<std::string> default_config;        // --default-config or CONFIG_DEFAULT
 };
 
 // The config names in `directory`, sorted.

@@ -36,7 +36,7 @@ struct HealthOptions {
   unsigned flap_limit = 3;
   std::chrono::milliseconds flap_window{std::chrono::hours(1)};
   // Where the unhealthy devices and why are written (host/plugin_health_state.h); empty: nowhere.
-  std::string state_file;
+  std::string state_file = {};
 };
 
 class HealthMonitor {

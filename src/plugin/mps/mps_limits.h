@@ -14,8 +14,8 @@ namespace gpunode::plugin {
 
 struct MpsGpu {
   std::string uuid;
-  unsigned index = 0;  // NVML index
-  std::string name;    // "Tesla V100-SXM2-16GB"
+  unsigned index = 0;     // NVML index
+  std::string name = {};  // "Tesla V100-SXM2-16GB"
   uint64_t memory_bytes = 0;
   int cc_major = 0;
   int cc_minor = 0;
