@@ -82,6 +82,39 @@ size_t WriteBody(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// Where a watch's body goes: to the caller while the answer is 2xx, else into the response.
+struct StreamSink {
+  const CurlApi* api;
+  CURL* curl;
+  const HttpRequest* request;
+  std::string* error_body;
+  bool ended_by_caller = false;
+};
+
+size_t StreamBody(char* data, size_t size, size_t n, void* user) {
+  auto* sink = static_cast<StreamSink*>(user);
+  long status = 0;
+  sink->api->easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status < 200 || status > 299) {
+    sink->error_body->append(data, size * n);
+    return size * n;
+  }
+  if (!sink->request->on_body(std::string_view(data, size * n))) {
+    sink->ended_by_caller = true;
+    return 0;  // curl ends the transfer with CURLE_WRITE_ERROR
+  }
+  return size * n;
+}
+
+int StreamProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* sink = static_cast<StreamSink*>(user);
+  if (sink->request->keep_going && !sink->request->keep_going()) {
+    sink->ended_by_caller = true;
+    return 1;  // curl ends the transfer with CURLE_ABORTED_BY_CALLBACK
+  }
+  return 0;
+}
+
 size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
   std::string_view line(data, size * n);
   if (line.size() > 12 &&
@@ -203,11 +236,14 @@ absl::StatusOr<HttpResponse> CurlTransport::SendOnce(const HttpRequest& request)
   api_.easy_setopt(c, CURLOPT_URL, url.c_str());
   if (connect_to_list) api_.easy_setopt(c, CURLOPT_CONNECT_TO, connect_to_list);
   api_.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  api_.easy_setopt(c, CURLOPT_TIMEOUT_MS,
-                   static_cast<long>(absl::ToInt64Milliseconds(options_.request_timeout)));
+  bool streaming = static_cast<bool>(request.on_body);
+  api_.easy_setopt(
+      c, CURLOPT_TIMEOUT_MS,
+      streaming ? 0L : static_cast<long>(absl::ToInt64Milliseconds(options_.request_timeout)));
   api_.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
-  api_.easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");  // gzip: big lists shrink a lot
+  // gzip: big lists shrink a lot. Not for a watch, whose events must not wait in a compressor.
+  if (!streaming) api_.easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
   api_.easy_setopt(c, CURLOPT_USERAGENT, "gpunode/0.1");
   api_.easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   if (request.method == "HEAD") api_.easy_setopt(c, CURLOPT_NOBODY, 1L);
@@ -250,8 +286,17 @@ absl::StatusOr<HttpResponse> CurlTransport::SendOnce(const HttpRequest& request)
   }
   api_.easy_setopt(c, CURLOPT_HTTPHEADER, headers.list);
   HttpResponse response;
-  api_.easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
-  api_.easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  StreamSink sink{&api_, c, &request, &response.body};
+  if (streaming) {
+    api_.easy_setopt(c, CURLOPT_WRITEFUNCTION, StreamBody);
+    api_.easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+    api_.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, StreamProgress);
+    api_.easy_setopt(c, CURLOPT_XFERINFODATA, &sink);
+    api_.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  } else {
+    api_.easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
+    api_.easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  }
   api_.easy_setopt(c, CURLOPT_HEADERFUNCTION, WriteHeader);
   api_.easy_setopt(c, CURLOPT_HEADERDATA, &response.retry_after);
   char error_buffer[CURL_ERROR_SIZE] = {0};
@@ -260,7 +305,7 @@ absl::StatusOr<HttpResponse> CurlTransport::SendOnce(const HttpRequest& request)
   // The blobs and headers above point at locals and members; drop them from the handle.
   api_.easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
   api_.easy_setopt(c, CURLOPT_CONNECT_TO, nullptr);
-  if (rc != CURLE_OK) {
+  if (rc != CURLE_OK && !sink.ended_by_caller) {
     std::string detail = error_buffer[0] ? error_buffer : api_.easy_strerror(rc);
     std::string hint;
     if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE) {

@@ -21,6 +21,13 @@ struct HttpRequest {
   std::string path;  // absolute path with query, e.g. /api/v1/nodes?limit=500
   std::string content_type;
   std::string body;
+  // A watch: the body of a 2xx answer goes to `on_body` as it arrives, not into the response, and
+  // the request has no overall timeout (the server ends a watch after its timeoutSeconds).
+  // `on_body` returning false ends the transfer, as does `keep_going` returning false; it is asked
+  // about once a second while nothing arrives. Either way the transfer ends without an error. The
+  // body of an answer that is not 2xx is collected into the response as usual.
+  std::function<bool(std::string_view)> on_body = nullptr;
+  std::function<bool()> keep_going = nullptr;
 };
 
 struct HttpResponse {
