@@ -1,6 +1,8 @@
 #include "harness/apiserver_double.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -192,8 +194,21 @@ class ApiServerDouble::Impl {
     thread_ = std::thread([this] { server_->listen_after_bind(); });
   }
   void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    node_changed_.notify_all();  // ends the watches in flight, which hold server threads
     server_->stop();
     if (thread_.joinable()) thread_.join();
+  }
+
+  // Records a change of a node for the watches, with mu_ held: `node` carries its new
+  // resourceVersion.
+  void NodeChanged(const char* type, const json& node) {
+    int64_t rv = std::atoll(StringAt(node, {"metadata", "resourceVersion"}).c_str());
+    node_events_.push_back({rv, json{{"type", type}, {"object", node}}});
+    node_changed_.notify_all();
   }
 
   // State, guarded by mu_.
@@ -217,6 +232,10 @@ class ApiServerDouble::Impl {
   bool expire_continue_ = false;
   std::vector<Request> requests_;
   std::function<void(const Request&)> hook_;
+  // Every node change, in resourceVersion order, for watches from any resourceVersion.
+  std::vector<std::pair<int64_t, json>> node_events_;
+  std::condition_variable node_changed_;
+  bool stopping_ = false;
 
   std::string NextRv() { return std::to_string(++resource_version_); }
 
@@ -373,9 +392,14 @@ class ApiServerDouble::Impl {
   }
 
   void Routes() {
-    server_->Get("/api/v1/nodes", Wrap([this](const httplib::Request& req, httplib::Response& res) {
-                   ListOf(req, res, nodes_, "NodeList", "v1", "");
-                 }));
+    server_->Get(
+        "/api/v1/nodes", Wrap([this](const httplib::Request& req, httplib::Response& res) {
+          if (req.get_param_value("watch") == "true" || req.get_param_value("watch") == "1") {
+            WatchNodes(req, res);
+          } else {
+            ListOf(req, res, nodes_, "NodeList", "v1", "");
+          }
+        }));
     server_->Get("/api/v1/pods", Wrap([this](const httplib::Request& req, httplib::Response& res) {
                    ListOf(req, res, pods_, "PodList", "v1", "");
                  }));
@@ -407,6 +431,10 @@ class ApiServerDouble::Impl {
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
                    ListOf(req, res, daemonsets_, "DaemonSetList", "apps/v1", "");
                  }));
+    server_->Post(R"(/api/v1/namespaces/([^/]+)/events)",
+                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                    CreateEvent(req, res, req.matches[1]);
+                  }));
     server_->Post(R"(/api/v1/namespaces/([^/]+)/pods)",
                   Wrap([this](const httplib::Request& req, httplib::Response& res) {
                     CreatePod(req, res, req.matches[1]);
@@ -663,6 +691,67 @@ class ApiServerDouble::Impl {
     Reply(res, 200, stored);
   }
 
+  // A node watch as the API server streams it: one JSON event per line ({"type": "MODIFIED",
+  // "object": {...}}) for every change after `resourceVersion` that the fieldSelector selects,
+  // until timeoutSeconds pass (default 30 here) or the double stops.
+  void WatchNodes(const httplib::Request& req, httplib::Response& res) {
+    int64_t since = std::atoll(req.get_param_value("resourceVersion").c_str());
+    int seconds = req.has_param("timeoutSeconds")
+                      ? std::atoi(req.get_param_value("timeoutSeconds").c_str())
+                      : 30;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    httplib::Request selector_only;
+    if (req.has_param("fieldSelector")) {
+      selector_only.params.emplace("fieldSelector", req.get_param_value("fieldSelector"));
+    }
+    auto sent = std::make_shared<int64_t>(since);
+    res.status = 200;
+    // Not application/json, which httplib would gzip for a client that accepts it, holding the
+    // events in the compressor; the API server does not compress watches either.
+    res.set_chunked_content_provider(
+        "application/json;stream=watch",
+        [this, deadline, selector_only, sent](size_t, httplib::DataSink& sink) {
+          std::string lines;
+          {
+            std::unique_lock<std::mutex> lock(mu_);
+            node_changed_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                                  std::chrono::milliseconds(200)));
+            if (stopping_ || std::chrono::steady_clock::now() >= deadline) {
+              sink.done();
+              return true;
+            }
+            for (const auto& [rv, event] : node_events_) {
+              if (rv <= *sent) continue;
+              *sent = rv;
+              httplib::Response ignored;
+              bool ok = true;
+              if (!FieldSelects(selector_only, ignored, event["object"], "NodeList", ok)) continue;
+              lines += event.dump() + "\n";
+            }
+          }
+          return lines.empty() || sink.write(lines.data(), lines.size());
+        });
+  }
+
+  // POST of a core/v1 Event: named by metadata.name, or generateName plus a suffix.
+  void CreateEvent(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
+    json event = json::parse(req.body, nullptr, false);
+    if (!event.is_object() || event.value("kind", "") != "Event" ||
+        !event.contains("involvedObject")) {
+      Reply(res, 400, StatusObject(400, "BadRequest", "not an Event with an involvedObject"));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string name = StringAt(event, {"metadata", "name"});
+    if (name.empty())
+      name = StringAt(event, {"metadata", "generateName"}) + std::to_string(next_uid_++);
+    event["metadata"]["name"] = name;
+    event["metadata"]["namespace"] = ns;
+    event["metadata"]["resourceVersion"] = NextRv();
+    events_[ns + "/" + name] = event;
+    Reply(res, 201, event);
+  }
+
   void PatchNode(const httplib::Request& req, httplib::Response& res) {
     std::string type = req.get_header_value("Content-Type");
     json patch = json::parse(req.body, nullptr, false);
@@ -701,6 +790,7 @@ class ApiServerDouble::Impl {
     }
     patched["metadata"]["resourceVersion"] = NextRv();
     it->second = patched;
+    NodeChanged("MODIFIED", patched);
     Reply(res, 200, patched);
   }
 
@@ -792,6 +882,7 @@ void ApiServerDouble::AddObject(nlohmann::json object) {
   std::string ns = StringAt(object, {"metadata", "namespace"});
   object["metadata"]["resourceVersion"] = impl_->NextRv();
   if (kind == "Node") {
+    impl_->NodeChanged(impl_->nodes_.contains(name) ? "MODIFIED" : "ADDED", object);
     impl_->nodes_[name] = std::move(object);
   } else if (kind == "Pod") {
     impl_->pods_[ns + "/" + name] = std::move(object);

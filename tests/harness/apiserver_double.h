@@ -4,7 +4,8 @@
 // policy/v1 Eviction subresource answering 429 with the PodDisruptionBudget Status, batch/v1 Jobs
 // and CronJobs, core/v1 Events and Namespaces, apps/v1 DaemonSets (create 201 / 409 when it
 // exists, get, list, replace with resourceVersion checks, delete 404 when missing), pod create,
-// delete and log, bearer-token authentication, and injected 429/5xx answers with Retry-After.
+// delete and log, bearer-token authentication, injected 429/5xx answers with Retry-After, and
+// node watches (?watch=true, newline-delimited events) that follow AddObject and node PATCH.
 // Nothing runs a created pod: tests play the scheduler and kubelet with SetPodPhase and
 // SetPodLog.
 #pragma once
@@ -26,8 +27,8 @@ class ApiServerDouble {
   struct Options {
     std::string token = "double-token";  // empty: no authentication
     // Serve HTTPS with this certificate and key when set; plain HTTP otherwise.
-    std::string tls_cert;
-    std::string tls_key;
+    std::string tls_cert = {};
+    std::string tls_key = {};
   };
 
   struct Request {
