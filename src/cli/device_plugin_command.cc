@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cli/command.h"
+#include "cli/config_label.h"
 #include "cli/nvml_session.h"
 #include "core/duration.h"
 #include "core/log.h"
@@ -210,27 +211,52 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
   if (!flags->nvidia_driver_root && global.driver_root != "/") {
     flags->nvidia_driver_root = global.driver_root;
   }
-  plugin::ConfigSelection selection{.default_config = options.default_config};
-  plugin::ConfigLoader loader = [flags = *flags, file = options.config_file, selection] {
-    return plugin::ResolveConfig(flags, file, &Getenv, selection);
-  };
-  absl::StatusOr<plugin::ResolvedConfig> config = loader();
-  if (!config.ok()) return ReportError(config.status());
-
-  plugin::DaemonOptions daemon;
-  daemon.kubelet_dir = options.kubelet_dir;
   std::optional<std::string> config_path = options.config_file;
   if (!config_path || config_path->empty()) {
     if (const char* env = std::getenv("CONFIG_FILE"); env != nullptr && *env != '\0') {
       config_path = env;
     }
   }
+  std::error_code ec;
+  bool config_directory =
+      config_path && !config_path->empty() && std::filesystem::is_directory(*config_path, ec);
+  // A directory of configs: the node's label picks one, followed through the API server.
+  std::optional<ConfigLabelSource> label;
+  if (config_directory) label = ConfigLabelSource::Follow("gpunode-device-plugin");
+
+  plugin::ConfigSelection selection{.default_config = options.default_config};
+  const kube::NodeLabelWatch* watch = label ? &label->watch() : nullptr;
+  plugin::ConfigLoader loader = [flags = *flags, file = options.config_file, selection, watch] {
+    plugin::ConfigSelection now = selection;
+    if (watch != nullptr) now.label = watch->Value();
+    return plugin::ResolveConfig(flags, file, &Getenv, now);
+  };
+  absl::StatusOr<plugin::ResolvedConfig> config = loader();
+  if (!config.ok() && watch != nullptr && watch->Value()) {
+    // A label naming a config that is missing or broken must not stop the plugin (a crash loop
+    // would take the node's GPUs away): start with the default and say why.
+    spdlog::error("{}; starting with the default config instead", config.status().message());
+    label->Refused(std::string(config.status().message()),
+                   "starting with the default config instead");
+    config = plugin::ResolveConfig(*flags, options.config_file, &Getenv, selection);
+  }
+  if (!config.ok()) return ReportError(config.status());
+
+  plugin::DaemonOptions daemon;
+  daemon.kubelet_dir = options.kubelet_dir;
   if (config_path && !config_path->empty()) {
-    std::error_code ec;
-    daemon.config_watch_dir = std::filesystem::is_directory(*config_path, ec)
+    daemon.config_watch_dir = config_directory
                                   ? *config_path
                                   : std::filesystem::path(*config_path).parent_path().string();
     if (daemon.config_watch_dir.empty()) daemon.config_watch_dir = ".";
+  }
+  if (label) {
+    kube::NodeLabelWatch* follow = &label->watch();
+    daemon.config_label_fd = follow->fd();
+    daemon.clear_config_label = [follow] { follow->Clear(); };
+    daemon.config_refused = [&label](const std::string& why) {
+      label->Refused(why, "the running config stays");
+    };
   }
   std::optional<std::string> kubelet_socket = options.kubelet_socket;
   if (!kubelet_socket) {

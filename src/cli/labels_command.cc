@@ -1,18 +1,25 @@
 // `gpunode labels`: GPU feature discovery's node labels (and, opt-in, the operators' stable
 // scheme) written to NFD's local features file.
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
+#include "cli/config_label.h"
 #include "cli/nvml_session.h"
 #include "cli/stop_signals.h"
 #include "core/duration.h"
@@ -64,21 +71,32 @@ struct Settings {
   absl::Duration interval;
 };
 
-absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI::App& cmd) {
+// The device plugin's config file or directory, and where it was named.
+std::pair<std::string, std::string> ConfigFileOf(const LabelsOptions& options,
+                                                 const CLI::App& cmd) {
+  std::string which;
+  if (cmd.count("--config-file") == 0) {
+    if (const char* env = FirstEnv({"CONFIG_FILE", "GFD_CONFIG_FILE"}, &which)) return {env, which};
+  }
+  return {options.config_file, "--config-file"};
+}
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::is_directory(path, ec);
+}
+
+// `label`: the node's nvidia.com/device-plugin.config, which picks the config of a directory.
+absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI::App& cmd,
+                                         const std::optional<std::string>& label) {
   Settings settings;
   std::string which;
 
-  std::string config_file = options.config_file, config_source = "--config-file";
-  if (cmd.count("--config-file") == 0) {
-    if (const char* env = FirstEnv({"CONFIG_FILE", "GFD_CONFIG_FILE"}, &which)) {
-      config_file = env;
-      config_source = which;
-    }
-  }
-  std::error_code ec;
-  if (!config_file.empty() && std::filesystem::is_directory(config_file, ec)) {
+  auto [config_file, config_source] = ConfigFileOf(options, cmd);
+  if (IsDirectory(config_file)) {
     // A ConfigMap mounted whole: the same config the device plugin picks.
     plugin::ConfigSelection selection;
+    selection.label = label;
     if (const char* name = std::getenv("CONFIG_DEFAULT"); name != nullptr && *name != '\0') {
       selection.default_config = name;
     }
@@ -145,16 +163,34 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
     return ReportError(absl::InvalidArgumentError(
         "--oneshot and --interval exclude each other; give one of them"));
   }
-  absl::StatusOr<Settings> settings = ResolveSettings(options, cmd);
+  // Before the label's watch thread starts, which must leave the signals to this thread.
+  sigset_t signals = BlockStopSignals();
+  std::optional<ConfigLabelSource> label;
+  if (IsDirectory(ConfigFileOf(options, cmd).first)) {
+    label = ConfigLabelSource::Follow("gpunode-labels");
+  }
+  auto label_value = [&] { return label ? label->watch().Value() : std::nullopt; };
+  absl::StatusOr<Settings> settings = ResolveSettings(options, cmd, label_value());
+  if (!settings.ok() && label_value()) {
+    // As the device plugin: a label naming a missing or broken config does not stop the labeller.
+    spdlog::error("{}; labelling with the default config instead", settings.status().message());
+    label->Refused(std::string(settings.status().message()),
+                   "labelling with the default config instead");
+    settings = ResolveSettings(options, cmd, std::nullopt);
+  }
   if (!settings.ok()) return ReportError(settings.status());
   bool to_stdout = options.output.empty() || options.output == "-";
-
-  sigset_t signals = BlockStopSignals();
+  int stop_fd = signalfd(-1, &signals, SFD_CLOEXEC);
+  if (stop_fd < 0) {
+    return ReportError(absl::InternalError(absl::StrCat("signalfd: ", std::strerror(errno))));
+  }
+  std::unique_ptr<int, void (*)(int*)> stop_fd_closer(&stop_fd, [](int* fd) { close(*fd); });
 
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());
   host::HostRoot host(global.host_root);
 
+  bool relabelled = false;  // by a change of the config label, logged once the file is written
   for (bool first = true;; first = false) {
     absl::StatusOr<labels::NodeFacts> facts = labels::ReadNodeFacts(**library);
     if (!facts.ok()) return ReportError(facts.status());
@@ -180,15 +216,41 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
       spdlog::error("{}", st.message());
     }
     if (options.oneshot) return kExitOk;
+    if (first && !to_stdout) {
+      spdlog::info("labels written to {}; again every {}", options.output,
+                   absl::FormatDuration(settings->interval));
+    }
+    if (relabelled) {
+      spdlog::info("node label {} changed: relabelled with the config it selects",
+                   plugin::kConfigLabel);
+      relabelled = false;
+    }
 
-    timespec timeout{};
-    int64_t ms = absl::ToInt64Milliseconds(settings->interval);
-    timeout.tv_sec = ms / 1000;
-    timeout.tv_nsec = (ms % 1000) * 1000000;
-    if (sigtimedwait(&signals, nullptr, &timeout) >= 0) {
+    // Until the interval has passed, a stop signal, or a new config label (relabel at once).
+    struct pollfd fds[2] = {{stop_fd, POLLIN, 0}, {label ? label->watch().fd() : -1, POLLIN, 0}};
+    int ms = static_cast<int>(absl::ToInt64Milliseconds(settings->interval));
+    if (poll(fds, 2, ms) < 0 && errno != EINTR) {
+      return ReportError(absl::InternalError(absl::StrCat("poll: ", std::strerror(errno))));
+    }
+    if (fds[0].revents != 0) {
       // Like GFD: labels of a labeller that stopped must not outlive it.
       if (!to_stdout) std::remove(options.output.c_str());
       return kExitOk;
+    }
+    if (fds[1].revents != 0) {
+      label->watch().Clear();
+      absl::StatusOr<Settings> changed = ResolveSettings(options, cmd, label_value());
+      if (changed.ok()) {
+        relabelled = true;
+        settings = std::move(changed);
+      } else {
+        spdlog::error(
+            "node label {} changed but is not applied, keeping the labels of the "
+            "running config: {}",
+            plugin::kConfigLabel, changed.status().message());
+        label->Refused(std::string(changed.status().message()),
+                       "the labels of the running config stay");
+      }
     }
   }
 }

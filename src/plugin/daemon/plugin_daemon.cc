@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "nvml/system.h"
 #include "plugin/cdi/cdi_spec.h"
+#include "plugin/config/config_dir.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/registration.h"
 #include "spdlog/spdlog.h"
@@ -314,25 +315,21 @@ void PluginDaemon::Reload() {
   Apply(std::move(*config), "SIGHUP");
 }
 
-void PluginDaemon::ConfigChanged() {
-  for (const DirectoryEvent& event : config_watch_->Read()) {
-    if (!event.directory_gone) continue;
-    absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.config_watch_dir);
-    if (watch.ok()) config_watch_ = std::move(*watch);
-  }
+void PluginDaemon::ConfigChanged(const std::string& what) {
   absl::StatusOr<ResolvedConfig> config = loader_();
   if (!config.ok()) {
-    spdlog::error("config changed but is not applied, keeping the running configuration: {}",
+    spdlog::error("{} but is not applied, keeping the running configuration: {}", what,
                   config.status().message());
+    if (options_.config_refused) options_.config_refused(std::string(config.status().message()));
     return;
   }
   if (config->config_file == running_config_.config_file &&
       ConfigJson(config->config) == ConfigJson(running_config_.config)) {
     return;
   }
-  spdlog::warn("config changed ({}{}): restarting the plugins with it", config->config_file,
+  spdlog::warn("{} ({}{}): restarting the plugins with it", what, config->config_file,
                config->selected_by.empty() ? "" : ", " + config->selected_by);
-  Apply(std::move(*config), "config change");
+  Apply(std::move(*config), what.c_str());
 }
 
 void PluginDaemon::Apply(ResolvedConfig config, const char* why) {
@@ -387,10 +384,11 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& config) {
 
   while (true) {
     // A negative fd (no watch while the directory is gone) is skipped by poll.
-    struct pollfd fds[3] = {{signals_.fd(), POLLIN, 0},
+    struct pollfd fds[4] = {{signals_.fd(), POLLIN, 0},
                             {watch_ ? watch_->fd() : -1, POLLIN, 0},
-                            {config_watch_ ? config_watch_->fd() : -1, POLLIN, 0}};
-    int ready = poll(fds, 3, PollTimeoutMs());
+                            {config_watch_ ? config_watch_->fd() : -1, POLLIN, 0},
+                            {options_.config_label_fd, POLLIN, 0}};
+    int ready = poll(fds, 4, PollTimeoutMs());
     if (ready < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
     }
@@ -404,7 +402,18 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& config) {
       }
     }
     if (watch_ && fds[1].revents != 0) HandleDirectoryEvents();
-    if (fds[2].revents != 0) ConfigChanged();
+    if (fds[2].revents != 0) {
+      for (const DirectoryEvent& event : config_watch_->Read()) {
+        if (!event.directory_gone) continue;
+        absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.config_watch_dir);
+        if (watch.ok()) config_watch_ = std::move(*watch);
+      }
+      ConfigChanged("config changed");
+    }
+    if (fds[3].revents != 0) {
+      if (options_.clear_config_label) options_.clear_config_label();
+      ConfigChanged("node label " + std::string(kConfigLabel) + " changed");
+    }
     if (next_rewatch_ && Clock::now() >= *next_rewatch_) Rewatch();
     if (next_register_ && Clock::now() >= *next_register_) TryRegister();
   }

@@ -36,6 +36,13 @@ struct DaemonOptions {
   // Where the config file lives (the config directory, or the file's directory): a change there
   // is applied without a restart when the config it selects now differs. Empty: not watched.
   std::string config_watch_dir;
+  // Readable when the node label that selects the config changed (kube::NodeLabelWatch's fd):
+  // the config is read again and applied when it differs. -1: no label is followed.
+  int config_label_fd = -1;
+  std::function<void()> clear_config_label;  // drains config_label_fd
+  // Told why a change was not applied (the label names no config, the file does not parse), for
+  // a node event; may be empty.
+  std::function<void(const std::string&)> config_refused;
   std::chrono::milliseconds register_timeout{std::chrono::seconds(5)};
 };
 
@@ -62,8 +69,9 @@ class PluginDaemon {
   void StopGeneration();
   void RemoveStaleSockets();
   void Reload();
-  // Re-reads the config after a change in config_watch_dir; applies it only when it differs.
-  void ConfigChanged();
+  // Re-reads the config after a change in config_watch_dir or of the node label (`what`);
+  // applies it only when it differs.
+  void ConfigChanged(const std::string& what);
   // Replaces the running generation with one for `config`, or keeps the running one when the
   // new one does not start. `why` prefixes the log lines.
   void Apply(ResolvedConfig config, const char* why);
