@@ -14,10 +14,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "gpunode_sim.h"
+#include "harness/apiserver_double.h"
 #include "kubelet_double.h"
 #include "plugin/health/health_monitor.h"
 #include "plugin/rm/resources.h"
@@ -96,12 +98,43 @@ std::vector<std::pair<std::string, long>> ResidentByMapping(pid_t pid) {
 
 std::unique_ptr<testing::BackgroundProcess> StartPlugin(const std::string& dir,
                                                         const std::string& sim,
-                                                        std::vector<std::string> args) {
+                                                        std::vector<std::string> args,
+                                                        std::vector<std::string> env = {}) {
   std::vector<std::string> argv = {binary, "--sim", sim, "device-plugin", "--kubelet-dir", dir};
   argv.insert(argv.end(), args.begin(), args.end());
   return std::make_unique<testing::BackgroundProcess>(
-      argv, testing::BackgroundProcess::Options{.stderr_path = dir + "/plugin.log"});
+      argv, testing::BackgroundProcess::Options{.extra_env = std::move(env),
+                                                .stderr_path = dir + "/plugin.log"});
 }
+
+// The same config picked from a directory by the node label nvidia.com/device-plugin.config=ts4,
+// which the plugin follows through an API server double: the watch thread and libcurl it adds.
+struct LabelledNode {
+  testing::ApiServerDouble api{[] {
+    testing::ApiServerDouble::Options plain_http;
+    plain_http.token = "";
+    return plain_http;
+  }()};
+  std::vector<std::string> args, env;
+
+  explicit LabelledNode(const std::string& dir) {
+    api.Start();
+    api.AddObject(
+        {{"kind", "Node"},
+         {"apiVersion", "v1"},
+         {"metadata",
+          {{"name", "gpu-a"}, {"labels", {{"nvidia.com/device-plugin.config", "ts4"}}}}}});
+    std::filesystem::create_directories(dir + "/configs");
+    std::filesystem::copy_file(Fixture("time-slicing-4.yaml"), dir + "/configs/ts4");
+    std::ofstream(dir + "/configs/none") << "version: v1\n";
+    std::ofstream(dir + "/kubeconfig")
+        << "apiVersion: v1\nkind: Config\nclusters: [{name: d, cluster: {server: \"" << api.url()
+        << "\"}}]\nusers: [{name: u, user: {}}]\n"
+        << "contexts: [{name: c, context: {cluster: d, user: u}}]\ncurrent-context: c\n";
+    args = {"--config-file", dir + "/configs", "--default-config", "none"};
+    env = {"NODE_NAME=gpu-a", "KUBECONFIG=" + dir + "/kubeconfig"};
+  }
+};
 
 void StartToRegistered(int runs) {
   std::vector<double> registered, listed, stop;
@@ -136,11 +169,18 @@ void StartToRegistered(int runs) {
               s.p50, s.p99);
 }
 
-void IdleAndRoundTrips() {
+// `follow_label`: the config comes from a directory, picked by the node's label.
+void IdleAndRoundTrips(bool follow_label) {
   std::string dir = TempDir();
   testing::KubeletDouble kubelet(dir);
   kubelet.Start();
-  auto plugin = StartPlugin(dir, "dgx-h100", {"--config-file", Fixture("time-slicing-4.yaml")});
+  std::optional<LabelledNode> node;
+  if (follow_label) node.emplace(dir);
+  auto plugin = follow_label ? StartPlugin(dir, "dgx-h100", node->args, node->env)
+                             : StartPlugin(dir, "dgx-h100",
+                                           {"--config-file", Fixture("time-slicing-4.yaml")});
+  std::printf("-- %s\n",
+              follow_label ? "config picked by the node label, followed (a watch)" : "config file");
   auto list = kubelet.WaitForDevices(
       "nvidia.com/gpu", [](auto& d) { return d.size() == 32; }, milliseconds(10000));
   if (!list) {
@@ -294,7 +334,8 @@ int main(int argc, char** argv) {
   // The in-process health path logs every transition; only the numbers matter here.
   spdlog::set_level(spdlog::level::err);
   gpunode::StartToRegistered(15);
-  gpunode::IdleAndRoundTrips();
+  gpunode::IdleAndRoundTrips(false);
+  gpunode::IdleAndRoundTrips(true);
   gpunode::PreferredRoundTrips();
   gpunode::XidToUnhealthy(3);
   return 0;
