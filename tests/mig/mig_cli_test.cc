@@ -1,12 +1,16 @@
 // `gpunode mig profiles|apply|assert` as operators run them: the real binary on the simulator,
 // with GPUNODE_SIM_STATE carrying the node from one command to the next, on every profile table
 // and on the layouts NVIDIA's mig-parted ships.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kubelet_double.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
 #include "temp_dir.h"
@@ -59,6 +63,7 @@ class Node {
     std::sort(names.begin(), names.end());
     return names;
   }
+  const std::string& StatePath() const { return state_; }
   std::string State() const {
     std::ifstream in(state_);
     std::stringstream text;
@@ -277,6 +282,45 @@ TEST(MigApply, LabelsAndMetricsShowTheAppliedLayout) {
   ASSERT_EQ(single.exit_code, 0) << single.err;
   EXPECT_THAT(single.out, HasSubstr("nvidia.com/gpu.count=14\n"));
   EXPECT_THAT(single.out, HasSubstr("nvidia.com/mig.strategy=single\n"));
+}
+
+// The device plugin started after `mig apply` serves the layout: one resource per profile under
+// the mixed strategy, each MIG device of the layout once, all healthy.
+TEST(MigApply, TheDevicePluginServesTheAppliedLayout) {
+  Node node(kFixtures + "/a100-h100.yaml");
+  ASSERT_EQ(node.Apply("all-balanced").exit_code, 0);
+  char pattern[] = "/tmp/gpunode-mig-dp-XXXXXX";  // unix socket paths must stay short
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  std::string dir = pattern;
+  testing::KubeletDouble kubelet(dir);
+  ASSERT_TRUE(kubelet.Start());
+  ASSERT_FALSE(node.State().empty());
+  testing::BackgroundProcess plugin(
+      {GPUNODE_BINARY, "--sim", kFixtures + "/a100-h100.yaml", "device-plugin", "--kubelet-dir",
+       dir, "--cdi-spec-dir", dir, "--mig-strategy", "mixed"},
+      testing::BackgroundProcess::Options{.extra_env = {"GPUNODE_SIM_STATE=" + node.StatePath()},
+                                          .stderr_path = dir + "/plugin.log"});
+  auto healthy = [](size_t count) {
+    return [count](const std::vector<testing::DeviceState>& devices) {
+      return devices.size() == count &&
+             std::all_of(devices.begin(), devices.end(),
+                         [](const testing::DeviceState& d) { return d.health == "Healthy"; });
+    };
+  };
+  constexpr std::chrono::milliseconds kWait{15000};
+  // all-balanced on an A100 80GB and an H100: 2x 1g.10gb, 1x 2g.20gb, 1x 3g.40gb on each.
+  for (const auto& [resource, count] :
+       std::vector<std::pair<std::string, size_t>>{{"nvidia.com/mig-1g.10gb", 4},
+                                                   {"nvidia.com/mig-2g.20gb", 2},
+                                                   {"nvidia.com/mig-3g.40gb", 2}}) {
+    EXPECT_TRUE(kubelet.WaitForDevices(resource, healthy(count), kWait).has_value())
+        << resource << "\n"
+        << plugin.Log();
+  }
+  EXPECT_EQ(kubelet.RegistrationCount("nvidia.com/gpu"), 0);
+  EXPECT_EQ(plugin.Stop(SIGTERM), 0);
+  kubelet.Stop();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(MigApply, BadConfigFilesAreOneLineNamingFileAndField) {
