@@ -208,7 +208,9 @@ void Server::Loop() {
         if (clients.size() >= kMaxConnections) {
           spdlog::warn("refusing a connection: {} clients are connected already", clients.size());
           close(fd);
-          continue;
+          // Back to poll before the next accept: a client that reconnects as fast as it is
+          // refused would otherwise keep this loop from reading the hang-ups that free a slot.
+          break;
         }
         Client client;
         client.fd = fd;

@@ -125,7 +125,8 @@ TEST_F(H2grpcServerTest, LargeResponsesArriveWholeThroughFlowControl) {
   const std::string big(3 * 1024 * 1024, 'g');
   Service service;
   service.AddUnary<v1beta1::AllocateRequest, v1beta1::AllocateResponse>(
-      "/v1beta1.DevicePlugin/Allocate", [&](const v1beta1::AllocateRequest&) {
+      // A copy: the server, and with it the handler, outlives this test body (TearDown stops it).
+      "/v1beta1.DevicePlugin/Allocate", [big](const v1beta1::AllocateRequest&) {
         v1beta1::AllocateResponse response;
         (*response.add_container_responses()->mutable_envs())["BIG"] = big;
         return response;
@@ -476,15 +477,22 @@ TEST_F(H2grpcClientTest, RegisterReachesTheServerWithItsDeadline) {
 }
 
 TEST_F(H2grpcClientTest, TheServersErrorIsTheCallsStatus) {
-  kubelet_.status_ = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                                  "Unsupported device plugin API version: v0 \xe2\x9c\x97");
+  {
+    // gRPC's server threads read it under the lock, in Register.
+    std::lock_guard lock(kubelet_.mutex_);
+    kubelet_.status_ = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                    "Unsupported device plugin API version: v0 \xe2\x9c\x97");
+  }
   absl::Status st = Register();
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(st.message(), "Unsupported device plugin API version: v0 \xe2\x9c\x97");
 }
 
 TEST_F(H2grpcClientTest, ASilentServerMeansDeadlineExceeded) {
-  kubelet_.hold_ = true;
+  {
+    std::lock_guard lock(kubelet_.mutex_);
+    kubelet_.hold_ = true;
+  }
   auto start = std::chrono::steady_clock::now();
   absl::Status st = Register(milliseconds(200));
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
