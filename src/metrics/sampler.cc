@@ -1,6 +1,7 @@
 #include "metrics/sampler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <set>
 
@@ -150,9 +151,15 @@ void Sampler::SampleNow() {
   }
 
   // Render into the buffer of an exposition no scrape holds any more, if there is one.
-  std::shared_ptr<std::string> text = spare_ != nullptr && spare_.use_count() == 1
-                                          ? std::move(spare_)
-                                          : std::make_shared<std::string>();
+  std::shared_ptr<std::string> text;
+  if (spare_ != nullptr && spare_.use_count() == 1) {
+    // use_count() is a relaxed load; the last scrape let go with a releasing decrement, and this
+    // fence makes its reads of the buffer (its send) happen before our writes into it.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    text = std::move(spare_);
+  } else {
+    text = std::make_shared<std::string>();
+  }
   RenderExposition(node, text.get());
   std::lock_guard<std::mutex> lock(mu_);
   // The previous sample becomes the spare once scrapes still sending it let go.
