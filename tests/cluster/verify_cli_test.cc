@@ -121,6 +121,15 @@ class VerifyCliTest : public LiveApiServerTest {
   }
   void TearDown() override { server_->OnRequest(nullptr); }
 
+  // A node `gpunode cluster drain --cordon` left behind, with its device plugin running.
+  void AddDrainedNode(const std::string& name) {
+    json node = Node(name, 8, 8);
+    node["metadata"]["labels"]["nvidia.com/gpu.state"] = "draining";
+    node["metadata"]["annotations"] = {{"gpunode.io/drain-cordoned", "true"}};
+    node["spec"]["unschedulable"] = true;
+    server_->AddObject(node);
+    server_->AddObject(DevicePluginPod(name));
+  }
   void Finishes(const std::string& node, const std::string& phase, const std::string& log) {
     std::lock_guard<std::mutex> lock(mu_);
     outcome_[node] = {phase, log};
@@ -304,12 +313,7 @@ TEST_F(VerifyCliTest, SigintDeletesTheSmokePodBeforeExiting) {
 }
 
 TEST_F(VerifyCliTest, RestoreVerifyRefusesANodeWhoseSmokePodFails) {
-  json node = Node("gpu-a", 8, 8);
-  node["metadata"]["labels"]["nvidia.com/gpu.state"] = "draining";
-  node["metadata"]["annotations"] = {{"gpunode.io/drain-cordoned", "true"}};
-  node["spec"]["unschedulable"] = true;
-  server_->AddObject(node);
-  server_->AddObject(DevicePluginPod("gpu-a"));
+  AddDrainedNode("gpu-a");
   Finishes("gpu-a", "Failed", DoctorReport("fail", "8 GPUs visible, 2 allocated"));
   ProcessResult refused =
       Live({"cluster", "restore", "gpu-a", "--verify", "--poll-interval", "10ms"});
@@ -330,12 +334,7 @@ TEST_F(VerifyCliTest, RestoreVerifyRefusesANodeWhoseSmokePodFails) {
 // A dry run changes nothing, and running a pod on the node is a change: the checks that only read
 // decide, and no smoke pod is created.
 TEST_F(VerifyCliTest, RestoreVerifyDryRunRunsNoSmokePod) {
-  json node = Node("gpu-a", 8, 8);
-  node["metadata"]["labels"]["nvidia.com/gpu.state"] = "draining";
-  node["metadata"]["annotations"] = {{"gpunode.io/drain-cordoned", "true"}};
-  node["spec"]["unschedulable"] = true;
-  server_->AddObject(node);
-  server_->AddObject(DevicePluginPod("gpu-a"));
+  AddDrainedNode("gpu-a");
   ProcessResult r =
       Live({"cluster", "restore", "gpu-a", "--verify", "--dry-run", "--poll-interval", "10ms"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
