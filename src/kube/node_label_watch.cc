@@ -23,6 +23,8 @@ using nlohmann::json;
 // it sooner.
 constexpr int kWatchSeconds = 300;
 constexpr absl::Duration kMaxBackoff = absl::Seconds(30);
+// A watch shorter than this is followed by the retry pause before the node is read again.
+constexpr absl::Duration kMinWatch = absl::Seconds(1);
 
 std::optional<std::string> LabelOf(const json& node, const std::string& key) {
   if (!node.is_object()) return std::nullopt;
@@ -98,10 +100,14 @@ bool NodeLabelWatch::Pause(absl::Duration d) {
 void NodeLabelWatch::Run() {
   absl::Duration backoff = retry_backoff_;
   while (!stop_flag_) {
+    absl::Time started = absl::Now();
     absl::Status st = ReadAndWatch();
     if (stop_flag_) return;
     if (st.ok()) {
       backoff = retry_backoff_;
+      // A watch that ends at once (expired again, a proxy that closes it) is not read again at
+      // once: that would be a loop of requests.
+      if (absl::Now() - started < kMinWatch && !Pause(retry_backoff_)) return;
       continue;
     }
     Failed(st);

@@ -1,7 +1,10 @@
 #include "kube/client.h"
 
+#include <poll.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <future>
 
 #include "gtest/gtest.h"
@@ -9,6 +12,7 @@
 #include "kube/api_loader.h"
 #include "kube/exec_credential.h"
 #include "kube/gpu_resources.h"
+#include "kube/node_label_watch.h"
 #include "temp_dir.h"
 #include "test_support.h"
 
@@ -133,6 +137,52 @@ TEST_F(ClientTest, ExpiredContinueTokenSaysToRunAgain) {
   absl::StatusOr<ClusterSnapshot> s = LoadFromApi(*NewTestClient(Access()), query);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(std::string(s.status().message()).find("run the command again"), std::string::npos);
+}
+
+// The label of one node, followed over TLS: read, watched, read again after the API server
+// expires the watch (410), and every change signalled on the eventfd.
+TEST_F(ClientTest, NodeLabelWatchFollowsChangesAcrossAnExpiredWatch) {
+  auto node = [](const std::string& config) {
+    nlohmann::json n = GpuNode("gpu-a", 8);
+    n["metadata"]["labels"]["nvidia.com/device-plugin.config"] = config;
+    return n;
+  };
+  server_->AddObject(node("ts4"));
+  server_->ExpireWatches(true);
+  std::promise<void> read_twice;
+  std::atomic<int> reads{0};  // counted on the server's threads
+  std::chrono::steady_clock::time_point first_read;
+  std::chrono::steady_clock::duration between_reads{};
+  server_->OnRequest([&](const ApiServerDouble::Request& r) {
+    if (r.method != "GET" || r.path != "/api/v1/nodes/gpu-a") return;
+    int n = ++reads;
+    if (n == 1) first_read = std::chrono::steady_clock::now();
+    if (n == 2) {
+      between_reads = std::chrono::steady_clock::now() - first_read;
+      server_->ExpireWatches(false);
+      read_twice.set_value();
+    }
+  });
+  absl::StatusOr<std::unique_ptr<NodeLabelWatch>> watch = NodeLabelWatch::Start(
+      NewTestClient(Access()), "gpu-a", "nvidia.com/device-plugin.config", absl::Milliseconds(300));
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE((*watch)->WaitForFirstRead(absl::Seconds(10)));
+  EXPECT_EQ((*watch)->Value(), "ts4");
+  // The expired watch made it read the node again, after a pause rather than at once.
+  ASSERT_EQ(read_twice.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_GE(between_reads, std::chrono::milliseconds(300));
+  (*watch)->Clear();
+
+  server_->AddObject(node("mps2"));
+  pollfd changed = {(*watch)->fd(), POLLIN, 0};
+  ASSERT_EQ(poll(&changed, 1, 10000), 1);
+  EXPECT_EQ((*watch)->Value(), "mps2");
+  EXPECT_TRUE((*watch)->LastError().empty());
+  std::vector<ApiServerDouble::Request> requests = server_->Requests();
+  EXPECT_TRUE(std::any_of(requests.begin(), requests.end(), [](const auto& r) {
+    return r.path == "/api/v1/nodes" && r.query.count("watch") &&
+           r.query.at("fieldSelector") == "metadata.name=gpu-a";
+  }));
 }
 
 TEST_F(ClientTest, TlsIsVerifiedAgainstTheKubeconfigCa) {

@@ -230,6 +230,7 @@ class ApiServerDouble::Impl {
   };
   std::vector<Fault> faults_;
   bool expire_continue_ = false;
+  bool expire_watches_ = false;
   std::vector<Request> requests_;
   std::function<void(const Request&)> hook_;
   // Every node change, in resourceVersion order, for watches from any resourceVersion.
@@ -706,6 +707,19 @@ class ApiServerDouble::Impl {
     }
     auto sent = std::make_shared<int64_t>(since);
     res.status = 200;
+    bool expired;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      expired = expire_watches_;
+    }
+    if (expired) {
+      // As the API server: HTTP 200, then one ERROR event carrying the Status, then the end.
+      json gone = {{"type", "ERROR"},
+                   {"object", StatusObject(410, "Expired",
+                                           "too old resource version: " + std::to_string(since))}};
+      res.set_content(gone.dump() + "\n", "application/json;stream=watch");
+      return;
+    }
     // Not application/json, which httplib would gzip for a client that accepts it, holding the
     // events in the compressor; the API server does not compress watches either.
     res.set_chunked_content_provider(
@@ -870,6 +884,11 @@ bool ApiServerDouble::Start() {
 }
 
 void ApiServerDouble::Stop() { impl_->Stop(); }
+
+void ApiServerDouble::ExpireWatches(bool expire) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  impl_->expire_watches_ = expire;
+}
 
 std::string ApiServerDouble::url() const {
   return std::string(impl_->tls() ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_);

@@ -75,6 +75,9 @@ class ApiServerDouble {
                 int retry_after_seconds = -1);
   // Answers requests carrying a continue token with 410 Expired.
   void ExpireContinueTokens(bool expire);
+  // Ends every node watch at once with the ERROR event (410 Expired) the API server sends for a
+  // resourceVersion it no longer holds.
+  void ExpireWatches(bool expire);
   // Runs before each authenticated request is served, under no lock: tests use it to change
   // state as a client polls (a pod finishing after a few lists).
   void OnRequest(std::function<void(const Request&)> hook);
