@@ -127,10 +127,7 @@ struct LabelledNode {
     std::filesystem::create_directories(dir + "/configs");
     std::filesystem::copy_file(Fixture("time-slicing-4.yaml"), dir + "/configs/ts4");
     std::ofstream(dir + "/configs/none") << "version: v1\n";
-    std::ofstream(dir + "/kubeconfig")
-        << "apiVersion: v1\nkind: Config\nclusters: [{name: d, cluster: {server: \"" << api.url()
-        << "\"}}]\nusers: [{name: u, user: {}}]\n"
-        << "contexts: [{name: c, context: {cluster: d, user: u}}]\ncurrent-context: c\n";
+    std::ofstream(dir + "/kubeconfig") << api.PlainKubeconfig();
     args = {"--config-file", dir + "/configs", "--default-config", "none"};
     env = {"NODE_NAME=gpu-a", "KUBECONFIG=" + dir + "/kubeconfig"};
   }

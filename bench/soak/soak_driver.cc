@@ -159,12 +159,7 @@ void DrainAndRestoreOnce(const Options& o, std::mt19937& random, DrainCounts& co
   burst("PATCH", "/api/v1/nodes/gpu-a");
   burst("GET", "/api/v1/pods");
   std::string kubeconfig = o.workdir + "/kubeconfig";
-  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\n"
-                            << "clusters: [{name: double, cluster: {server: \"" << server.url()
-                            << "\"}}]\n"
-                            << "users: [{name: soak, user: {}}]\n"
-                            << "contexts: [{name: soak, context: {cluster: double, user: soak}}]\n"
-                            << "current-context: soak\n";
+  std::ofstream(kubeconfig) << server.PlainKubeconfig();
   testing::ProcessResult drain =
       testing::RunProcess({o.binary, "cluster", "drain", "gpu-a", "--cordon", "--force",
                            "--delete-emptydir-data", "--timeout", "0", "--eviction-retry-interval",

@@ -885,6 +885,16 @@ bool ApiServerDouble::Start() {
 
 void ApiServerDouble::Stop() { impl_->Stop(); }
 
+std::string ApiServerDouble::PlainKubeconfig() const {
+  return "apiVersion: v1\nkind: Config\n"
+         "clusters: [{name: double, cluster: {server: \"" +
+         url() +
+         "\"}}]\n"
+         "users: [{name: test, user: {}}]\n"
+         "contexts: [{name: double, context: {cluster: double, user: test}}]\n"
+         "current-context: double\n";
+}
+
 void ApiServerDouble::ExpireWatches(bool expire) {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   impl_->expire_watches_ = expire;

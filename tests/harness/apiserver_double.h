@@ -50,6 +50,9 @@ class ApiServerDouble {
   void Stop();
   int port() const { return port_; }
   std::string url() const;
+  // A kubeconfig whose one context points at this double with no credentials: for a double
+  // started with an empty token over plain HTTP, as the binary reads it from KUBECONFIG.
+  std::string PlainKubeconfig() const;
 
   // Objects, as the API server would return them (kind and apiVersion are filled in).
   // Node, Pod, PodDisruptionBudget, Job, CronJob, Event, Namespace or DaemonSet.

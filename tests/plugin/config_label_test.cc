@@ -66,12 +66,7 @@ class ConfigLabelTest : public ::testing::Test {
     });
     ASSERT_TRUE(api_->Start());
     kubeconfig_ = root_ + "/kubeconfig";
-    std::ofstream(kubeconfig_)
-        << "apiVersion: v1\nkind: Config\n"
-        << "clusters: [{name: double, cluster: {server: \"" << api_->url() << "\"}}]\n"
-        << "users: [{name: plugin, user: {}}]\n"
-        << "contexts: [{name: c, context: {cluster: double, user: plugin}}]\n"
-        << "current-context: c\n";
+    std::ofstream(kubeconfig_) << api_->PlainKubeconfig();
     // The three configs of the node pools: whole GPUs, time-slicing by 4, MPS by 2.
     configs_ = root_ + "/configs";
     fs::create_directories(configs_);
