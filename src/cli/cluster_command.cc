@@ -25,11 +25,11 @@
 #include "cluster/why_pending.h"
 #include "core/duration.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "kube/api_loader.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "kube/snapshot_reader.h"
-#include "kube/text.h"
 
 namespace gpunode::cli {
 namespace {
@@ -125,7 +125,7 @@ absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& 
     ASSIGN_OR_RETURN(absl::Duration window, core::ParseDuration("--idle-for", flags.idle_for));
     if (window < absl::Minutes(1)) {
       return absl::InvalidArgumentError(
-          kube::StrCat("--idle-for ", flags.idle_for, ": use 1m or more"));
+          core::StrCat("--idle-for ", flags.idle_for, ": use 1m or more"));
     }
     absl::Duration timeout;
     ASSIGN_OR_RETURN(timeout, core::ParseDuration("--request-timeout", o.request_timeout));
@@ -187,7 +187,7 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
   std::string where;
   if (!o.snapshot.empty()) {
     if (ns.empty()) ns = "default";
-    where = kube::StrCat(" in ", o.snapshot == "-" ? "stdin" : o.snapshot);
+    where = core::StrCat(" in ", o.snapshot == "-" ? "stdin" : o.snapshot);
     snapshot = kube::ReadSnapshotFile(o.snapshot, read);
   } else {
     absl::StatusOr<Connection> c = Connect(o);
@@ -195,11 +195,11 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
     if (ns.empty()) ns = c->access.default_namespace;
     // The pod first: a missing or finished pod needs no listing of the whole cluster.
     std::string path =
-        kube::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods/", kube::UrlEncode(name));
+        core::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods/", kube::UrlEncode(name));
     absl::StatusOr<std::string> body = c->client->Get(path);
     if (!body.ok()) return InputError(body.status());
     kube::SnapshotBuilder one(read);
-    if (absl::Status st = one.Add(kube::PadInPlace(*body), kube::StrCat("GET ", path)); !st.ok()) {
+    if (absl::Status st = one.Add(kube::PadInPlace(*body), core::StrCat("GET ", path)); !st.ok()) {
       return InputError(st);
     }
     snapshot = one.Take();
@@ -214,7 +214,7 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
   absl::StatusOr<cluster::PendingReport> report = cluster::WhyPending(*snapshot, ns, name);
   if (!report.ok()) {
     return InputError(
-        absl::NotFoundError(kube::StrCat(kube::View(report.status().message()), where)));
+        absl::NotFoundError(core::StrCat(core::View(report.status().message()), where)));
   }
   PrintPending(*report, o.output);
   return report->Failed() ? kExitFailures : kExitOk;
@@ -252,7 +252,7 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
     if (!snapshot.ok()) return InputError(snapshot.status());
     const kube::NodeView* node = snapshot->FindNode(d.node);
     if (node == nullptr) {
-      return InputError(absl::NotFoundError(kube::StrCat(
+      return InputError(absl::NotFoundError(core::StrCat(
           "node ", d.node, " not found in ", o.snapshot == "-" ? "stdin" : o.snapshot)));
     }
     cluster::DrainPlan plan = cluster::PlanDrain(*snapshot, *node, d);
@@ -312,7 +312,7 @@ absl::Status FinishVerifyOptions(VerifyFlags& f, const Connection& c) {
     v.command.emplace_back(word);
   }
   if (!v.device_plugin.empty() && v.device_plugin.find('/') == std::string::npos) {
-    return absl::InvalidArgumentError(kube::StrCat("--device-plugin ", v.device_plugin,
+    return absl::InvalidArgumentError(core::StrCat("--device-plugin ", v.device_plugin,
                                                    ": use NAMESPACE/NAME, e.g. gpu-operator/"
                                                    "nvidia-device-plugin-daemonset"));
   }
@@ -387,7 +387,7 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
     if (!snapshot.ok()) return InputError(snapshot.status());
     const kube::NodeView* node = snapshot->FindNode(r.node);
     if (node == nullptr) {
-      return InputError(absl::NotFoundError(kube::StrCat("node ", r.node, " not found")));
+      return InputError(absl::NotFoundError(core::StrCat("node ", r.node, " not found")));
     }
     outcome = cluster::Restore(nullptr, *node, r, std::cout);
   } else {

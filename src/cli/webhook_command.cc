@@ -18,9 +18,9 @@
 #include "cluster/webhook_server.h"
 #include "core/duration.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
-#include "kube/text.h"
 
 namespace gpunode::cli {
 namespace {

@@ -1,8 +1,8 @@
 #include "cluster/admission_review.h"
 
 #include "core/json_field.h"
+#include "core/text.h"
 #include "kube/snapshot_reader.h"
-#include "kube/text.h"
 
 namespace gpunode::cluster {
 
@@ -47,14 +47,14 @@ AdmissionReply Reply(const json& j) { return {200, j.dump()}; }
 
 absl::StatusOr<kube::ClusterSnapshot> ReadObject(json object, std::string_view kind) {
   if (!object.is_object()) {
-    return absl::InvalidArgumentError(kube::StrCat("the request carries no ", kind, " object"));
+    return absl::InvalidArgumentError(core::StrCat("the request carries no ", kind, " object"));
   }
   object["kind"] = std::string(kind);
   if (!object.contains("metadata") || !object["metadata"].is_object())
     object["metadata"] = json::object();
   json& meta = object["metadata"];
   if (!meta.contains("name") || !meta["name"].is_string() || meta["name"] == "") {
-    meta["name"] = kube::StrCat(core::JsonString(meta, "generateName", "object-"), "<generated>");
+    meta["name"] = core::StrCat(core::JsonString(meta, "generateName", "object-"), "<generated>");
   }
   kube::ReadOptions options;
   options.keep_pod_details = [](const kube::PodView&) { return true; };

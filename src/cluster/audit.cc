@@ -7,14 +7,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/time.h"
 #include "cluster/image_pulls.h"
+#include "core/text.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
-#include "kube/text.h"
 
 namespace gpunode::cluster {
 namespace {
 
-using kube::StrCat;
+using core::StrCat;
 
 constexpr size_t kNamesShown = 5;
 
@@ -24,9 +24,9 @@ std::string PodName(const kube::PodView& pod) { return StrCat(pod.ns, "/", pod.n
 std::string NameList(const std::vector<const kube::PodView*>& pods) {
   std::string out;
   for (size_t i = 0; i < pods.size() && i < kNamesShown; ++i) {
-    kube::StrAppend(&out, i ? ", " : "", PodName(*pods[i]));
+    core::StrAppend(&out, i ? ", " : "", PodName(*pods[i]));
   }
-  if (pods.size() > kNamesShown) kube::StrAppend(&out, " and ", pods.size() - kNamesShown, " more");
+  if (pods.size() > kNamesShown) core::StrAppend(&out, " and ", pods.size() - kNamesShown, " more");
   return out;
 }
 
@@ -123,7 +123,7 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
       if (!reason.empty()) {
         std::string held;
         for (const kube::ResourceAmount& r : pod.gpu_requests) {
-          kube::StrAppend(&held, held.empty() ? "" : " and ", Amount(r.milli, r.name));
+          core::StrAppend(&held, held.empty() ? "" : " and ", Amount(r.milli, r.name));
         }
         report.findings.push_back(
             {std::string(kFindingZombiePod), Severity::kError,

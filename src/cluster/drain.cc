@@ -7,16 +7,16 @@
 #include "absl/strings/numbers.h"
 #include "core/json_field.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
 #include "kube/label_selector.h"
-#include "kube/text.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
 namespace {
 
-using kube::StrCat;
+using core::StrCat;
 
 constexpr absl::Duration kProgressEvery = absl::Seconds(30);
 
@@ -24,8 +24,8 @@ std::string PodName(const kube::PodView& pod) { return StrCat(pod.ns, "/", pod.n
 
 std::string Names(const std::vector<std::string>& names) {
   std::string out;
-  for (size_t i = 0; i < names.size() && i < 5; ++i) kube::StrAppend(&out, i ? ", " : "", names[i]);
-  if (names.size() > 5) kube::StrAppend(&out, " and ", names.size() - 5, " more");
+  for (size_t i = 0; i < names.size() && i < 5; ++i) core::StrAppend(&out, i ? ", " : "", names[i]);
+  if (names.size() > 5) core::StrAppend(&out, " and ", names.size() - 5, " more");
   return out;
 }
 
@@ -116,7 +116,7 @@ EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const Drain
     if (details.contains("causes") && details["causes"].is_array()) {
       for (const nlohmann::json& cause : details["causes"]) {
         if (cause.is_object() && cause.contains("message") && cause["message"].is_string()) {
-          kube::StrAppend(&causes, causes.empty() ? "" : "; ", cause["message"].get<std::string>());
+          core::StrAppend(&causes, causes.empty() ? "" : "; ", cause["message"].get<std::string>());
         }
       }
     }
@@ -129,7 +129,7 @@ EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const Drain
     answer.retry_after = std::max(answer.retry_after, absl::Seconds(header_seconds));
   }
   answer.message = message.empty() ? StrCat("HTTP ", response.status) : message;
-  if (!causes.empty()) kube::StrAppend(&answer.message, " (", causes, ")");
+  if (!causes.empty()) core::StrAppend(&answer.message, " (", causes, ")");
   answer.kind = response.status == 429 ? EvictionAnswer::kBlocked : EvictionAnswer::kFailed;
   if (answer.kind == EvictionAnswer::kFailed) {
     answer.message =
@@ -285,11 +285,11 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
     }
     outcome.summary = StrCat("refusing to drain ", options.node, ", nothing was changed:");
     if (!empty_dir.empty()) {
-      kube::StrAppend(&outcome.summary, " ", Names(empty_dir),
+      core::StrAppend(&outcome.summary, " ", Names(empty_dir),
                       " use emptyDir (evicting deletes that data; pass --delete-emptydir-data)");
     }
     if (!unmanaged.empty()) {
-      kube::StrAppend(&outcome.summary, empty_dir.empty() ? " " : "; ", Names(unmanaged),
+      core::StrAppend(&outcome.summary, empty_dir.empty() ? " " : "; ", Names(unmanaged),
                       " have no controller to recreate them (pass --force)");
     }
     return outcome;
@@ -424,26 +424,26 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   outcome.summary = StrCat("drain of ", options.node,
                            " is incomplete (the node stays labelled "
                            "draining):");
-  kube::StrAppend(&outcome.summary,
+  core::StrAppend(&outcome.summary,
                   " evicted: ", evicted_names.empty() ? std::string("none") : Names(evicted_names),
                   ";");
   if (!failed.empty()) {
-    kube::StrAppend(&outcome.summary, " not evicted, the API server failed: ", Names(failed), ";");
+    core::StrAppend(&outcome.summary, " not evicted, the API server failed: ", Names(failed), ";");
   }
   if (!blocked.empty()) {
-    kube::StrAppend(&outcome.summary, " still blocked after ", Dur(options.eviction_timeout), ": ",
+    core::StrAppend(&outcome.summary, " still blocked after ", Dur(options.eviction_timeout), ": ",
                     Names(blocked), ";");
   }
   if (!still_there.empty()) {
-    kube::StrAppend(&outcome.summary, " evicted but still terminating: ", Names(still_there), ";");
+    core::StrAppend(&outcome.summary, " evicted but still terminating: ", Names(still_there), ";");
   }
   if (!refused.empty()) {
-    kube::StrAppend(&outcome.summary,
+    core::StrAppend(&outcome.summary,
                     " not evicted (emptyDir or no controller; see "
                     "--delete-emptydir-data and --force): ",
                     Names(refused), ";");
   }
-  kube::StrAppend(&outcome.summary, " run the drain again to continue");
+  core::StrAppend(&outcome.summary, " run the drain again to continue");
   return outcome;
 }
 

@@ -1,8 +1,8 @@
 #include "cluster/gpu_count.h"
 
 #include "absl/strings/numbers.h"
+#include "core/text.h"
 #include "kube/gpu_resources.h"
-#include "kube/text.h"
 
 namespace gpunode::cluster {
 namespace {
@@ -30,18 +30,18 @@ bool ExpectedGpus::LabelsDisagree() const {
 }
 
 std::string ExpectedGpus::Source() const {
-  if (own_count) return kube::StrCat(own_key, "=", *own_count);
-  if (gfd_count) return kube::StrCat(kube::kGpuCountLabel, "=", *gfd_count);
+  if (own_count) return core::StrCat(own_key, "=", *own_count);
+  if (gfd_count) return core::StrCat(kube::kGpuCountLabel, "=", *gfd_count);
   return "";
 }
 
 std::string ExpectedGpus::Disagreement() const {
   if (!own_invalid.empty()) {
-    return kube::StrCat("the GPU count label ", own_key, "=", own_invalid,
+    return core::StrCat("the GPU count label ", own_key, "=", own_invalid,
                         " is not a number of GPUs");
   }
   if (!LabelsDisagree()) return "";
-  return kube::StrCat("the GPU count labels disagree: ", own_key, "=", *own_count, ", ",
+  return core::StrCat("the GPU count labels disagree: ", own_key, "=", *own_count, ", ",
                       kube::kGpuCountLabel, "=", *gfd_count);
 }
 

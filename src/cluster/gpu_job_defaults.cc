@@ -4,13 +4,13 @@
 #include "absl/time/time.h"
 #include "cluster/admission_review.h"
 #include "core/json_field.h"
-#include "kube/text.h"
+#include "core/text.h"
 
 namespace gpunode::cluster {
 namespace {
 
 using json = nlohmann::json;
-using kube::StrCat;
+using core::StrCat;
 
 bool HasField(const json& object, const char* field) {
   return object.contains("spec") && object["spec"].is_object() && object["spec"].contains(field) &&
@@ -79,7 +79,7 @@ AdmissionReply ApplyJobDefaults(std::string_view request_body, const JobDefaults
   if (!enabled.ok()) {
     out["response"]["warnings"] = {StrCat("gpunode: no default ", addition->field,
                                           " added: cannot read namespace ", ns, "'s labels (",
-                                          kube::View(enabled.status().message()), ")")};
+                                          core::View(enabled.status().message()), ")")};
     return Reply(out);
   }
   if (!*enabled) return Reply(out);

@@ -6,12 +6,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "cluster/audit.h"
-#include "kube/text.h"
+#include "core/text.h"
 
 namespace gpunode::cluster {
 namespace {
 
-using kube::StrCat;
+using core::StrCat;
 
 // The worst of what happened to one image on one node.
 struct PullRecord {

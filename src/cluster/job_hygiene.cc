@@ -5,19 +5,19 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "core/text.h"
 #include "kube/quantity.h"
-#include "kube/text.h"
 
 namespace gpunode::cluster {
 namespace {
 
-using kube::StrCat;
+using core::StrCat;
 
 std::string Held(const kube::ResourceList& requests) {
   std::string out;
   for (const kube::ResourceAmount& r : requests) {
     if (r.milli > 0) {
-      kube::StrAppend(&out, out.empty() ? "" : " and ", kube::FormatMilli(r.milli), " ", r.name);
+      core::StrAppend(&out, out.empty() ? "" : " and ", kube::FormatMilli(r.milli), " ", r.name);
     }
   }
   return out;
@@ -32,7 +32,7 @@ std::string JobSpec(const kube::JobView& job) {
 
 std::string Describe(const kube::JobView& job) {
   std::string out = StrCat(job.kind, " ", job.ns, "/", job.name);
-  if (!job.cronjob.empty()) kube::StrAppend(&out, " (created by CronJob ", job.cronjob, ")");
+  if (!job.cronjob.empty()) core::StrAppend(&out, " (created by CronJob ", job.cronjob, ")");
   return out;
 }
 

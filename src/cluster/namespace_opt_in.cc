@@ -1,7 +1,7 @@
 #include "cluster/namespace_opt_in.h"
 
 #include "cluster/gpu_job_defaults.h"
-#include "kube/text.h"
+#include "core/text.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
@@ -17,7 +17,7 @@ absl::StatusOr<bool> NamespaceOptInCache::OptedIn(std::string_view ns) {
     return it->second.opted_in;
   }
   absl::StatusOr<std::string> body =
-      client_->Get(kube::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns)));
+      client_->Get(core::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns)));
   bool opted_in = false;
   if (body.ok()) {
     nlohmann::json j = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);

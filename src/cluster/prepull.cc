@@ -3,13 +3,13 @@
 #include "absl/strings/str_split.h"
 #include "core/json_field.h"
 #include "core/status_macros.h"
-#include "kube/text.h"
+#include "core/text.h"
 
 namespace gpunode::cluster {
 namespace {
 
 using json = nlohmann::json;
-using kube::StrCat;
+using core::StrCat;
 
 constexpr char kNameLabel[] = "app.kubernetes.io/name";
 constexpr char kInstanceLabel[] = "app.kubernetes.io/instance";
@@ -18,7 +18,7 @@ constexpr char kInstanceLabel[] = "app.kubernetes.io/instance";
 absl::StatusOr<json> SelectorRequirements(const std::string& selector) {
   json out = json::array();
   for (absl::string_view raw : absl::StrSplit(selector, ',', absl::SkipWhitespace())) {
-    std::string term(kube::TrimSpace(std::string_view(raw.data(), raw.size())));
+    std::string term(core::TrimSpace(std::string_view(raw.data(), raw.size())));
     auto bad = [&](std::string_view why) {
       return absl::InvalidArgumentError(StrCat("--selector: \"", term, "\": ", why,
                                                "; use key=value, key!=value, key or !key, "
@@ -37,8 +37,8 @@ absl::StatusOr<json> SelectorRequirements(const std::string& selector) {
     } else {
       key = term, op = "Exists";
     }
-    key = std::string(kube::TrimSpace(key));
-    value = std::string(kube::TrimSpace(value));
+    key = std::string(core::TrimSpace(key));
+    value = std::string(core::TrimSpace(value));
     if (key.empty() || key.find_first_of(" =!") != std::string::npos) return bad("bad key");
     json req = {{"key", key}, {"operator", op}};
     if (op == "In" || op == "NotIn") req["values"] = json::array({value});
@@ -60,7 +60,7 @@ json ContainerSecurity() {
 
 std::string DaemonSetPath(const std::string& ns, const std::string& name) {
   std::string path = StrCat("/apis/apps/v1/namespaces/", kube::UrlEncode(ns), "/daemonsets");
-  if (!name.empty()) kube::StrAppend(&path, "/", kube::UrlEncode(name));
+  if (!name.empty()) core::StrAppend(&path, "/", kube::UrlEncode(name));
   return path;
 }
 

@@ -4,14 +4,14 @@
 
 #include "core/json_field.h"
 #include "core/status_macros.h"
-#include "kube/text.h"
+#include "core/text.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
 namespace {
 
 using json = nlohmann::json;
-using kube::StrCat;
+using core::StrCat;
 
 constexpr std::string_view kSource = "Prometheus";
 
@@ -88,7 +88,7 @@ absl::StatusOr<IdleEvidence> QueryIdleGpus(const std::string& base_url, absl::Du
   absl::StatusOr<kube::HttpResponse> response = transport->Send(request);
   if (!response.ok()) {
     return absl::UnavailableError(
-        StrCat("--prometheus ", access.server, ": ", kube::View(response.status().message())));
+        StrCat("--prometheus ", access.server, ": ", core::View(response.status().message())));
   }
   if (response->status != 200 && response->status != 400 && response->status != 422) {
     return absl::UnavailableError(StrCat("--prometheus ", access.server, ": GET /api/v1/query: ",
@@ -97,7 +97,7 @@ absl::StatusOr<IdleEvidence> QueryIdleGpus(const std::string& base_url, absl::Du
   absl::StatusOr<std::vector<PodUtilization>> pods = ParseUtilizationAnswer(response->body);
   if (!pods.ok()) {
     return absl::InvalidArgumentError(
-        StrCat("--prometheus ", access.server, ": ", kube::View(pods.status().message())));
+        StrCat("--prometheus ", access.server, ": ", core::View(pods.status().message())));
   }
   evidence.pods = std::move(*pods);
   return evidence;

@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/text.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
-#include "kube/text.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
 namespace {
 
 using json = nlohmann::ordered_json;
-using kube::StrCat;
+using core::StrCat;
 
 // Whole amounts as JSON integers; fractions (shared or fractional resources) as numbers.
 json Number(int64_t milli) {
@@ -60,7 +60,7 @@ void PrintAuditTable(const AuditReport& report, std::ostream& out) {
     std::string other;
     for (const ResourceUsage& r : n.resources) {
       if (r.resource == kube::kGpuResource) continue;
-      kube::StrAppend(&other, other.empty() ? "" : " ", r.resource, "=",
+      core::StrAppend(&other, other.empty() ? "" : " ", r.resource, "=",
                       kube::FormatMilli(r.capacity), "/", kube::FormatMilli(r.allocatable), "/",
                       kube::FormatMilli(r.requested));
     }
@@ -135,7 +135,7 @@ std::string AuditJson(const AuditReport& report) {
 void PrintPendingTable(const PendingReport& report, std::ostream& out) {
   std::string wants;
   for (const auto& [name, milli] : report.requests) {
-    kube::StrAppend(&wants, wants.empty() ? "" : ", ", kube::FormatMilli(milli), " ", name);
+    core::StrAppend(&wants, wants.empty() ? "" : ", ", kube::FormatMilli(milli), " ", name);
   }
   out << "pod " << report.ns << "/" << report.name << " (" << report.phase
       << "), requests: " << (wants.empty() ? "no NVIDIA resources" : wants) << "\n";
@@ -145,7 +145,7 @@ void PrintPendingTable(const PendingReport& report, std::ostream& out) {
     for (const NodeFit& n : report.nodes) {
       std::string reasons;
       for (const NodeReason& r : n.reasons) {
-        kube::StrAppend(&reasons, reasons.empty() ? "" : "; ", r.message);
+        core::StrAppend(&reasons, reasons.empty() ? "" : "; ", r.message);
       }
       rows.push_back({n.node, n.reasons.empty() ? "yes" : "no", reasons.empty() ? "-" : reasons});
     }

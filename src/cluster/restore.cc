@@ -1,14 +1,14 @@
 #include "cluster/restore.h"
 
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
-#include "kube/text.h"
 
 namespace gpunode::cluster {
 
-using kube::StrCat;
+using core::StrCat;
 
 RestoreCheck CheckRestore(const kube::NodeView& node, const CountLabel& label) {
   RestoreCheck check;
@@ -48,11 +48,11 @@ RestoreCheck CheckRestore(const kube::NodeView& node, const CountLabel& label) {
       StrCat("node ", node.name, " has ", healthy, " healthy ", kube::kGpuResource,
              " (allocatable; capacity ", have, ") of ", want_text, " (", expected.Source(), ")");
   if (capacity != want * 1000) {
-    kube::StrAppend(&check.message,
+    core::StrAppend(&check.message,
                     "; a GPU is still missing or the device plugin has not re-registered: check "
                     "`nvidia-smi` on the node and the nvidia-device-plugin pod");
   } else if (!check.ok) {
-    kube::StrAppend(&check.message,
+    core::StrAppend(&check.message,
                     "; the device plugin marks GPUs unhealthy after XID errors: run `gpunode "
                     "doctor` on the node, or check `nvidia-smi -q` and the kernel log");
   }
@@ -84,7 +84,7 @@ std::string DescribeUndo(const kube::NodeView& node, const RestoreUndo& undo) {
                   kube::kGpuStateLabel, "=", kube::kGpuStateDraining, "): nothing to undo");
   }
   std::string text = StrCat("remove ", kube::kGpuStateLabel, " and the drain's annotations");
-  if (undo.uncordon) kube::StrAppend(&text, ", and uncordon ", node.name);
+  if (undo.uncordon) core::StrAppend(&text, ", and uncordon ", node.name);
   return text;
 }
 

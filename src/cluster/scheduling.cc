@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
-#include "kube/text.h"
+#include "core/text.h"
 
 namespace gpunode::cluster {
 namespace {
@@ -81,7 +81,7 @@ bool MatchesNodeSelectorAndAffinity(const kube::PodDetails& pod, const kube::Nod
 }
 
 std::string TaintText(const kube::Taint& taint) {
-  return kube::StrCat("{", taint.key, ": ", taint.value, "}");
+  return core::StrCat("{", taint.key, ": ", taint.value, "}");
 }
 
 bool ToleratesUnschedulable(const std::vector<kube::Toleration>& tolerations) {

@@ -4,13 +4,13 @@
 
 #include "core/json_field.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "kube/gpu_resources.h"
-#include "kube/text.h"
 
 namespace gpunode::cluster {
 
 using json = nlohmann::json;
-using kube::StrCat;
+using core::StrCat;
 
 namespace {
 
@@ -184,7 +184,7 @@ void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, in
       visible_ok = status == "ok";
       visible = StrCat(status, ": ", core::JsonStringAt(f, {"summary"}));
       std::string evidence = core::JsonStringAt(f, {"evidence"});
-      if (!visible_ok && !evidence.empty()) kube::StrAppend(&visible, " (saw: ", evidence, ")");
+      if (!visible_ok && !evidence.empty()) core::StrAppend(&visible, " (saw: ", evidence, ")");
     }
     if (status == "fail") failed.push_back(StrCat(id, ": ", core::JsonStringAt(f, {"summary"})));
   }
@@ -197,7 +197,7 @@ void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, in
   step.evidence = StrCat("doctor in the pod (", phase, ") with ", gpus, " GPU(s): ",
                          visible.empty() ? "container.visible-devices not reported"
                                          : "container.visible-devices " + visible);
-  for (const std::string& f : failed) kube::StrAppend(&step.evidence, "; ", f);
+  for (const std::string& f : failed) core::StrAppend(&step.evidence, "; ", f);
   step.fix =
       "the GPUs the device plugin allocates are not what the container sees: check the "
       "container runtime's NVIDIA configuration (`gpunode runtime configure`) and the device "

@@ -8,17 +8,17 @@
 #include "cluster/smoke_pod.h"
 #include "core/json_field.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
 #include "kube/snapshot_reader.h"
-#include "kube/text.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
 
 using json = nlohmann::json;
-using kube::StrCat;
+using core::StrCat;
 
 namespace {
 
@@ -80,7 +80,7 @@ absl::StatusOr<DevicePlugins> FindDevicePlugins(kube::Client& client,
   } else {
     absl::StatusOr<std::vector<json>> all = ListItems(client, "/apis/apps/v1/daemonsets", {});
     if (absl::IsPermissionDenied(all.status())) {
-      found.error = StrCat("cannot list DaemonSets: ", kube::View(all.status().message()));
+      found.error = StrCat("cannot list DaemonSets: ", core::View(all.status().message()));
       return found;
     }
     if (!all.ok()) return all.status();
@@ -192,7 +192,7 @@ VerifyStep LabelsStep(const kube::NodeView& node, const VerifyOptions& options) 
     step.result = StepResult::kPass;
     step.evidence = absl::StrJoin(seen, ", ");
     if (!expected.own_count) {
-      kube::StrAppend(&step.evidence, " (no ", options.count_label.Keys().front(),
+      core::StrAppend(&step.evidence, " (no ", options.count_label.Keys().front(),
                       " label of your own)");
     }
     return step;

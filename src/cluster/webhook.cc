@@ -6,16 +6,16 @@
 
 #include "absl/strings/escaping.h"
 #include "cluster/admission_review.h"
+#include "core/text.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
-#include "kube/text.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
 namespace {
 
 using json = nlohmann::json;
-using kube::StrCat;
+using core::StrCat;
 
 bool RequestsNvidia(const kube::PodView& pod) {
   for (const kube::ContainerResources& c : pod.details->containers) {
@@ -66,7 +66,7 @@ void CheckTolerations(const kube::PodDetails& pod, const ClusterLimits& limits,
                    limits.gpu_taint_values.end()) {
       std::string values;
       for (const std::string& v : limits.gpu_taint_values) {
-        kube::StrAppend(&values, values.empty() ? "" : ", ", kube::kGpuTaintKey, "=", v);
+        core::StrAppend(&values, values.empty() ? "" : ", ", kube::kGpuTaintKey, "=", v);
       }
       problems.push_back(StrCat(field, ": value \"", t.value,
                                 "\" never matches the GPU taint on the nodes (", values,
@@ -158,7 +158,7 @@ AdmissionReply Validate(std::string_view request_body, const ClusterLimits& limi
   std::vector<std::string> problems;
   absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review->object, "Pod");
   if (!snapshot.ok()) {
-    problems.push_back(std::string(kube::View(snapshot.status().message())));
+    problems.push_back(std::string(core::View(snapshot.status().message())));
   } else if (!snapshot->pods.empty()) {
     const kube::PodView& pod = snapshot->pods.front();
     CheckResources(pod, limits, problems);
@@ -167,7 +167,7 @@ AdmissionReply Validate(std::string_view request_body, const ClusterLimits& limi
   if (problems.empty()) return Reply(out);
   std::string message = "gpunode: ";
   for (size_t i = 0; i < problems.size(); ++i)
-    kube::StrAppend(&message, i ? "; " : "", problems[i]);
+    core::StrAppend(&message, i ? "; " : "", problems[i]);
   out["response"]["allowed"] = false;
   out["response"]["status"] = {{"code", 403}, {"reason", "Forbidden"}, {"message", message}};
   return Reply(out);

@@ -9,17 +9,17 @@
 #include "cluster/namespace_opt_in.h"
 #include "core/log.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "http/http_module.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
-#include "kube/text.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::cluster {
 namespace {
 
-using kube::StrCat;
+using core::StrCat;
 
 constexpr size_t kMaxBody = 4 << 20;  // pods are far smaller; etcd stores at most 1.5 MiB
 

@@ -5,15 +5,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "cluster/scheduling.h"
+#include "core/text.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
-#include "kube/text.h"
 
 namespace gpunode::cluster {
 namespace {
 
+using core::StrCat;
 using kube::FormatMilli;
-using kube::StrCat;
 
 std::vector<PodProblem> ValidateResources(const kube::PodDetails& details) {
   std::vector<PodProblem> out;
@@ -198,12 +198,12 @@ absl::StatusOr<PendingReport> WhyPending(const kube::ClusterSnapshot& snapshot, 
   report.scheduler_message =
       StrCat(fits_now.size(), "/", snapshot.nodes.size(), " nodes are available");
   if (!entries.empty()) {
-    kube::StrAppend(&report.scheduler_message, ": ");
+    core::StrAppend(&report.scheduler_message, ": ");
     for (size_t i = 0; i < entries.size(); ++i) {
-      kube::StrAppend(&report.scheduler_message, i ? ", " : "", entries[i]);
+      core::StrAppend(&report.scheduler_message, i ? ", " : "", entries[i]);
     }
   }
-  kube::StrAppend(&report.scheduler_message, ".");
+  core::StrAppend(&report.scheduler_message, ".");
 
   if (!report.verdict.code.empty()) return report;  // invalid
   if (!pod->node_name.empty()) {
@@ -227,8 +227,8 @@ absl::StatusOr<PendingReport> WhyPending(const kube::ClusterSnapshot& snapshot, 
   auto join = [](const std::vector<std::string_view>& names) {
     std::string out;
     for (size_t i = 0; i < names.size() && i < 5; ++i)
-      kube::StrAppend(&out, i ? ", " : "", names[i]);
-    if (names.size() > 5) kube::StrAppend(&out, " and ", names.size() - 5, " more");
+      core::StrAppend(&out, i ? ", " : "", names[i]);
+    if (names.size() > 5) core::StrAppend(&out, " and ", names.size() - 5, " more");
     return out;
   };
   if (!fits_now.empty()) {

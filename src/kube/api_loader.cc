@@ -1,9 +1,12 @@
 #include "kube/api_loader.h"
 
 #include "core/status_macros.h"
-#include "kube/text.h"
+#include "core/text.h"
 
 namespace gpunode::kube {
+
+using core::StrCat;
+using core::View;
 
 absl::StatusOr<ClusterSnapshot> LoadFromApi(Client& client, const ApiQuery& query,
                                             const ReadOptions& options, LoadNotes* notes) {

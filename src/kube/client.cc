@@ -17,12 +17,17 @@
 #include "core/file_io.h"
 #include "core/log.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "kube/exec_credential.h"
-#include "kube/text.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::kube {
+
+using core::StrAppend;
+using core::StrCat;
+using core::TrimSpace;
+
 namespace {
 
 // libcurl, loaded when the first transport is made. Every role is in one binary; linking libcurl

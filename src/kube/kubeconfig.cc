@@ -11,10 +11,15 @@
 #include "core/file_io.h"
 #include "core/printable.h"
 #include "core/status_macros.h"
-#include "kube/text.h"
+#include "core/text.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpunode::kube {
+
+using core::StrAppend;
+using core::StrCat;
+using core::TrimSpace;
+
 namespace {
 
 namespace fs = std::filesystem;

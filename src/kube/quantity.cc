@@ -2,9 +2,12 @@
 
 #include <limits>
 
-#include "kube/text.h"
+#include "core/text.h"
 
 namespace gpunode::kube {
+
+using core::StrCat;
+
 namespace {
 
 using Int128 = __int128;

@@ -12,11 +12,15 @@
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "kube/gpu_resources.h"
 #include "kube/quantity.h"
-#include "kube/text.h"
 
 namespace gpunode::kube {
+
+using core::StrCat;
+using core::View;
+
 namespace {
 
 namespace od = simdjson::ondemand;

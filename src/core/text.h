@@ -1,5 +1,5 @@
 // String building that accepts std::string_view. Debian's abseil has its own absl::string_view,
-// so absl::StrCat rejects the std::string_views simdjson and this layer hand around.
+// so absl::StrCat rejects the std::string_views that simdjson and the API client hand around.
 #pragma once
 
 #include <concepts>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace gpunode::kube {
+namespace gpunode::core {
 namespace text_internal {
 
 inline void Append(std::string& out, std::string_view s) { out.append(s); }
@@ -44,4 +44,4 @@ inline std::string_view TrimSpace(std::string_view s) {
 // absl::Status messages are absl::string_view here.
 inline std::string_view View(absl::string_view s) { return {s.data(), s.size()}; }
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::core
