@@ -72,15 +72,9 @@ int RunCdiGenerate(const GlobalOptions& global, const CdiGenerateOptions& option
 
 int RunCdiValidate(const std::string& path) {
   absl::StatusOr<std::string> text = core::ReadFile(path);
-  if (!text.ok()) {
-    std::cerr << "gpunode: " << text.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!text.ok()) return ReportError(AsInputError(text.status()));
   absl::StatusOr<cdi::Spec> spec = cdi::ParseSpecText(*text, path);
-  if (!spec.ok()) {
-    std::cerr << "gpunode: " << spec.status().message() << "\n";
-    return kExitUsage;
-  }
+  if (!spec.ok()) return ReportError(AsInputError(spec.status()));
   std::vector<cdi::SpecProblem> problems = cdi::ValidateSpec(*spec);
   for (const cdi::SpecProblem& problem : problems) {
     std::cerr << path << ": " << problem.json_path << ": " << problem.message << "\n";

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
+#include "cli/report_error.h"
 #include "cli/stop_signals.h"
 #include "cluster/audit.h"
 #include "cluster/drain.h"
@@ -69,12 +70,6 @@ void AddCountLabelOptions(CLI::App* cmd, cluster::CountLabel& label) {
   cmd->add_option("--stable-label-prefix", label.prefix,
                   "prefix of --count-label, as given to `gpunode labels` (default none: the "
                   "bare key, or NFD's feature.node.kubernetes.io/ one)");
-}
-
-// One line on stderr; every failure to get or read the input is a usage/input error.
-int InputError(const absl::Status& status) {
-  std::cerr << "gpunode: " << status.message() << "\n";
-  return kExitUsage;
 }
 
 struct Connection {
@@ -142,7 +137,7 @@ int RunAudit(const ConnectionOptions& o, const AuditFlags& flags) {
     snapshot = kube::ReadSnapshotFile(o.snapshot);
   } else {
     absl::StatusOr<Connection> c = Connect(o);
-    if (!c.ok()) return InputError(c.status());
+    if (!c.ok()) return ReportError(AsInputError(c.status()));
     kube::ApiQuery query;
     query.jobs = true;
     query.events = true;
@@ -152,10 +147,10 @@ int RunAudit(const ConnectionOptions& o, const AuditFlags& flags) {
       std::cerr << "gpunode: note: findings that need these are skipped: " << skipped << "\n";
     }
   }
-  if (!snapshot.ok()) return InputError(snapshot.status());
+  if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
   // Prometheus is asked after the snapshot is read, so "now" and the window match the pods.
   absl::StatusOr<cluster::AuditOptions> options = AuditOptionsFrom(o, flags);
-  if (!options.ok()) return InputError(options.status());
+  if (!options.ok()) return ReportError(AsInputError(options.status()));
   cluster::AuditReport report = cluster::Audit(*snapshot, *options);
   if (o.output == "json") {
     std::cout << cluster::AuditJson(report);
@@ -191,16 +186,16 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
     snapshot = kube::ReadSnapshotFile(o.snapshot, read);
   } else {
     absl::StatusOr<Connection> c = Connect(o);
-    if (!c.ok()) return InputError(c.status());
+    if (!c.ok()) return ReportError(AsInputError(c.status()));
     if (ns.empty()) ns = c->access.default_namespace;
     // The pod first: a missing or finished pod needs no listing of the whole cluster.
     std::string path =
         core::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods/", kube::UrlEncode(name));
     absl::StatusOr<std::string> body = c->client->Get(path);
-    if (!body.ok()) return InputError(body.status());
+    if (!body.ok()) return ReportError(AsInputError(body.status()));
     kube::SnapshotBuilder one(read);
     if (absl::Status st = one.Add(kube::PadInPlace(*body), core::StrCat("GET ", path)); !st.ok()) {
-      return InputError(st);
+      return ReportError(AsInputError(st));
     }
     snapshot = one.Take();
     if (!snapshot->pods.empty() && snapshot->pods.front().phase == kube::PodPhase::kPending) {
@@ -210,11 +205,11 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
       snapshot = kube::LoadFromApi(*c->client, query, read);
     }
   }
-  if (!snapshot.ok()) return InputError(snapshot.status());
+  if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
   absl::StatusOr<cluster::PendingReport> report = cluster::WhyPending(*snapshot, ns, name);
   if (!report.ok()) {
-    return InputError(
-        absl::NotFoundError(core::StrCat(core::View(report.status().message()), where)));
+    return ReportError(AsInputError(
+        absl::NotFoundError(core::StrCat(core::View(report.status().message()), where))));
   }
   PrintPending(*report, o.output);
   return report->Failed() ? kExitFailures : kExitOk;
@@ -237,33 +232,33 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
         std::tuple{"--eviction-retry-interval", &flags.eviction_retry_interval,
                    &d.eviction_retry_interval}}) {
     absl::StatusOr<absl::Duration> parsed = core::ParseDuration(flag, *text);
-    if (!parsed.ok()) return InputError(parsed.status());
+    if (!parsed.ok()) return ReportError(AsInputError(parsed.status()));
     *out = *parsed;
   }
   if (d.poll_interval <= absl::ZeroDuration()) d.poll_interval = absl::Milliseconds(100);
   if (!o.snapshot.empty()) {
     if (!d.dry_run) {
-      return InputError(absl::InvalidArgumentError(
-          "drain changes the cluster, so -f (a snapshot) works only with --dry-run"));
+      return ReportError(AsInputError(absl::InvalidArgumentError(
+          "drain changes the cluster, so -f (a snapshot) works only with --dry-run")));
     }
     kube::ReadOptions read;
     read.keep_pod_details = [&](const kube::PodView& p) { return p.node_name == d.node; };
     absl::StatusOr<kube::ClusterSnapshot> snapshot = kube::ReadSnapshotFile(o.snapshot, read);
-    if (!snapshot.ok()) return InputError(snapshot.status());
+    if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
     const kube::NodeView* node = snapshot->FindNode(d.node);
     if (node == nullptr) {
-      return InputError(absl::NotFoundError(core::StrCat(
-          "node ", d.node, " not found in ", o.snapshot == "-" ? "stdin" : o.snapshot)));
+      return ReportError(AsInputError(absl::NotFoundError(core::StrCat(
+          "node ", d.node, " not found in ", o.snapshot == "-" ? "stdin" : o.snapshot))));
     }
     cluster::DrainPlan plan = cluster::PlanDrain(*snapshot, *node, d);
     cluster::PrintPlan(plan, d, std::cout);
     return plan.Refused() ? kExitFailures : kExitOk;
   }
   absl::StatusOr<Connection> c = Connect(o);
-  if (!c.ok()) return InputError(c.status());
+  if (!c.ok()) return ReportError(AsInputError(c.status()));
   absl::StatusOr<cluster::DrainOutcome> outcome =
       cluster::RunDrain(*c->client, d, cluster::DrainClock{}, std::cout);
-  if (!outcome.ok()) return InputError(outcome.status());
+  if (!outcome.ok()) return ReportError(AsInputError(outcome.status()));
   if (outcome->complete) {
     std::cout << outcome->summary << "\n";
     return kExitOk;
@@ -344,21 +339,22 @@ struct InterruptibleClock {
 int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
   cluster::VerifyOptions& v = flags.verify;
   if (!o.snapshot.empty()) {
-    return InputError(absl::InvalidArgumentError(
+    return ReportError(AsInputError(absl::InvalidArgumentError(
         "verify runs a pod on each node, so it needs the API server; -f (a snapshot) does not "
-        "apply"));
+        "apply")));
   }
   if (v.nodes.empty() == v.selector.empty()) {
-    return InputError(
-        absl::InvalidArgumentError("name the nodes to verify, or give --selector, not both"));
+    return ReportError(AsInputError(
+        absl::InvalidArgumentError("name the nodes to verify, or give --selector, not both")));
   }
   InterruptibleClock signals;
   absl::StatusOr<Connection> c = Connect(o);
-  if (!c.ok()) return InputError(c.status());
-  if (absl::Status st = FinishVerifyOptions(flags, *c); !st.ok()) return InputError(st);
+  if (!c.ok()) return ReportError(AsInputError(c.status()));
+  if (absl::Status st = FinishVerifyOptions(flags, *c); !st.ok())
+    return ReportError(AsInputError(st));
   absl::StatusOr<cluster::VerifyReport> report =
       cluster::RunVerify(*c->client, v, signals.Clock(), std::cerr);
-  if (!report.ok()) return InputError(report.status());
+  if (!report.ok()) return ReportError(AsInputError(report.status()));
   if (o.output == "json") {
     std::cout << cluster::VerifyJson(*report);
   } else {
@@ -379,25 +375,27 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
   absl::StatusOr<cluster::RestoreOutcome> outcome;
   if (!o.snapshot.empty()) {
     if (!r.dry_run || flags.verify) {
-      return InputError(absl::InvalidArgumentError(
+      return ReportError(AsInputError(absl::InvalidArgumentError(
           "restore changes the node (and --verify runs a pod), so -f (a snapshot) works only "
-          "with --dry-run"));
+          "with --dry-run")));
     }
     absl::StatusOr<kube::ClusterSnapshot> snapshot = kube::ReadSnapshotFile(o.snapshot);
-    if (!snapshot.ok()) return InputError(snapshot.status());
+    if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
     const kube::NodeView* node = snapshot->FindNode(r.node);
     if (node == nullptr) {
-      return InputError(absl::NotFoundError(core::StrCat("node ", r.node, " not found")));
+      return ReportError(
+          AsInputError(absl::NotFoundError(core::StrCat("node ", r.node, " not found"))));
     }
     outcome = cluster::Restore(nullptr, *node, r, std::cout);
   } else {
     std::optional<InterruptibleClock> signals;
     absl::StatusOr<Connection> c = Connect(o);
-    if (!c.ok()) return InputError(c.status());
+    if (!c.ok()) return ReportError(AsInputError(c.status()));
     if (flags.verify) {
       signals.emplace();
       VerifyFlags& smoke = flags.smoke;
-      if (absl::Status st = FinishVerifyOptions(smoke, *c); !st.ok()) return InputError(st);
+      if (absl::Status st = FinishVerifyOptions(smoke, *c); !st.ok())
+        return ReportError(AsInputError(st));
       smoke.verify.nodes = {r.node};
       smoke.verify.count_label = r.count_label;
       smoke.verify.run_smoke_pod = !r.dry_run;
@@ -412,7 +410,7 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
     outcome = cluster::RunRestore(*c->client, r, std::cout);
     if (signals && signals->received != 0) return 128 + signals->received;
   }
-  if (!outcome.ok()) return InputError(outcome.status());
+  if (!outcome.ok()) return ReportError(AsInputError(outcome.status()));
   if (!outcome->restored) {
     std::cerr << "gpunode: " << outcome->message << "\n";
     return kExitFailures;
@@ -440,17 +438,18 @@ int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
     }
   }
   if (!o.snapshot.empty()) {
-    return InputError(absl::InvalidArgumentError(
-        "prepull prints a manifest or talks to the API server; -f (a snapshot) does not apply"));
+    return ReportError(AsInputError(absl::InvalidArgumentError(
+        "prepull prints a manifest or talks to the API server; -f (a snapshot) does not apply")));
   }
   if (flags.remove && (flags.apply || flags.wait)) {
-    return InputError(absl::InvalidArgumentError("--delete goes alone, without --apply or --wait"));
+    return ReportError(
+        AsInputError(absl::InvalidArgumentError("--delete goes alone, without --apply or --wait")));
   }
   const bool live = flags.apply || flags.wait || flags.remove;
   if (!live) {
     // Print only: kubectl's namespace applies unless -n says otherwise.
     absl::StatusOr<nlohmann::json> ds = cluster::PrepullDaemonSet(p);
-    if (!ds.ok()) return InputError(ds.status());
+    if (!ds.ok()) return ReportError(AsInputError(ds.status()));
     std::cout << ds->dump(2) << "\n";
     return kExitOk;
   }
@@ -459,30 +458,30 @@ int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
        {std::tuple{"--timeout", &flags.timeout, &wait.timeout},
         std::tuple{"--poll-interval", &flags.poll_interval, &wait.poll_interval}}) {
     absl::StatusOr<absl::Duration> parsed = core::ParseDuration(flag, *text);
-    if (!parsed.ok()) return InputError(parsed.status());
+    if (!parsed.ok()) return ReportError(AsInputError(parsed.status()));
     *out = *parsed;
   }
   absl::StatusOr<nlohmann::json> ds;
   if (flags.apply) {
     ds = cluster::PrepullDaemonSet(p);  // checked before connecting
-    if (!ds.ok()) return InputError(ds.status());
+    if (!ds.ok()) return ReportError(AsInputError(ds.status()));
   }
   absl::StatusOr<Connection> c = Connect(o);
-  if (!c.ok()) return InputError(c.status());
+  if (!c.ok()) return ReportError(AsInputError(c.status()));
   if (p.ns.empty()) p.ns = c->access.default_namespace;
   if (flags.remove) {
     absl::Status st = cluster::DeletePrepull(*c->client, p.ns, p.name, std::cout);
-    return st.ok() ? kExitOk : InputError(st);
+    return st.ok() ? kExitOk : ReportError(AsInputError(st));
   }
   if (flags.apply) {
     (*ds)["metadata"]["namespace"] = p.ns;
     if (absl::Status st = cluster::ApplyPrepull(*c->client, *ds, std::cout); !st.ok()) {
-      return InputError(st);
+      return ReportError(AsInputError(st));
     }
   }
   if (!flags.wait) return kExitOk;
   absl::StatusOr<bool> done = cluster::WaitForPrepull(*c->client, p.ns, p.name, wait, std::cout);
-  if (!done.ok()) return InputError(done.status());
+  if (!done.ok()) return ReportError(AsInputError(done.status()));
   return *done ? kExitOk : kExitFailures;
 }
 

@@ -4,6 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
+#include "cli/report_error.h"
 #include "core/log.h"
 
 namespace gpunode::cli {
@@ -57,8 +58,7 @@ int Main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (absl::Status st = core::InitLogging(global.log_level); !st.ok()) {
-    std::cerr << "gpunode: " << st.message() << "\n";
-    return kExitUsage;
+    return ReportError(AsInputError(st));
   }
   return run ? run() : kExitUsage;
 }

@@ -107,8 +107,7 @@ int RunMountShm(const GlobalOptions& global, const MpsDaemonOptions& options) {
         "mount-shm needs the MPS root; set --mps-root, MPS_ROOT or flags.mpsRoot"));
   }
   if (absl::Status st = plugin::MountMpsShm(resolved->config.mps_root); !st.ok()) {
-    std::cerr << "gpunode: " << st.message() << "\n";
-    return kExitFailures;
+    return ReportError(st);
   }
   return kExitOk;
 }

@@ -60,9 +60,4 @@ absl::StatusOr<std::unique_ptr<nvml::Library>> OpenNvml(const GlobalOptions& glo
   return library;
 }
 
-int ReportError(const absl::Status& status) {
-  std::cerr << "gpunode: " << status.message() << "\n";
-  return status.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailures;
-}
-
 }  // namespace gpunode::cli

@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/command.h"
+#include "cli/report_error.h"
 #include "nvml/library.h"
 
 namespace gpunode::cli {
@@ -13,9 +14,5 @@ namespace gpunode::cli {
 // loads it from next to the binary; otherwise loads libnvidia-ml.so.1 from --nvml-library or
 // under --driver-root.
 absl::StatusOr<std::unique_ptr<nvml::Library>> OpenNvml(const GlobalOptions& global);
-
-// Prints "gpunode: <message>" and returns the exit code for a failed status: 2 for bad input,
-// 1 otherwise.
-int ReportError(const absl::Status& status);
 
 }  // namespace gpunode::cli

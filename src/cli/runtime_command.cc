@@ -4,6 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
+#include "cli/report_error.h"
 #include "containerd/containerd_live.h"
 #include "runtime/configure.h"
 #include "runtime/revert.h"
@@ -18,17 +19,16 @@ struct StatusOptions {
   int timeout_ms = 5000;
 };
 
-// Refusals leave every file as it was and are the operator's to fix: exit 2.
+// A refusal leaves every file as it was and is the operator's to fix (a usage or input error);
+// anything else, such as a write that failed half way, is a failure.
 int Fail(const absl::Status& status) {
-  std::cerr << "gpunode: " << status.message() << "\n";
   switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kPermissionDenied:
-      return kExitUsage;
+      return ReportError(AsInputError(status));
     default:
-      return kExitFailures;
+      return ReportError(status);
   }
 }
 
@@ -118,10 +118,7 @@ int RunRevert(const runtime::ConfigureOptions& options) {
 int RunStatus(const StatusOptions& options) {
   absl::StatusOr<containerd::CriRuntimeStatus> status =
       containerd::QueryCriStatus(options.socket, std::chrono::milliseconds(options.timeout_ms));
-  if (!status.ok()) {
-    std::cerr << "gpunode: " << status.status().message() << "\n";
-    return kExitFailures;
-  }
+  if (!status.ok()) return ReportError(status.status());
   const containerd::CriHandler* handler = containerd::FindHandler(*status, options.handler);
   if (options.output == "json") {
     nlohmann::json out = {{"socket", options.socket},

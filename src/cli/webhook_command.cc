@@ -14,6 +14,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
 #include "cli/command.h"
+#include "cli/report_error.h"
 #include "cli/stop_signals.h"
 #include "cluster/webhook_server.h"
 #include "core/duration.h"
@@ -44,11 +45,6 @@ absl::StatusOr<int64_t> SecondsFlag(const std::string& flag, const std::string& 
   return absl::ToInt64Seconds(d);
 }
 
-int Fail(const absl::Status& status) {
-  std::cerr << "gpunode: " << status.message() << "\n";
-  return kExitUsage;
-}
-
 int RunWebhook(const WebhookFlags& flags) {
   cluster::WebhookServerOptions options;
   options.listen = flags.listen;
@@ -61,7 +57,7 @@ int RunWebhook(const WebhookFlags& flags) {
         std::tuple{"--default-ttl", &flags.default_ttl, &options.defaults.ttl_seconds}}) {
     if (text->empty()) continue;
     absl::StatusOr<int64_t> seconds = SecondsFlag(flag, *text);
-    if (!seconds.ok()) return Fail(seconds.status());
+    if (!seconds.ok()) return ReportError(AsInputError(seconds.status()));
     *out = *seconds;
   }
   // One client per user: the node refresher and the request threads never share a connection.
@@ -76,15 +72,15 @@ int RunWebhook(const WebhookFlags& flags) {
   if (flags.nodes_from_api) {
     absl::StatusOr<absl::Duration> refresh = core::ParseDuration(
         "--refresh-interval", flags.refresh_interval, {.min = absl::Seconds(1)});
-    if (!refresh.ok()) return Fail(refresh.status());
+    if (!refresh.ok()) return ReportError(AsInputError(refresh.status()));
     options.refresh_interval = *refresh;
     absl::StatusOr<std::unique_ptr<kube::Client>> client = new_client();
-    if (!client.ok()) return Fail(client.status());
+    if (!client.ok()) return ReportError(AsInputError(client.status()));
     options.client = std::move(*client);
   }
   if (options.defaults.active_deadline_seconds || options.defaults.ttl_seconds) {
     absl::StatusOr<std::unique_ptr<kube::Client>> client = new_client();
-    if (!client.ok()) return Fail(client.status());
+    if (!client.ok()) return ReportError(AsInputError(client.status()));
     options.namespace_client = std::move(*client);
   }
 
@@ -93,7 +89,7 @@ int RunWebhook(const WebhookFlags& flags) {
 
   absl::StatusOr<std::unique_ptr<cluster::WebhookServer>> server =
       cluster::WebhookServer::Create(std::move(options));
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) return ReportError(AsInputError(server.status()));
   // Tests and scripts read the port from this line when they pass port 0.
   std::cout << "gpunode webhook listening on port " << (*server)->port() << std::endl;
 
@@ -110,7 +106,7 @@ int RunWebhook(const WebhookFlags& flags) {
   absl::Status st = (*server)->Run();
   done.store(true);
   waiter.join();
-  if (!st.ok()) return Fail(st);
+  if (!st.ok()) return ReportError(AsInputError(st));
   return kExitOk;
 }
 
