@@ -143,8 +143,7 @@ absl::Status WriteSpecFile(const std::string& path, const Spec& spec, SpecFormat
           absl::StrCat("cannot create the directory ", dir.string(), ": ", ec.message()));
     }
   }
-  return core::WriteFileAtomic(path, RenderSpec(spec, format),
-                               {.mode = 0644, .backup_existing = false});
+  return core::WriteFileAtomic(path, RenderSpec(spec, format), 0644, core::Backup::kNone);
 }
 
 }  // namespace gpunode::cdi

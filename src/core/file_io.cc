@@ -19,7 +19,8 @@ absl::Status OsError(std::string_view what, const std::string& path, int err) {
   return absl::Status(err == ENOENT                   ? absl::StatusCode::kNotFound
                       : err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied
                                                       : absl::StatusCode::kInternal,
-                      absl::StrCat(path, ": ", std::string(what), ": ", std::strerror(err)));
+                      absl::StrCat(path, ": ", std::string(what), ": ", std::strerror(err),
+                                   err == EACCES || err == EPERM ? "; run as root?" : ""));
 }
 
 absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
@@ -56,11 +57,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
-absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
-                             const AtomicWriteOptions& options) {
+absl::Status WriteFileAtomic(const std::string& path, std::string_view contents, mode_t mode,
+                             Backup backup) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (options.backup_existing && fs::exists(path, ec)) {
+  if (backup == Backup::kCopyToBak && fs::exists(path, ec)) {
     fs::copy_file(path, path + ".bak", fs::copy_options::overwrite_existing, ec);
     if (ec)
       return absl::InternalError(
@@ -69,9 +70,9 @@ absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
   struct stat existing {};
   const bool replacing = ::stat(path.c_str(), &existing) == 0;
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, options.mode);
-  if (fd < 0) return OsError("cannot create", tmp, errno);
-  absl::Status st = WriteAll(fd, contents, tmp);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return OsError("cannot write", path, errno);
+  absl::Status st = WriteAll(fd, contents, path);
   // The new file is the caller's; the one it replaces may belong to someone else (a config owned
   // by a service account, a group-readable file).
   struct stat created {};
@@ -83,8 +84,8 @@ absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
                                                   "; run as root or as the file's owner"));
   }
   // The umask must not decide the mode of a file an operator asked for explicitly.
-  if (st.ok() && ::fchmod(fd, options.mode) != 0) st = OsError("cannot chmod", tmp, errno);
-  if (st.ok() && ::fsync(fd) != 0) st = OsError("cannot fsync", tmp, errno);
+  if (st.ok() && ::fchmod(fd, mode) != 0) st = OsError("cannot set the mode of", path, errno);
+  if (st.ok() && ::fsync(fd) != 0) st = OsError("cannot write", path, errno);
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = OsError("cannot rename into place", path, errno);

@@ -14,16 +14,18 @@ namespace gpunode::core {
 // Reads a whole file. Errors name the path and the OS reason.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
-struct AtomicWriteOptions {
-  mode_t mode = 0644;
-  // Copy an existing file to "<path>.bak" before replacing it, so an operator can always go back.
-  bool backup_existing = true;
+// What happens to the file a write replaces.
+enum class Backup {
+  kNone,       // the caller keeps its own record of the old contents, or there is nothing to keep
+  kCopyToBak,  // copied to "<path>.bak" first, so an operator can always go back
 };
 
 // Writes `contents` to a temporary file in the same directory, fsyncs it and renames it over
-// `path`, so readers see either the old or the new file, never a torn one. A replaced file keeps
-// its owner and group (an error when they cannot be kept, rather than a silent change).
-absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
-                             const AtomicWriteOptions& options = {});
+// `path`, so readers see either the old or the new file, never a torn one. The file gets `mode`,
+// whatever the umask, also when it replaces one with another mode: a caller that must keep the
+// old mode reads it first. A replaced file keeps its owner and group (an error when they cannot
+// be kept, rather than a silent change). Errors name `path`, never the temporary file.
+absl::Status WriteFileAtomic(const std::string& path, std::string_view contents, mode_t mode,
+                             Backup backup);
 
 }  // namespace gpunode::core

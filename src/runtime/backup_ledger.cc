@@ -100,8 +100,8 @@ absl::Status WriteLedger(const std::string& config_path, const Ledger& ledger) {
     if (entry.existed) file["backup"] = entry.backup;
     json["files"].push_back(std::move(file));
   }
-  return core::WriteFileAtomic(LedgerPath(config_path), json.dump(2) + "\n",
-                               {.mode = 0600, .backup_existing = false});
+  return core::WriteFileAtomic(LedgerPath(config_path), json.dump(2) + "\n", 0600,
+                               core::Backup::kNone);
 }
 
 }  // namespace gpunode::runtime

@@ -139,8 +139,8 @@ absl::Status Apply(const std::vector<FileChange>& files, std::optional<Ledger> l
               absl::StrCat(fresh.backup, ": already exists and differs from ", file.path,
                            "; move it away so gpunode can keep the original there"));
         }
-        RETURN_IF_ERROR(core::WriteFileAtomic(
-            fresh.backup, original, {.mode = FileMode(file.path, 0600), .backup_existing = false}));
+        RETURN_IF_ERROR(core::WriteFileAtomic(fresh.backup, original, FileMode(file.path, 0600),
+                                              core::Backup::kNone));
       }
       record.files.push_back(std::move(fresh));
       entry = &record.files.back();
@@ -167,8 +167,8 @@ absl::Status Apply(const std::vector<FileChange>& files, std::optional<Ledger> l
     if (!dir.empty()) fs::create_directories(dir, ec);
     if (ec)
       return absl::InternalError(absl::StrCat(dir.string(), ": cannot create: ", ec.message()));
-    RETURN_IF_ERROR(core::WriteFileAtomic(
-        file.path, file.content, {.mode = FileMode(file.path, 0644), .backup_existing = false}));
+    RETURN_IF_ERROR(core::WriteFileAtomic(file.path, file.content, FileMode(file.path, 0644),
+                                          core::Backup::kNone));
   }
   return absl::OkStatus();
 }

@@ -100,15 +100,14 @@ absl::Status Execute(const RevertAction& action) {
       ASSIGN_OR_RETURN(std::string original, core::ReadFile(action.backup));
       struct stat st {};
       mode_t mode = ::stat(action.path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
-      return core::WriteFileAtomic(action.path, original, {.mode = mode, .backup_existing = false});
+      return core::WriteFileAtomic(action.path, original, mode, core::Backup::kNone);
     }
     case RevertAction::Kind::kSetAside: {
       // A copy first, then the unlink: whatever happens in between, the edits exist somewhere.
       ASSIGN_OR_RETURN(std::string edited, core::ReadFile(action.path));
       struct stat st {};
       mode_t mode = ::stat(action.path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
-      RETURN_IF_ERROR(
-          core::WriteFileAtomic(action.backup, edited, {.mode = mode, .backup_existing = false}));
+      RETURN_IF_ERROR(core::WriteFileAtomic(action.backup, edited, mode, core::Backup::kNone));
       [[fallthrough]];
     }
     case RevertAction::Kind::kDelete:
@@ -168,10 +167,10 @@ absl::StatusOr<RevertResult> Revert(const ConfigureOptions& options) {
     ASSIGN_OR_RETURN(std::string before, core::ReadFile(config_path));
     struct stat st {};
     mode_t mode = ::stat(config_path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
-    RETURN_IF_ERROR(core::WriteFileAtomic(result.repair->backup, before,
-                                          {.mode = mode, .backup_existing = false}));
-    RETURN_IF_ERROR(core::WriteFileAtomic(config_path, dangling->repaired_text,
-                                          {.mode = mode, .backup_existing = false}));
+    RETURN_IF_ERROR(
+        core::WriteFileAtomic(result.repair->backup, before, mode, core::Backup::kNone));
+    RETURN_IF_ERROR(
+        core::WriteFileAtomic(config_path, dangling->repaired_text, mode, core::Backup::kNone));
   }
   if (ledger) {
     for (const LedgerEntry& entry : ledger->files) {

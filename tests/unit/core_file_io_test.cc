@@ -28,9 +28,9 @@ TEST(FileIo, ReadMissingFileIsNotFoundNamingThePath) {
 TEST(FileIo, AtomicWriteBacksUpTheOldFileAndSetsTheMode) {
   fs::path dir = FreshDir("atomic-write");
   std::string path = (dir / "labels").string();
-  ASSERT_TRUE(WriteFileAtomic(path, "old\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "old\n", 0644, Backup::kCopyToBak).ok());
   EXPECT_FALSE(fs::exists(path + ".bak"));  // nothing to back up the first time
-  ASSERT_TRUE(WriteFileAtomic(path, "new\n", {.mode = 0600}).ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "new\n", 0600, Backup::kCopyToBak).ok());
   EXPECT_EQ(ReadFile(path).value(), "new\n");
   EXPECT_EQ(ReadFile(path + ".bak").value(), "old\n");
   struct stat st;
@@ -46,9 +46,9 @@ TEST(FileIo, AtomicWriteKeepsTheOwnerOfAReplacedFile) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the file another owner";
   fs::path dir = FreshDir("atomic-owner");
   std::string path = (dir / "config.toml").string();
-  ASSERT_TRUE(WriteFileAtomic(path, "old\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "old\n", 0644, Backup::kNone).ok());
   ASSERT_EQ(::chown(path.c_str(), 4321, 8765), 0);
-  ASSERT_TRUE(WriteFileAtomic(path, "new\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "new\n", 0644, Backup::kNone).ok());
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 4321u);
@@ -56,10 +56,22 @@ TEST(FileIo, AtomicWriteKeepsTheOwnerOfAReplacedFile) {
   EXPECT_EQ(ReadFile(path).value(), "new\n");
 }
 
-TEST(FileIo, AtomicWriteIntoMissingDirectoryFailsCleanly) {
-  absl::Status st = WriteFileAtomic("/nonexistent-dir/file", "x");
-  EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("/nonexistent-dir/file"), absl::string_view::npos);
+TEST(FileIo, AtomicWriteWithoutBackupLeavesOnlyTheFile) {
+  fs::path dir = FreshDir("atomic-no-backup");
+  std::string path = (dir / "state").string();
+  ASSERT_TRUE(WriteFileAtomic(path, "old\n", 0600, Backup::kNone).ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "new\n", 0640, Backup::kNone).ok());
+  EXPECT_EQ(ReadFile(path).value(), "new\n");
+  EXPECT_FALSE(fs::exists(path + ".bak"));
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);  // the mode the caller gave, not the replaced file's
+}
+
+TEST(FileIo, AtomicWriteIntoMissingDirectoryNamesThePathNotTheTemporaryFile) {
+  absl::Status st = WriteFileAtomic("/nonexistent-dir/file", "x", 0644, Backup::kNone);
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(st.message(), "/nonexistent-dir/file: cannot write: No such file or directory");
 }
 
 }  // namespace

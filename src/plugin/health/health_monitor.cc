@@ -335,8 +335,8 @@ void HealthMonitor::Publish() {
     d.compute_instance_id = mig.ci;
     state.unhealthy.push_back(std::move(d));
   }
-  absl::Status st =
-      core::WriteFileAtomic(options_.state_file, host::FormatPluginHealthState(state));
+  absl::Status st = core::WriteFileAtomic(options_.state_file, host::FormatPluginHealthState(state),
+                                          0644, core::Backup::kNone);
   if (!st.ok()) spdlog::warn("health: cannot write {}: {}", options_.state_file, st.message());
 }
 

@@ -178,8 +178,8 @@ absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
   }
   std::vector<std::string> lines = DescribeMpsLimits(plan.resource, plan.limits);
   for (const std::string& line : lines) spdlog::info("MPS {}", line);
-  return core::WriteFileAtomic(paths.StartedMarker(), absl::StrJoin(lines, "\n") + "\n",
-                               {.mode = 0644, .backup_existing = false});
+  return core::WriteFileAtomic(paths.StartedMarker(), absl::StrJoin(lines, "\n") + "\n", 0644,
+                               core::Backup::kNone);
 }
 
 absl::Status MpsSupervisor::Start() {
@@ -198,9 +198,7 @@ absl::Status MpsSupervisor::Start() {
   }
   if (!plans_.empty()) {
     const std::string ready = MpsReadyMarker(plans_.front().paths.root);
-    if (absl::Status st =
-            core::WriteFileAtomic(ready, "", {.mode = 0644, .backup_existing = false});
-        !st.ok()) {
+    if (absl::Status st = core::WriteFileAtomic(ready, "", 0644, core::Backup::kNone); !st.ok()) {
       Stop();
       return st;
     }
