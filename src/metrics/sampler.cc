@@ -124,7 +124,13 @@ void Sampler::Attribute(NodeReading& node) {
   }
 }
 
+bool Sampler::PrimeProfiling() {
+  std::lock_guard<std::mutex> sampling(sampling_);
+  return reader_.PrimeProfiling();
+}
+
 void Sampler::SampleNow() {
+  std::lock_guard<std::mutex> sampling(sampling_);
   absl::Time start = absl::Now();
   NodeReading node;
   node.hostname = options_.hostname;

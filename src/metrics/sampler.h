@@ -23,6 +23,9 @@ struct SamplerOptions {
   absl::Duration interval = absl::Seconds(1);
 };
 
+// Thread-safety: every method may be called from any thread, also while the background thread
+// runs; samples are taken one at a time (SampleNow from a scrape or a test waits for the
+// background one), and Latest and LatestAt never wait for a sample.
 class Sampler {
  public:
   // `xids` and `pods` may be null (no XID watching; no pod attribution). They must outlive this.
@@ -36,7 +39,7 @@ class Sampler {
   void SampleNow();
   // Takes the opening profiling (GPM) samples; a SampleNow at least kProfilingWindow later
   // then reports profiling values too. False when no GPU has GPM (nothing to wait for).
-  bool PrimeProfiling() { return reader_.PrimeProfiling(); }
+  bool PrimeProfiling();
   static constexpr absl::Duration kProfilingWindow = absl::Milliseconds(100);
   // Samples every `interval` on a background thread until destruction.
   void Start();
@@ -51,6 +54,8 @@ class Sampler {
   void Run();
   void Attribute(NodeReading& node);
 
+  // Held for a whole sample: the reader, the counters and the spare buffer are the sample's.
+  std::mutex sampling_;
   const nvml::Library& library_;
   const host::HostRoot& host_;
   XidWatcher* xids_;

@@ -22,6 +22,8 @@ struct MigKey {
   auto operator<=>(const MigKey&) const = default;
 };
 
+// Thread-safety: every method may be called from any thread; one mutex guards the state, and
+// WaitForChange releases it while it waits.
 class HealthBoard {
  public:
   // A device is healthy when its GPU is, and for a MIG device, when the MIG device is too.
