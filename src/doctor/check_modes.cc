@@ -12,7 +12,7 @@ std::vector<Check> ChecksForMode(std::vector<Check> checks, const DoctorOptions&
     std::string evidence =
         options.in_container ? "the node's layers are checked by gpunode doctor on the node" : "";
     check.needs.clear();  // a skip of its own, not "blocked by" another left-out check
-    check.run = [summary, evidence](const Context&) { return Skip(summary, evidence); };
+    check.run = HostCheck([summary, evidence](const Context&) { return Skip(summary, evidence); });
   }
   return checks;
 }

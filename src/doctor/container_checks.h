@@ -11,6 +11,7 @@
 #include "doctor/container_readings.h"
 #include "doctor/context.h"
 #include "doctor/finding.h"
+#include "doctor/runner.h"
 
 namespace gpunode::doctor {
 
@@ -50,8 +51,8 @@ Finding ContainerNvml(const Context& context);
 Finding ContainerVisibleDevices(const Context& context);
 Finding ContainerMigDevices(const Context& context);
 Finding ContainerDeviceNodes(const Context& context);
-Finding ContainerDriverVersion(const Context& context);
-Finding ContainerCudaCompat(const Context& context);
+Finding ContainerDriverVersion(const Context& context, const Gpus& gpus);
+Finding ContainerCudaCompat(const Context& context, const Gpus& gpus);
 Finding ContainerDriverLibraries(const Context& context);
 
 }  // namespace gpunode::doctor

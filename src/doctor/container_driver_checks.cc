@@ -97,7 +97,7 @@ std::optional<ImageCuda> ReadImageCuda(const Context& context) {
 
 }  // namespace
 
-Finding ContainerDriverVersion(const Context& context) {
+Finding ContainerDriverVersion(const Context& context, const Gpus& gpus) {
   absl::StatusOr<std::string> kernel = KernelModuleVersion(context.host());
   if (absl::IsInvalidArgument(kernel.status())) {
     return Fail("cannot read the kernel module's version", std::string(kernel.status().message()),
@@ -109,7 +109,7 @@ Finding ContainerDriverVersion(const Context& context) {
                 "the NVIDIA runtime mounts the driver's /proc/driver/nvidia into the container: "
                 "run the pod with the nvidia runtime (runtimeClassName: nvidia)");
   }
-  std::string library = context.Node()->driver_version.value_or("");
+  std::string library = gpus.node.driver_version.value_or("");
   std::string evidence = absl::StrCat(kDriverVersionFile, ": ", *kernel, "; NVML: ", library);
   if (library != *kernel) {
     return Fail("the node's kernel module and the driver libraries in this container (NVML) differ",
@@ -177,8 +177,8 @@ Finding ContainerDriverLibraries(const Context& context) {
             absl::StrJoin(mounted, " "));
 }
 
-Finding ContainerCudaCompat(const Context& context) {
-  CudaSupport support = ReadCudaSupport(context);
+Finding ContainerCudaCompat(const Context& context, const Gpus& gpus) {
+  CudaSupport support = ReadCudaSupport(gpus);
   std::optional<ImageCuda> image = ReadImageCuda(context);
   std::string evidence = support.Describe();
   if (image) {

@@ -17,7 +17,10 @@ const absl::StatusOr<std::vector<host::PciDevice>>& Context::PciGpus() const {
 }
 
 const absl::StatusOr<gpu::NodeSnapshot>& Context::Node() const {
-  if (!node_) node_ = gpu::ReadNodeSnapshot(*nvml_, host_);
+  if (!node_) {
+    node_ = nvml_ != nullptr ? gpu::ReadNodeSnapshot(*nvml_, host_)
+                             : absl::StatusOr<gpu::NodeSnapshot>(nvml_status_);
+  }
   return *node_;
 }
 

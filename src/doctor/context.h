@@ -48,7 +48,7 @@ class Context {
   const DoctorOptions& options() const { return options_; }
 
   const absl::StatusOr<std::vector<host::PciDevice>>& PciGpus() const;
-  // Requires nvml() != nullptr.
+  // The GPUs as NVML reads them once; without NVML, why it did not open.
   const absl::StatusOr<gpu::NodeSnapshot>& Node() const;
   std::string ContainerdSocket() const;
   std::string DevicePluginDir() const;  // a host path

@@ -66,7 +66,7 @@ Finding DriverNvml(const Context& context) {
                          node->gpus.size(), " GPU(s)"));
 }
 
-Finding DriverVersion(const Context& context) {
+Finding DriverVersion(const Context& context, const Gpus& gpus) {
   absl::StatusOr<std::string> kernel = KernelModuleVersion(context.host());
   if (absl::IsInvalidArgument(kernel.status())) {
     return Fail("cannot read the kernel module's version", std::string(kernel.status().message()),
@@ -76,7 +76,7 @@ Finding DriverVersion(const Context& context) {
     return Fail("the kernel module reports no version", std::string(kernel.status().message()),
                 "the nvidia module is not loaded: modprobe nvidia");
   }
-  std::string library = context.Node()->driver_version.value_or("");
+  std::string library = gpus.node.driver_version.value_or("");
   std::string evidence = absl::StrCat(kDriverVersionFile, ": ", *kernel, "; NVML: ", library);
   if (library != *kernel) {
     return Fail("the kernel module and the user-space driver (NVML) differ", evidence,
@@ -180,12 +180,12 @@ Finding DevicePermissions(const Context& context) {
   return Ok("device nodes have the driver's default mode 0666");
 }
 
-Finding PersistenceMode(const Context& context) {
-  unsigned count = static_cast<unsigned>(context.Node()->gpus.size());
+Finding PersistenceMode(const Context& context, const Gpus& gpus) {
+  unsigned count = static_cast<unsigned>(gpus.node.gpus.size());
   std::vector<std::string> off;
   std::vector<std::string> unknown;
   for (unsigned i = 0; i < count; ++i) {
-    absl::StatusOr<nvml::Device> device = nvml::DeviceAt(*context.nvml(), i);
+    absl::StatusOr<nvml::Device> device = nvml::DeviceAt(gpus.nvml, i);
     absl::StatusOr<bool> enabled =
         device.ok() ? device->PersistenceModeEnabled() : absl::StatusOr<bool>(device.status());
     if (!enabled.ok()) {
@@ -218,8 +218,8 @@ std::vector<std::string> HostCudaToolkits(const Context& context) {
   return found;
 }
 
-Finding CudaCompat(const Context& context) {
-  CudaSupport support = ReadCudaSupport(context);
+Finding CudaCompat(const Context& context, const Gpus& gpus) {
+  CudaSupport support = ReadCudaSupport(gpus);
   std::vector<std::string> toolkits = HostCudaToolkits(context);
   std::string evidence = support.Describe();
   if (!toolkits.empty()) {

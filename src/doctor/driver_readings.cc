@@ -23,12 +23,11 @@ std::string CudaSupport::Describe() const {
                       supported ? FormatCudaVersion(*supported) : std::string("?"));
 }
 
-CudaSupport ReadCudaSupport(const Context& context) {
+CudaSupport ReadCudaSupport(const Gpus& gpus) {
   CudaSupport support;
-  absl::StatusOr<int> cuda = nvml::CudaDriverVersion(*context.nvml());
+  absl::StatusOr<int> cuda = nvml::CudaDriverVersion(gpus.nvml);
   if (cuda.ok()) support.supported = CudaVersionFromNvml(*cuda);
-  const absl::StatusOr<gpu::NodeSnapshot>& node = context.Node();
-  if (node.ok()) support.driver = node->driver_version.value_or("");
+  support.driver = gpus.node.driver_version.value_or("");
   return support;
 }
 

@@ -10,6 +10,7 @@
 #include "doctor/context.h"
 #include "doctor/cuda_versions.h"
 #include "doctor/finding.h"
+#include "doctor/runner.h"
 
 namespace gpunode::doctor {
 
@@ -25,8 +26,7 @@ struct CudaSupport {
   std::string Describe() const;
 };
 
-// Requires context.nvml() != nullptr.
-CudaSupport ReadCudaSupport(const Context& context);
+CudaSupport ReadCudaSupport(const Gpus& gpus);
 
 // nullopt when the driver runs `wanted` fully. Otherwise a warn when it runs only through minor
 // version compatibility, or a fail whose fix names the minimum driver (NVIDIA's table) and then

@@ -14,7 +14,7 @@ namespace {
 
 constexpr char kGpuResource[] = "nvidia.com/gpu";
 
-Finding Registered(const Context& context) {
+Finding Registered(const Context& context, const Gpus& gpus) {
   std::string path = context.DevicePluginDir() + "/kubelet_internal_checkpoint";
   std::string fix =
       "check the device plugin's log and plugin.socket; the kubelet lists a "
@@ -30,7 +30,7 @@ Finding Registered(const Context& context) {
                 absl::StrCat(path, ": ", checkpoint.status().message()),
                 "the kubelet rewrites it at the next device update; restart the device plugin");
   }
-  size_t gpus = context.Node()->gpus.size();
+  size_t gpu_count = gpus.node.gpus.size();
   std::vector<std::string> listed;
   for (const auto& [resource, ids] : checkpoint->registered) {
     if (absl::StartsWith(resource, "nvidia.com/")) {
@@ -39,7 +39,7 @@ Finding Registered(const Context& context) {
   }
   std::string evidence = absl::StrCat(
       path, ": ", listed.empty() ? "no nvidia.com resource" : absl::StrJoin(listed, ", "),
-      "; NVML: ", gpus, " GPU(s)");
+      "; NVML: ", gpu_count, " GPU(s)");
   auto gpu = checkpoint->registered.find(kGpuResource);
   if (gpu == checkpoint->registered.end()) {
     if (!listed.empty()) return Ok("the kubelet lists NVIDIA resources (MIG or renamed)", evidence);
@@ -51,14 +51,15 @@ Finding Registered(const Context& context) {
                 "the plugin reports every GPU unhealthy or lists none: read its log (XID "
                 "errors, NVML failures) and restart it");
   }
-  if (gpus == 0 || count < gpus || count % gpus != 0) {
-    return Fail(absl::StrCat("the kubelet lists ", count, " nvidia.com/gpu device(s) for ", gpus,
-                             " GPU(s)"),
+  if (gpu_count == 0 || count < gpu_count || count % gpu_count != 0) {
+    return Fail(absl::StrCat("the kubelet lists ", count, " nvidia.com/gpu device(s) for ",
+                             gpu_count, " GPU(s)"),
                 evidence,
                 "unhealthy GPUs are left out: read the plugin's log; with sharing, replicas "
                 "multiply the count");
   }
-  std::string replicas = count == gpus ? "" : absl::StrCat(" (", count / gpus, " replicas each)");
+  std::string replicas =
+      count == gpu_count ? "" : absl::StrCat(" (", count / gpu_count, " replicas each)");
   return Ok(absl::StrCat("nvidia.com/gpu registered with ", count, " device(s)", replicas),
             evidence);
 }

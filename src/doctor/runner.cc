@@ -39,10 +39,21 @@ class Graph {
                                  absl::StrCat(need, ": ", prerequisite.summary)));
       }
     }
-    return Store(check, check.run(context_));
+    return Store(check, Run(check));
   }
 
  private:
+  Finding Run(const Check& check) {
+    if (const HostCheck* run = std::get_if<HostCheck>(&check.run)) return (*run)(context_);
+    if (context_.nvml() == nullptr) {
+      return Skip("needs NVML, which did not open", std::string(context_.nvml_status().message()));
+    }
+    const absl::StatusOr<gpu::NodeSnapshot>& node = context_.Node();
+    if (!node.ok())
+      return Skip("needs the GPUs, which NVML cannot read", std::string(node.status().message()));
+    return std::get<GpuCheck>(check.run)(context_, Gpus{*context_.nvml(), *node});
+  }
+
   const Finding& Store(const Check& check, Finding finding) {
     finding.layer = check.layer;
     finding.id = check.id;

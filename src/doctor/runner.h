@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "doctor/context.h"
@@ -11,12 +12,23 @@
 
 namespace gpunode::doctor {
 
+// What a check that reads the GPUs is handed: NVML, opened, and the node's snapshot, read.
+struct Gpus {
+  const nvml::Library& nvml;
+  const gpu::NodeSnapshot& node;
+};
+
+// Fills status, summary, evidence and fix; the runner sets layer and id.
+using HostCheck = std::function<Finding(const Context&)>;
+using GpuCheck = std::function<Finding(const Context&, const Gpus&)>;
+
 struct Check {
   std::string layer;
   std::string id;
   std::vector<std::string> needs;  // ids of the checks this one builds on
-  // Fills status, summary, evidence and fix; the runner sets layer and id.
-  std::function<Finding(const Context&)> run;
+  // A GpuCheck runs only when NVML opened and the GPUs were read; otherwise the runner reports it
+  // as skipped with the reason, so no check dereferences what is not there.
+  std::variant<HostCheck, GpuCheck> run;
 };
 
 // Runs `checks` and returns one finding per check, in the order given. Prerequisites may be
