@@ -39,5 +39,9 @@ void AddRuntimeCommand(CLI::App& app, const GlobalOptions& global, CommandRunner
 void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddMigCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddMpsControlDaemonCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+void AddVersionCommand(CLI::App& app, CommandRunner& run);
+
+// `gpunode version` and `gpunode --version`; `format` is table or json.
+int PrintVersion(const std::string& format);
 
 }  // namespace gpunode::cli

@@ -1,9 +1,12 @@
 // gpunode: one binary, one role per subcommand.
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
+#include "cli/parse_error.h"
 #include "cli/report_error.h"
 #include "core/log.h"
 
@@ -37,6 +40,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();
+  bool print_version = false;
+  app.add_flag("--version", print_version, "print the version, as `gpunode version` does");
 
   CommandRunner run;
   AddInventoryCommand(app, global, run);
@@ -50,12 +55,19 @@ int Main(int argc, char** argv) {
   AddDoctorCommand(app, global, run);
   AddMigCommand(app, global, run);
   AddMpsControlDaemonCommand(app, global, run);
+  AddVersionCommand(app, run);
 
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // Answered before parsing, which requires a command.
+  if (AsksForVersion(args)) return PrintVersion("table");
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    return ReportError(absl::InvalidArgumentError(DescribeParseError(app, e, args)));
   }
   if (absl::Status st = core::InitLogging(global.log_level); !st.ok()) {
     return ReportError(AsInputError(st));

@@ -125,7 +125,7 @@ void AddWebhookCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
       ->capture_default_str();
   cmd->add_option("--max-gpus-per-node", flags->max_gpus_per_node,
                   "refuse pods requesting more nvidia.com/gpu than this (the largest node)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_flag("--nodes-from-api", flags->nodes_from_api,
                 "read node capacities and GPU taints from the API server (in-cluster service "
                 "account or --kubeconfig), refreshed every --refresh-interval");

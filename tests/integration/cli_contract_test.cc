@@ -1,0 +1,151 @@
+// The contract every command keeps with its user, run on the real binary: `--version`, an
+// unknown command answered with the nearest one, and every command's parse errors as one
+// "gpunode:" line that names the command's --help, with exit code 2.
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+
+namespace gpunode {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
+
+testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {GPUNODE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunProcess(argv);
+}
+
+// Every command a user can run, as typed after `gpunode`.
+const std::vector<std::vector<std::string>>& Commands() {
+  static const std::vector<std::vector<std::string>> kCommands = {{"inventory"},
+                                                                  {"device-plugin"},
+                                                                  {"cdi", "generate"},
+                                                                  {"cdi", "validate"},
+                                                                  {"exporter"},
+                                                                  {"labels"},
+                                                                  {"cluster", "audit"},
+                                                                  {"cluster", "why-pending"},
+                                                                  {"cluster", "drain"},
+                                                                  {"cluster", "prepull"},
+                                                                  {"cluster", "restore"},
+                                                                  {"cluster", "verify"},
+                                                                  {"webhook"},
+                                                                  {"runtime", "configure"},
+                                                                  {"runtime", "revert"},
+                                                                  {"runtime", "status"},
+                                                                  {"doctor"},
+                                                                  {"mig", "profiles"},
+                                                                  {"mig", "apply"},
+                                                                  {"mig", "assert"},
+                                                                  {"mps-control-daemon"},
+                                                                  {"version"}};
+  return kCommands;
+}
+
+std::string Joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& word : words) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+// One line on stderr, with the prefix every error of gpunode has.
+void ExpectOneErrorLine(const testing::ProcessResult& r, const std::string& what) {
+  EXPECT_EQ(r.exit_code, 2) << what << ": " << r.err;
+  EXPECT_THAT(r.err, StartsWith("gpunode: ")) << what;
+  ASSERT_FALSE(r.err.empty()) << what;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << what << ": not one line: " << r.err;
+}
+
+TEST(CliContract, VersionNamesTheReleaseTheCommitAndTheBuild) {
+  testing::ProcessResult flag = Gpunode({"--version"});
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_THAT(flag.out, StartsWith(std::string("gpunode ") + GPUNODE_VERSION + "\n"));
+  EXPECT_THAT(flag.out, HasSubstr("flavour  release\n"));
+  EXPECT_THAT(flag.out, HasSubstr("libnvidia-ml.so.1"));
+  // Global options may come first, as with any command.
+  EXPECT_EQ(Gpunode({"--sim", "dgx-h100", "--version"}).out, flag.out);
+  EXPECT_EQ(Gpunode({"version"}).out, flag.out);
+
+  testing::ProcessResult json = Gpunode({"version", "-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json v = nlohmann::json::parse(json.out);
+  EXPECT_EQ(v["version"], GPUNODE_VERSION);
+  EXPECT_EQ(v["flavour"], "release");
+  EXPECT_THAT(v["commit"].get<std::string>(), MatchesRegex("[0-9a-f]{40}|unknown"));
+  EXPECT_EQ(v["nvml"]["library"], "libnvidia-ml.so.1");
+  EXPECT_TRUE(v["cuda"].is_string());
+}
+
+TEST(CliContract, AnUnknownCommandSuggestsTheNearest) {
+  testing::ProcessResult r = Gpunode({"inventroy"});
+  ExpectOneErrorLine(r, "inventroy");
+  EXPECT_EQ(r.err,
+            "gpunode: unknown command inventroy; did you mean inventory? (see gpunode --help)\n");
+  // After a global option and its value.
+  r = Gpunode({"--log-level", "info", "doctr"});
+  ExpectOneErrorLine(r, "doctr");
+  EXPECT_THAT(r.err, HasSubstr("unknown command doctr; did you mean doctor?"));
+  // A command's own commands.
+  r = Gpunode({"cluster", "audt"});
+  ExpectOneErrorLine(r, "cluster audt");
+  EXPECT_THAT(r.err, HasSubstr("unknown command audt; did you mean audit? (see gpunode cluster "
+                               "--help)"));
+  // Nothing near: no guess.
+  r = Gpunode({"frobnicate"});
+  ExpectOneErrorLine(r, "frobnicate");
+  EXPECT_EQ(r.err, "gpunode: unknown command frobnicate (see gpunode --help)\n");
+  // No command at all: the list of them.
+  r = Gpunode({});
+  ExpectOneErrorLine(r, "no command");
+  EXPECT_THAT(r.err, HasSubstr("a command is required: inventory, device-plugin,"));
+  r = Gpunode({"cdi"});
+  ExpectOneErrorLine(r, "cdi");
+  EXPECT_THAT(r.err, HasSubstr("a command is required: generate, validate (see gpunode cdi "
+                               "--help)"));
+}
+
+TEST(CliContract, UnexpectedArgumentsAreListedAsTyped) {
+  testing::ProcessResult r = Gpunode({"inventory", "--format", "yaml"});
+  ExpectOneErrorLine(r, "inventory --format yaml");
+  EXPECT_EQ(r.err,
+            "gpunode: unexpected argument(s): --format yaml (see gpunode inventory --help)\n");
+}
+
+TEST(CliContract, RangeErrorsAreInTheFlagsOwnUnits) {
+  testing::ProcessResult r =
+      Gpunode({"webhook", "--tls-cert", "c", "--tls-key", "k", "--max-gpus-per-node", "0"});
+  ExpectOneErrorLine(r, "--max-gpus-per-node 0");
+  EXPECT_THAT(r.err, HasSubstr("--max-gpus-per-node: Value 0 not in range 1 to 1000000"));
+}
+
+TEST(CliContract, EveryCommandAnswersHelpAndRefusesAnUnknownFlagInOneLine) {
+  for (const std::vector<std::string>& command : Commands()) {
+    std::string name = Joined(command);
+    std::vector<std::string> help = command;
+    help.push_back("--help");
+    testing::ProcessResult h = Gpunode(help);
+    EXPECT_EQ(h.exit_code, 0) << name << ": " << h.err;
+    EXPECT_THAT(h.out, HasSubstr("Usage: gpunode " + name)) << name;
+    EXPECT_EQ(h.err, "") << name;
+
+    std::vector<std::string> bad = command;
+    bad.push_back("--no-such-flag");
+    testing::ProcessResult r = Gpunode(bad);
+    ExpectOneErrorLine(r, name);
+    // A command with a required argument names the missing one first, as CLI11 checks it first.
+    if (r.err.find(" is required") == std::string::npos) {
+      EXPECT_THAT(r.err, HasSubstr("unexpected argument(s): --no-such-flag")) << name;
+    }
+    EXPECT_THAT(r.err, HasSubstr("(see gpunode " + name + " --help)")) << name;
+  }
+}
+
+}  // namespace
+}  // namespace gpunode
