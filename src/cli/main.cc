@@ -1,10 +1,14 @@
 // gpunode: one binary, one role per subcommand.
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "cli/command.h"
 #include "cli/parse_error.h"
 #include "cli/report_error.h"
@@ -12,6 +16,29 @@
 
 namespace gpunode::cli {
 namespace {
+
+// A path given to a global option that is not there is a usage error before any command runs,
+// rather than a command that inspects an empty tree and reports what it did not find.
+absl::Status CheckGlobalPaths(const GlobalOptions& global) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& [flag, dir] :
+       {std::pair<const char*, const std::string&>{"--host-root", global.host_root},
+        {"--driver-root", global.driver_root}}) {
+    if (!fs::is_directory(dir, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " ", dir, ": ", fs::exists(dir, ec) ? "not a directory" : "no such directory",
+          "; give the directory the host (or the driver) is mounted at"));
+    }
+  }
+  if (!global.nvml_library.empty() && !fs::is_regular_file(global.nvml_library, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nvml-library ", global.nvml_library, ": ",
+                     fs::exists(global.nvml_library, ec) ? "not a file" : "no such file",
+                     "; give the path of libnvidia-ml.so.1, or --driver-root to look it up below"));
+  }
+  return absl::OkStatus();
+}
 
 int Main(int argc, char** argv) {
   GlobalOptions global;
@@ -72,6 +99,7 @@ int Main(int argc, char** argv) {
   if (absl::Status st = core::InitLogging(global.log_level); !st.ok()) {
     return ReportError(AsInputError(st));
   }
+  if (absl::Status st = CheckGlobalPaths(global); !st.ok()) return ReportError(st);
   return run ? run() : kExitUsage;
 }
 

@@ -348,12 +348,27 @@ TEST(InventoryBadInput, UnknownOutputFormat) {
 }
 
 TEST(InventoryNoDriver, OneClearLineAndFailure) {
-  testing::ProcessResult r = Gpunode({"--driver-root", "/nonexistent-root", "inventory"});
+  testing::TempDir root("gpunode-no-driver");
+  testing::ProcessResult r = Gpunode({"--driver-root", root.path(), "inventory"});
   EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpunode: NVIDIA driver library libnvidia-ml.so.1 not found under " +
+                       root.path() + ": is the driver installed?\n");
+}
+
+// A driver root or host root that is not there is a mistyped path: a usage error, before NVML.
+TEST(InventoryBadInput, GlobalPathsThatAreNotThere) {
+  testing::ProcessResult r = Gpunode({"--driver-root", "/nonexistent-root", "inventory"});
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
-            "gpunode: NVIDIA driver library libnvidia-ml.so.1 not found under /nonexistent-root: "
-            "is the driver "
-            "installed?\n");
+            "gpunode: --driver-root /nonexistent-root: no such directory; give the directory the "
+            "host (or the driver) is mounted at\n");
+  r = Gpunode({"--sim", "dgx-h100", "--host-root", "/nonexistent-host", "inventory"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("--host-root /nonexistent-host: no such directory"));
+  r = Gpunode({"--nvml-library", "/nonexistent/libnvidia-ml.so.1", "inventory"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("--nvml-library /nonexistent/libnvidia-ml.so.1: no such "
+                                          "file"));
 }
 
 // A libnvidia-ml.so.1 that is there but does not load (here: text, as a damaged or foreign-

@@ -142,11 +142,17 @@ void ExpectGfdLabelsMatchInventory(const std::string& spec, const Labels& labels
   EXPECT_EQ(labels.at("nvidia.com/gpu.machine"), "unknown");
 }
 
+// A host root with nothing in it: no machine type file, no PCI tree.
+const std::string& EmptyHostRoot() {
+  static const testing::TempDir kDir("gpunode-empty-host");
+  return kDir.path();
+}
+
 class BuiltinProfile : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
 
 TEST_P(BuiltinProfile, GfdLabels) {
   const auto& [profile, family] = GetParam();
-  Labels labels = LabelsOf({"--sim", profile, "--host-root", "/nonexistent-host"});
+  Labels labels = LabelsOf({"--sim", profile, "--host-root", EmptyHostRoot()});
   ExpectGfdLabelsMatchInventory(profile, labels);
   EXPECT_EQ(labels.at("nvidia.com/gpu.family"), family);
 }
@@ -167,11 +173,11 @@ class Capture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Capture, GfdLabels) {
   std::string spec = kFixtures + "/nvidia-smi-xml/" + GetParam();
-  Labels labels = LabelsOf({"--sim", spec, "--host-root", "/nonexistent-host"});
+  Labels labels = LabelsOf({"--sim", spec, "--host-root", EmptyHostRoot()});
   ExpectGfdLabelsMatchInventory(spec, labels);
   // Under the mixed strategy every MIG device is counted under its profile's resource.
   Labels mixed =
-      LabelsOf({"--sim", spec, "--host-root", "/nonexistent-host"}, {"--mig-strategy", "mixed"});
+      LabelsOf({"--sim", spec, "--host-root", EmptyHostRoot()}, {"--mig-strategy", "mixed"});
   ExpectValidKubernetesLabels(mixed);
   size_t mig_devices = 0;
   json inventory = Inventory(spec);
