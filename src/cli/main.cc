@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,23 @@ absl::Status CheckGlobalPaths(const GlobalOptions& global) {
                      "; give the path of libnvidia-ml.so.1, or --driver-root to look it up below"));
   }
   return absl::OkStatus();
+}
+
+// The command that was parsed, when it is one that never loads NVML ("gpunode cluster audit"),
+// or "".
+std::string CommandWithoutNvml(const CLI::App& app) {
+  static const std::set<std::string> kWithoutNvml = {"cluster", "webhook", "runtime", "version",
+                                                     "cdi validate"};
+  std::string path;
+  const CLI::App* at = &app;
+  for (;;) {
+    std::vector<const CLI::App*> parsed =
+        at->get_subcommands([](const CLI::App* sub) { return sub->parsed(); });
+    if (parsed.empty()) return "";
+    at = parsed.front();
+    path = path.empty() ? at->get_name() : absl::StrCat(path, " ", at->get_name());
+    if (kWithoutNvml.count(path) > 0) return absl::StrCat("gpunode ", path);
+  }
 }
 
 int Main(int argc, char** argv) {
@@ -100,6 +118,14 @@ int Main(int argc, char** argv) {
     return ReportError(AsInputError(st));
   }
   if (absl::Status st = CheckGlobalPaths(global); !st.ok()) return ReportError(st);
+  if (app.count("--sim") + app.count("--sim-topology") > 0) {
+    if (std::string command = CommandWithoutNvml(app); !command.empty()) {
+      return ReportError(absl::InvalidArgumentError(
+          absl::StrCat("--sim: ", command,
+                       " does not read the GPUs, so the simulator would change nothing; "
+                       "leave --sim and --sim-topology out")));
+    }
+  }
   return run ? run() : kExitUsage;
 }
 

@@ -32,7 +32,8 @@ int Fail(const absl::Status& status) {
   }
 }
 
-void AddConfigOptions(CLI::App* cmd, runtime::ConfigureOptions& options) {
+// Which files configure writes and revert puts back: both commands take these.
+void AddFileOptions(CLI::App* cmd, runtime::ConfigureOptions& options) {
   cmd->add_option("--runtime", options.runtime, "container runtime to configure (containerd only)")
       ->capture_default_str();
   cmd->add_option("--config", options.config_path, "containerd's main config file")
@@ -41,12 +42,16 @@ void AddConfigOptions(CLI::App* cmd, runtime::ConfigureOptions& options) {
                   "drop-in file to write (default: conf.d/99-nvidia.toml beside --config)");
   cmd->add_flag("--in-place", options.in_place,
                 "edit --config itself instead of writing a drop-in");
-  cmd->add_option("--binary", options.handler.binary, "nvidia-container-runtime to run")
-      ->capture_default_str();
-  cmd->add_flag("--set-as-default", options.handler.set_as_default,
-                "make nvidia containerd's default runtime");
-  cmd->add_flag("--cdi", options.handler.enable_cdi, "set enable_cdi = true in the CRI plugin");
   cmd->add_flag("--dry-run", options.dry_run, "print what would be written; write nothing");
+}
+
+// What the handler configure writes is: configure's own.
+void AddHandlerOptions(CLI::App* cmd, runtime::HandlerRequest& handler) {
+  cmd->add_option("--binary", handler.binary, "nvidia-container-runtime to run")
+      ->capture_default_str();
+  cmd->add_flag("--set-as-default", handler.set_as_default,
+                "make nvidia containerd's default runtime");
+  cmd->add_flag("--cdi", handler.enable_cdi, "set enable_cdi = true in the CRI plugin");
 }
 
 int RunConfigure(const runtime::ConfigureOptions& options) {
@@ -165,14 +170,15 @@ void AddRuntimeCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   auto configure = std::make_shared<runtime::ConfigureOptions>();
   CLI::App* configure_cmd = runtime_cmd->add_subcommand(
       "configure", "add the nvidia runtime handler to containerd's config (backed up; see revert)");
-  AddConfigOptions(configure_cmd, *configure);
+  AddFileOptions(configure_cmd, *configure);
+  AddHandlerOptions(configure_cmd, configure->handler);
   configure_cmd->callback(
       [&run, configure] { run = [configure] { return RunConfigure(*configure); }; });
 
   auto revert = std::make_shared<runtime::ConfigureOptions>();
   CLI::App* revert_cmd = runtime_cmd->add_subcommand(
       "revert", "put back the original bytes of every file configure touched");
-  AddConfigOptions(revert_cmd, *revert);
+  AddFileOptions(revert_cmd, *revert);
   revert_cmd->callback([&run, revert] { run = [revert] { return RunRevert(*revert); }; });
 
   auto status = std::make_shared<StatusOptions>();

@@ -125,6 +125,32 @@ TEST(CliContract, RangeErrorsAreInTheFlagsOwnUnits) {
   EXPECT_THAT(r.err, HasSubstr("--max-gpus-per-node: Value 0 not in range 1 to 1000000"));
 }
 
+TEST(CliContract, SimulatorFlagsAreRefusedWhereNoCommandReadsTheGpus) {
+  for (const std::vector<std::string>& command :
+       std::vector<std::vector<std::string>>{{"cluster", "audit", "-f", "-"},
+                                             {"runtime", "status"},
+                                             {"cdi", "validate", "spec.yaml"},
+                                             {"version"}}) {
+    std::vector<std::string> args = {"--sim", "dgx-h100"};
+    args.insert(args.end(), command.begin(), command.end());
+    testing::ProcessResult r = Gpunode(args);
+    ExpectOneErrorLine(r, Joined(command));
+    EXPECT_THAT(r.err, HasSubstr("--sim: gpunode " + Joined({command[0]}))) << Joined(command);
+    EXPECT_THAT(r.err, HasSubstr("leave --sim and --sim-topology out"));
+  }
+}
+
+TEST(CliContract, RevertListsOnlyTheFlagsItUses) {
+  testing::ProcessResult r = Gpunode({"runtime", "revert", "--help"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--config"));
+  EXPECT_THAT(r.out, HasSubstr("--dry-run"));
+  for (const char* configure_only : {"--binary", "--set-as-default", "--cdi"}) {
+    EXPECT_THAT(r.out, ::testing::Not(HasSubstr(configure_only))) << configure_only;
+  }
+  EXPECT_THAT(Gpunode({"runtime", "configure", "--help"}).out, HasSubstr("--set-as-default"));
+}
+
 TEST(CliContract, EveryCommandAnswersHelpAndRefusesAnUnknownFlagInOneLine) {
   for (const std::vector<std::string>& command : Commands()) {
     std::string name = Joined(command);
