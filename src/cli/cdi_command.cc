@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "cdi/spec_file.h"
 #include "cdi/validate.h"
 #include "cli/command.h"
@@ -29,7 +30,21 @@ struct CdiGenerateOptions {
   std::string hook_path = "/usr/bin/nvidia-cdi-hook";
 };
 
+// --kind goes into the spec as it is: the schema's rules for a kind, checked on a spec that holds
+// only it, say whether it is one before NVML is opened.
+absl::Status CheckKind(const std::string& kind) {
+  cdi::Spec minimal = {{"cdiVersion", "0.6.0"},
+                       {"kind", kind},
+                       {"devices", {{{"name", "0"}, {"containerEdits", {{"env", {"A=1"}}}}}}}};
+  for (const cdi::SpecProblem& problem : cdi::ValidateSpec(minimal)) {
+    if (problem.json_path != "$.kind") continue;
+    return absl::InvalidArgumentError(absl::StrCat("--kind ", kind, ": ", problem.message));
+  }
+  return absl::OkStatus();
+}
+
 int RunCdiGenerate(const GlobalOptions& global, const CdiGenerateOptions& options) {
+  if (absl::Status st = CheckKind(options.kind); !st.ok()) return ReportError(st);
   cdi::SpecFormat format = cdi::SpecFormat::kYaml;
   if (!options.format.empty()) {
     absl::StatusOr<cdi::SpecFormat> parsed = cdi::ParseSpecFormat(options.format);

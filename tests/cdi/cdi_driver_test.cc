@@ -311,6 +311,26 @@ TEST_F(CdiDriverTest, NoDriverIsOneLineAndExitOne) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// --kind is checked by the spec's rules before anything is read, so a bad one is a usage error
+// whatever the node.
+TEST_F(CdiDriverTest, ABadKindIsRefusedByTheSpecsRules) {
+  for (const auto& [kind, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"nvidia", "must be \"<vendor>/<class>\""},
+           {"nvidia.com/gpu-", "the class \"gpu-\" must end with a letter or digit"},
+           {"a/b/c", "must be \"<vendor>/<class>\""}}) {
+    testing::ProcessResult r =
+        testing::RunProcess({GPUNODE_BINARY, "--sim", profile_, "--driver-root", root_, "cdi",
+                             "generate", "--kind", kind});
+    EXPECT_EQ(r.exit_code, 2) << kind;
+    EXPECT_THAT(r.err, HasSubstr("gpunode: --kind " + kind + ": " + problem)) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << kind;
+  }
+  testing::ProcessResult ok = Generate({"--kind", "example.com/accelerator"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("kind: \"example.com/accelerator\"\n"));
+}
+
 // Without --sim, gpunode loads the packages' own libnvidia-ml.so.1; on a host without NVIDIA's
 // kernel module it cannot initialise, and that is the one line.
 TEST_F(CdiDriverTest, TheRealNvmlWithoutItsKernelModuleIsOneLine) {
