@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
@@ -173,6 +174,27 @@ void PrintPending(const cluster::PendingReport& report, const std::string& outpu
   }
 }
 
+// For a pod not found where the user did not say -n: the namespaces that hold a pod of that name.
+std::string ElsewhereHint(const kube::ClusterSnapshot& snapshot, std::string_view name) {
+  std::vector<std::string> namespaces;
+  for (const kube::PodView& pod : snapshot.pods) {
+    if (pod.name == name) namespaces.emplace_back(pod.ns);
+  }
+  if (namespaces.empty()) return "";
+  return core::StrCat("; a pod of that name is in namespace ", absl::StrJoin(namespaces, ", "),
+                      ": give -n ", namespaces.front());
+}
+
+// The pods named `name` in every namespace, from the API server.
+absl::StatusOr<kube::ClusterSnapshot> PodsNamed(kube::Client& client, const std::string& name) {
+  std::string path =
+      core::StrCat("/api/v1/pods?fieldSelector=", kube::UrlEncode("metadata.name=" + name));
+  ASSIGN_OR_RETURN(std::string body, client.Get(path));
+  kube::SnapshotBuilder builder(kube::ReadOptions{});
+  RETURN_IF_ERROR(builder.Add(kube::PadInPlace(body), core::StrCat("GET ", path)));
+  return builder.Take();
+}
+
 int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
   std::string ns = w.ns;
   const std::string& name = w.pod;
@@ -192,6 +214,12 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
     std::string path =
         core::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods/", kube::UrlEncode(name));
     absl::StatusOr<std::string> body = c->client->Get(path);
+    if (absl::IsNotFound(body.status()) && w.ns.empty()) {
+      absl::StatusOr<kube::ClusterSnapshot> named = PodsNamed(*c->client, name);
+      return ReportError(AsInputError(absl::NotFoundError(
+          core::StrCat("pod ", ns, "/", name, " not found",
+                       named.ok() ? ElsewhereHint(*named, name) : std::string()))));
+    }
     if (!body.ok()) return ReportError(AsInputError(body.status()));
     kube::SnapshotBuilder one(read);
     if (absl::Status st = one.Add(kube::PadInPlace(*body), core::StrCat("GET ", path)); !st.ok()) {
@@ -208,8 +236,9 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
   if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
   absl::StatusOr<cluster::PendingReport> report = cluster::WhyPending(*snapshot, ns, name);
   if (!report.ok()) {
-    return ReportError(AsInputError(
-        absl::NotFoundError(core::StrCat(core::View(report.status().message()), where))));
+    return ReportError(AsInputError(absl::NotFoundError(
+        core::StrCat(core::View(report.status().message()), where,
+                     w.ns.empty() ? ElsewhereHint(*snapshot, name) : std::string()))));
   }
   PrintPending(*report, o.output);
   return report->Failed() ? kExitFailures : kExitOk;

@@ -126,6 +126,15 @@ TEST(ClusterCliTest, WhyPendingEveryReasonFixture) {
       Gpunode({"cluster", "why-pending", "ghost", "-n", "ml", "-f", Fixture("pending-fits.json")});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("pod ml/ghost not found in"), std::string::npos) << missing.err;
+  // Without -n, a pod of that name in another namespace is named.
+  ProcessResult elsewhere =
+      Gpunode({"cluster", "why-pending", "finetune-0", "-f", Fixture("pending-fits.json")});
+  EXPECT_EQ(elsewhere.exit_code, 2);
+  EXPECT_NE(elsewhere.err.find("pod default/finetune-0 not found in "), std::string::npos)
+      << elsewhere.err;
+  EXPECT_NE(elsewhere.err.find("; a pod of that name is in namespace ml: give -n ml\n"),
+            std::string::npos)
+      << elsewhere.err;
 }
 
 TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
@@ -198,6 +207,20 @@ echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredentia
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("not logged in"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("get-token\" of "), std::string::npos) << r.err;
+}
+
+TEST_F(ClusterCliLiveTest, WhyPendingNamesTheNamespaceOfAPodFoundElsewhere) {
+  ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
+  ProcessResult r = Live({"cluster", "why-pending", "notebook-alice"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pod ml/notebook-alice not found; a pod of that name is in namespace "
+                       "research: give -n research\n"),
+            std::string::npos)
+      << r.err;
+  // With -n, the namespace is the user's: no guess.
+  r = Live({"cluster", "why-pending", "notebook-alice", "-n", "ml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.find("give -n"), std::string::npos) << r.err;
 }
 
 TEST_F(ClusterCliLiveTest, WhyPendingUsesTheContextNamespace) {
