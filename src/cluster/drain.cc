@@ -184,10 +184,12 @@ DrainPlan PlanDrain(const kube::ClusterSnapshot& snapshot, const kube::NodeView&
       p.action = PodAction::kSkipDaemonSet;
     } else if (!options.all_pods && !pod.RequestsGpus()) {
       p.action = PodAction::kStays;
-    } else if (pod.uses_empty_dir && !options.delete_emptydir_data) {
-      p.action = PodAction::kRefuseEmptyDir;
-    } else if (!pod.has_controller && !options.force) {
-      p.action = PodAction::kRefuseUnmanaged;
+    } else {
+      if (pod.uses_empty_dir && !options.delete_emptydir_data) {
+        p.refusals.push_back(PodAction::kRefuseEmptyDir);
+      }
+      if (!pod.has_controller && !options.force) p.refusals.push_back(PodAction::kRefuseUnmanaged);
+      if (!p.refusals.empty()) p.action = p.refusals.front();
     }
     if (p.action == PodAction::kDrain && pod.details) {
       for (const kube::PdbView& pdb : snapshot.pdbs) {
@@ -235,13 +237,19 @@ void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream&
         out << "  leave " << name << " (requests no GPU; --all-pods evicts it too)\n";
         break;
       case PodAction::kRefuseEmptyDir:
-        out << "  REFUSE " << name
-            << ": uses emptyDir, whose data eviction deletes (--delete-emptydir-data)\n";
+      case PodAction::kRefuseUnmanaged: {
+        out << "  REFUSE " << name << ":";
+        const char* separator = " ";
+        for (PodAction refusal : p.refusals) {
+          out << separator
+              << (refusal == PodAction::kRefuseEmptyDir
+                      ? "uses emptyDir, whose data eviction deletes (--delete-emptydir-data)"
+                      : "no controller will recreate it (--force evicts it anyway)");
+          separator = "; ";
+        }
+        out << "\n";
         break;
-      case PodAction::kRefuseUnmanaged:
-        out << "  REFUSE " << name
-            << ": no controller will recreate it (--force evicts it anyway)\n";
-        break;
+      }
     }
   }
   if (to_drain == 0) out << "  no GPU pods to wait for\n";
@@ -280,8 +288,9 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   if (plan.Refused()) {
     std::vector<std::string> empty_dir, unmanaged;
     for (const PlannedPod& p : plan.pods) {
-      if (p.action == PodAction::kRefuseEmptyDir) empty_dir.push_back(PodName(*p.pod));
-      if (p.action == PodAction::kRefuseUnmanaged) unmanaged.push_back(PodName(*p.pod));
+      for (PodAction refusal : p.refusals) {
+        (refusal == PodAction::kRefuseEmptyDir ? empty_dir : unmanaged).push_back(PodName(*p.pod));
+      }
     }
     outcome.summary = StrCat("refusing to drain ", options.node, ", nothing was changed:");
     if (!empty_dir.empty()) {

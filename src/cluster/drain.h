@@ -40,6 +40,9 @@ enum class PodAction {
 struct PlannedPod {
   const kube::PodView* pod = nullptr;  // into the snapshot the plan was made from
   PodAction action = PodAction::kDrain;
+  // Every reason the drain refuses the pod, in the order `action` (the first of them) was chosen,
+  // so that one dry run names all a user must decide, as `kubectl drain` does.
+  std::vector<PodAction> refusals;
   std::string blocking_budget;  // a PodDisruptionBudget that allows no disruption right now
 };
 

@@ -141,8 +141,19 @@ TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
   ProcessResult refused =
       Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "-f", Fixture("drain.json")});
   EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_NE(refused.out.find("REFUSE research/notebook-alice: uses emptyDir"), std::string::npos)
+  // Every reason at once, so one dry run names every flag the drain needs.
+  EXPECT_NE(refused.out.find("  REFUSE research/notebook-alice: uses emptyDir, whose data eviction "
+                             "deletes (--delete-emptydir-data); no controller will recreate it "
+                             "(--force evicts it anyway)\n"),
+            std::string::npos)
       << refused.out;
+  ProcessResult one_left = Gpunode({"cluster", "drain", "gpu-a", "--dry-run",
+                                    "--delete-emptydir-data", "-f", Fixture("drain.json")});
+  EXPECT_EQ(one_left.exit_code, 1);
+  EXPECT_NE(one_left.out.find("  REFUSE research/notebook-alice: no controller will recreate it "
+                              "(--force evicts it anyway)\n"),
+            std::string::npos)
+      << one_left.out;
   ProcessResult ok = Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "--cordon", "--force",
                               "--delete-emptydir-data", "-f", Fixture("drain.json")});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;

@@ -39,6 +39,10 @@ TEST(DrainPlanTest, ClassifiesEveryPodOnTheNode) {
   EXPECT_EQ(actions["train-llama-6c8d7f9b5-q4x2z"], PodAction::kDrain);
   EXPECT_EQ(actions["infer-7b9d6c5f4-p2r8s"], PodAction::kDrain);
   EXPECT_EQ(actions["notebook-alice"], PodAction::kRefuseEmptyDir);
+  // Every reason, not only the first.
+  EXPECT_EQ(Planned(plan, "notebook-alice").refusals,
+            (std::vector<PodAction>{PodAction::kRefuseEmptyDir, PodAction::kRefuseUnmanaged}));
+  EXPECT_TRUE(Planned(plan, "infer-7b9d6c5f4-p2r8s").refusals.empty());
   EXPECT_EQ(actions["log-shipper-5d8f7c6b9-x2k4p"], PodAction::kStays);
   EXPECT_EQ(actions["nvidia-device-plugin-daemonset-4xk9s"], PodAction::kSkipDaemonSet);
   EXPECT_EQ(actions["kube-proxy-gpu-a"], PodAction::kSkipMirror);
