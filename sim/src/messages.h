@@ -1,6 +1,7 @@
 // Building the one-line messages the simulator reports for bad input.
 #pragma once
 
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -23,6 +24,10 @@ std::string quote(std::string_view text);
 // Escapes line breaks, other control characters and bytes that are not UTF-8 as \xNN: every error
 // is one printable line.
 std::string one_line(std::string_view text);
+
+// The name in `known` a typo of `name` most likely meant (fewest single-character edits, at most
+// about a third of the name), or "" when none is that near.
+std::string nearest_name(std::string_view name, std::span<const std::string_view> known);
 
 // "a, b, c" from any range of string-like values.
 template <typename Range>

@@ -128,8 +128,10 @@ Fields ProfileReader::fields(const YAML::Node& map, const std::string& path,
     YAML::Node value = it->second;
     std::string name = key.IsScalar() ? key.Scalar() : std::string();
     if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string nearest = key.IsScalar() ? nearest_name(name, known) : std::string();
       fail(key, path,
            str_cat("unknown field ", key.IsScalar() ? quote(name) : std::string(kind_of(key)),
+                   nearest.empty() ? std::string() : str_cat(" (did you mean ", nearest, "?)"),
                    "; known fields: ", join(known)));
     }
     std::string child_path = path.empty() ? name : str_cat(path, ".", name);

@@ -111,8 +111,13 @@ TEST_F(BadInputTest, WrongTypeInAField) {
 TEST_F(BadInputTest, UnknownField) {
   expect_error(profile("typo.yaml", replace(kGood, "memory_mib: 81559\n  - name",
                                             "memroy_mib: 81559\n  - name")),
-               {"typo.yaml:7: gpus[0]: unknown field \"memroy_mib\"; known fields: name, "});
-  expect_error(profile("top.yaml", "gpu: []\n" + kGood), {"top.yaml:1: unknown field \"gpu\""});
+               {"typo.yaml:7: gpus[0]: unknown field \"memroy_mib\" (did you mean memory_mib?); "
+                "known fields: name, "});
+  expect_error(profile("top.yaml", "gpu: []\n" + kGood),
+               {"top.yaml:1: unknown field \"gpu\" (did you mean gpus?)"});
+  // Nothing near: no guess.
+  expect_error(profile("far.yaml", "frobnicate: 1\n" + kGood),
+               {"far.yaml:1: unknown field \"frobnicate\"; known fields: "});
 }
 
 TEST_F(BadInputTest, MissingRequiredFields) {
