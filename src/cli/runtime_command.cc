@@ -192,6 +192,7 @@ void AddRuntimeCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   status_cmd->add_option("--timeout-ms", status->timeout_ms, "how long to wait for an answer")
+      ->check(CLI::Range(1, 600000))
       ->capture_default_str();
   status_cmd->callback([&run, status] { run = [status] { return RunStatus(*status); }; });
 }

@@ -123,6 +123,13 @@ TEST(CliContract, RangeErrorsAreInTheFlagsOwnUnits) {
       Gpunode({"webhook", "--tls-cert", "c", "--tls-key", "k", "--max-gpus-per-node", "0"});
   ExpectOneErrorLine(r, "--max-gpus-per-node 0");
   EXPECT_THAT(r.err, HasSubstr("--max-gpus-per-node: Value 0 not in range 1 to 1000000"));
+  // A negative timeout is refused, not taken as "no wait".
+  r = Gpunode({"runtime", "status", "--timeout-ms", "-5"});
+  ExpectOneErrorLine(r, "--timeout-ms -5");
+  EXPECT_THAT(r.err, HasSubstr("--timeout-ms: Value -5 not in range 1 to 600000"));
+  r = Gpunode({"cluster", "drain", "gpu-a", "--timeout", "-5m"});
+  ExpectOneErrorLine(r, "--timeout -5m");
+  EXPECT_THAT(r.err, HasSubstr("--timeout"));
 }
 
 TEST(CliContract, SimulatorFlagsAreRefusedWhereNoCommandReadsTheGpus) {
