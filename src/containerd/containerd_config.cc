@@ -91,10 +91,10 @@ absl::StatusOr<ContainerdConfig> LoadContainerdConfig(const std::string& path, C
   if (!std::filesystem::exists(path, ec) && !ec) {
     std::string dir = std::filesystem::path(path).parent_path().string();
     if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path,
-          ": neither the file nor its directory exists; pass --config with the path of "
-          "containerd's config.toml"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path,
+                       ": neither the file nor its directory exists; give the path of containerd's "
+                       "config.toml"));
     }
     return ParseContainerdConfig(path, "", use);
   }

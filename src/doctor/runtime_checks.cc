@@ -84,7 +84,8 @@ Finding ContainerdConfigCheck(const Context& context) {
       containerd::LoadContainerdConfig(context.host().Resolve(path), containerd::ConfigUse::kRead);
   if (!config.ok()) {
     return Fail("containerd's config cannot be read", std::string(config.status().message()),
-                "fix the file (containerd would not start with it) or give --containerd-config");
+                "fix the file (containerd would not start with it), or give doctor "
+                "--containerd-config with the path containerd reads");
   }
   if (!config->exists) {
     return Fail("containerd's config file does not exist, so there is no nvidia handler", path,
