@@ -22,6 +22,7 @@
 #include "metrics/metrics_server.h"
 #include "metrics/sampler.h"
 #include "metrics/xid_watcher.h"
+#include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
 namespace {
@@ -84,6 +85,11 @@ int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
   sampler.SampleNow();
   metrics::MetricsServer server(sampler);
   if (absl::Status st = server.Start(*address); !st.ok()) return ReportError(st);
+  spdlog::info("exporter: serving /metrics on {}:{} for {}, sampling every {}, pod attribution {}",
+               address->host, server.port(), sampler_options.hostname,
+               absl::FormatDuration(*interval),
+               options.pod_resources_socket.empty() ? std::string("off")
+                                                    : "from " + options.pod_resources_socket);
   xids.Start();
   if (pods != nullptr) pods->Start();
   sampler.Start();

@@ -265,6 +265,15 @@ std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
     gpu.uuid = known.uuid;
     gpu.name = known.name;
     gpu.pci_bus_id = known.pci_bus_id;
+    if (bool& was_lost = carried_[index].lost; gpu.lost != was_lost) {
+      if (gpu.lost) {
+        spdlog::warn("GPU {} ({}, {}) fell off the bus: it answers NVML no more", index,
+                     known.uuid.empty() ? "uuid unknown" : known.uuid, known.pci_bus_id);
+      } else {
+        spdlog::info("GPU {} ({}) answers again", index, known.uuid);
+      }
+      was_lost = gpu.lost;
+    }
     if (gpu.lost) {
       gpm_.Forget(index);
       // Whatever was read before the GPU stopped answering is not trustworthy.

@@ -35,6 +35,7 @@ class GpuReader {
   struct Carried {
     std::optional<std::vector<unsigned>> nvlinks;  // active links, asked once
     uint64_t utilization_seen_us = 0;              // newest process-utilization sample taken
+    bool lost = false;                             // in the last sample: logged once per fall
   };
 
   const nvml::Library& library_;

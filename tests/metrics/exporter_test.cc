@@ -400,6 +400,7 @@ class Served {
     ready_ = testing::Eventually([&] { return testing::HttpGet(port_, "/healthz").status == 200; });
   }
   bool ready() const { return ready_; }
+  int port() const { return port_; }
   std::string Metrics() { return testing::HttpGet(port_, "/metrics").body; }
   testing::HttpResult Get(const std::string& path) { return testing::HttpGet(port_, path); }
   testing::BackgroundProcess& process() { return *process_; }
@@ -411,8 +412,12 @@ class Served {
 };
 
 TEST(Exporter, ServesTheLatestSampleAndStopsOnSigterm) {
-  Served served({"--sim", "a10-pcie-4"}, {"--pod-resources-socket", ""});
+  Served served({"--log-level", "info", "--sim", "a10-pcie-4"}, {"--pod-resources-socket", ""});
   ASSERT_TRUE(served.ready()) << served.process().Stderr();
+  // What it serves, and how, is in its log once.
+  EXPECT_THAT(served.process().Stderr(),
+              HasSubstr("exporter: serving /metrics on 127.0.0.1:" + std::to_string(served.port()) +
+                        " for node-7, sampling every 200ms, pod attribution off\n"));
   testing::HttpResult metrics = served.Get("/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4; charset=utf-8");
@@ -449,6 +454,16 @@ TEST(Exporter, CountsXidsAndKeepsALostGpusHealthSeries) {
   EXPECT_EQ(testing::SampleValue(out, "DCGM_FI_DEV_GPU_TEMP", {gpu0}), 35);
   EXPECT_EQ(testing::SampleValue(out, "gpunode_gpu_health", {gpu0}), 1);
   EXPECT_EQ(served.Get("/healthz").status, 200) << "one lost GPU does not make the exporter sick";
+  // The fall is a warning in the log, once, however many samples see the GPU gone.
+  ASSERT_TRUE(testing::Eventually([&] {
+    return testing::SampleValue(served.Metrics(), "gpunode_exporter_samples_total") >= 4;
+  }));
+  std::string log = served.process().Stderr();
+  const std::string fell = "GPU 1 (GPU-bbbbbbbb-0000-4000-8000-000000000001, 00000000:";
+  size_t at = log.find(fell);
+  EXPECT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find(fell, at + 1), std::string::npos) << log;
+  EXPECT_THAT(log, HasSubstr("fell off the bus: it answers NVML no more"));
 }
 
 // A host tree with the fixture's /proc and kubelet checkpoint, and the kubelet double's socket.
