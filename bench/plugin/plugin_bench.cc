@@ -11,6 +11,8 @@
 namespace gpunode::plugin {
 namespace {
 
+using plugin_config::SharedAllocationPolicy;
+
 // DGX-1V hybrid cube-mesh (dgx1-v100 profile): NVLink points plus NODE/SYS for the PCIe part.
 ScoreMatrix Dgx1() {
   const int nv[8][8] = {{0, 1, 1, 2, 2, 0, 0, 0}, {1, 0, 2, 1, 0, 2, 0, 0},

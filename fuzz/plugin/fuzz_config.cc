@@ -5,20 +5,21 @@
 #include <cstdlib>
 #include <string>
 
-#include "plugin/config/config_file.h"
+#include "plugin_config/config_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<gpunode::plugin::ConfigFile> file =
-      gpunode::plugin::ParseConfigFile(text, "fuzz.yaml");
+  absl::StatusOr<gpunode::plugin_config::ConfigFile> file =
+      gpunode::plugin_config::ParseConfigFile(text, "fuzz.yaml");
   if (!file.ok()) {
     std::string message(file.status().message());
     if (message.rfind("fuzz.yaml", 0) != 0 || message.find('\n') != std::string::npos) std::abort();
     return 0;
   }
-  gpunode::plugin::Config config = gpunode::plugin::Merge({&file->flags}, file->time_slicing);
+  gpunode::plugin_config::Config config =
+      gpunode::plugin_config::Merge({&file->flags}, file->time_slicing);
   for (const auto& r : config.time_slicing.resources)
     if (r.replicas < 2) std::abort();
-  (void)gpunode::plugin::ConfigJson(config);
+  (void)gpunode::plugin_config::ConfigJson(config);
   return 0;
 }

@@ -14,6 +14,10 @@
 namespace gpunode::plugin {
 namespace {
 
+using plugin_config::Config;
+using plugin_config::DeviceListStrategy;
+using plugin_config::MigStrategy;
+
 struct Shape {
   std::shared_ptr<PluginState> state;
   Resource resource;

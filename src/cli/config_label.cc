@@ -5,7 +5,7 @@
 #include "core/log.h"
 #include "kube/kubeconfig.h"
 #include "kube/node_event.h"
-#include "plugin/config/config_dir.h"
+#include "plugin_config/config_dir.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
@@ -22,7 +22,7 @@ std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component
     spdlog::info(
         "NODE_NAME is not set: the node label {} is not followed; set it from spec.nodeName to "
         "pick a config per node",
-        plugin::kConfigLabel);
+        plugin_config::kConfigLabel);
     return std::nullopt;
   }
   absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
@@ -33,16 +33,16 @@ std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component
       access.ok() ? kube::NewClient(*access, kube::TransportOptions{}) : access.status();
   absl::StatusOr<std::unique_ptr<kube::NodeLabelWatch>> watch =
       watch_client.ok()
-          ? kube::NodeLabelWatch::Start(std::move(*watch_client), node, plugin::kConfigLabel)
+          ? kube::NodeLabelWatch::Start(std::move(*watch_client), node, plugin_config::kConfigLabel)
           : watch_client.status();
   if (!watch.ok() || !event_client.ok()) {
-    spdlog::warn("the node label {} is not followed: {}", plugin::kConfigLabel,
+    spdlog::warn("the node label {} is not followed: {}", plugin_config::kConfigLabel,
                  (!watch.ok() ? watch.status() : event_client.status()).message());
     return std::nullopt;
   }
   if (!(*watch)->WaitForFirstRead(kFirstLabelWait) || !(*watch)->LastError().empty()) {
     spdlog::warn("node {}: label {} not read yet; starting with the default config", node,
-                 plugin::kConfigLabel);
+                 plugin_config::kConfigLabel);
   }
   // The start reads the label now; only later changes should wake the caller.
   (*watch)->Clear();

@@ -1,6 +1,5 @@
 // `gpunode device-plugin`: a drop-in for NVIDIA's k8s-device-plugin (same config file, flags,
 // environment variables, resource names and Allocate answers).
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -8,20 +7,15 @@
 #include <tuple>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "cli/command.h"
 #include "cli/config_label.h"
 #include "cli/nvml_session.h"
-#include "core/duration.h"
 #include "core/log.h"
 #include "host/plugin_health_state.h"
-#include "plugin/config/sources.h"
 #include "plugin/daemon/plugin_daemon.h"
 #include "plugin/health/xid.h"
+#include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
@@ -78,56 +72,32 @@ absl::Status FlagValue(std::optional<T>& out, const char* flag,
 absl::StatusOr<std::string> Text(absl::string_view text) { return std::string(text); }
 
 absl::StatusOr<std::string> DiscoveryStrategy(absl::string_view text) {
-  if (absl::Status st = plugin::CheckDeviceDiscoveryStrategy(text); !st.ok()) return st;
+  if (absl::Status st = plugin_config::CheckDeviceDiscoveryStrategy(text); !st.ok()) return st;
   return std::string(text);
 }
 
-// A list flag's value, else the comma list in its environment variable.
-std::vector<std::string> ListOrEnvironment(const std::vector<std::string>& flag, const char* env) {
-  if (!flag.empty()) return flag;
-  const char* value = std::getenv(env);
-  if (value == nullptr) return {};
-  return absl::StrSplit(value, ',', absl::SkipWhitespace());
-}
-
-// NVIDIA's --cdi-disable-hooks names hooks to leave out of the CDI spec. gpunode's spec has
-// two (update-ldcache, create-symlinks) and leaves them out together; hooks it never writes need
-// no disabling.
-absl::StatusOr<bool> HooksDisabled(const std::vector<std::string>& names) {
-  bool all = false, some = false;
-  for (const std::string& name : names) {
-    if (name == "all") all = true;
-    if (name == "update-ldcache" || name == "create-symlinks") some = true;
-  }
-  if (some && !all) {
-    return absl::InvalidArgumentError(
-        "--cdi-disable-hooks: not supported by gpunode: disabling update-ldcache or "
-        "create-symlinks alone; give all (both) or neither");
-  }
-  return all;
-}
-
-absl::StatusOr<plugin::ConfigLayer> FlagLayer(const DevicePluginOptions& o) {
-  plugin::ConfigLayer layer;
+absl::StatusOr<plugin_config::ConfigLayer> FlagLayer(const DevicePluginOptions& o) {
+  plugin_config::ConfigLayer layer;
   absl::Status st;
   if (st = FlagValue(layer.mig_strategy, "--mig-strategy", o.mig_strategy,
-                     &plugin::ParseMigStrategy);
+                     &plugin_config::ParseMigStrategy);
       !st.ok())
     return st;
   if (st = FlagValue(layer.fail_on_init_error, "--fail-on-init-error", o.fail_on_init_error,
-                     &plugin::ParseGoBool);
+                     &plugin_config::ParseGoBool);
       !st.ok())
     return st;
   if (st = FlagValue(layer.pass_device_specs, "--pass-device-specs", o.pass_device_specs,
-                     &plugin::ParseGoBool);
+                     &plugin_config::ParseGoBool);
       !st.ok())
     return st;
   if (st = FlagValue(layer.device_id_strategy, "--device-id-strategy", o.device_id_strategy,
-                     &plugin::ParseDeviceIdStrategy);
+                     &plugin_config::ParseDeviceIdStrategy);
       !st.ok())
     return st;
   if (st = FlagValue(layer.shared_allocation_policy, "--shared-devices-allocation-policy",
-                     o.shared_devices_allocation_policy, &plugin::ParseSharedAllocationPolicy);
+                     o.shared_devices_allocation_policy,
+                     &plugin_config::ParseSharedAllocationPolicy);
       !st.ok())
     return st;
   if (st = FlagValue(layer.cdi_annotation_prefix, "--cdi-annotation-prefix",
@@ -157,21 +127,22 @@ absl::StatusOr<plugin::ConfigLayer> FlagLayer(const DevicePluginOptions& o) {
         std::tuple{"--mofed-enabled", &o.mofed_enabled, "mofedEnabled"},
         std::tuple{"--imex-required", &o.imex_required, "imexRequired"}}) {
     std::optional<bool> on;
-    if (st = FlagValue(on, flag, *text, &plugin::ParseGoBool); !st.ok()) return st;
+    if (st = FlagValue(on, flag, *text, &plugin_config::ParseGoBool); !st.ok()) return st;
     if (on.value_or(false)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(flag, ": ", plugin::UnsupportedFeature(setting), "; leave the flag out"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, ": ", plugin_config::UnsupportedFeature(setting), "; leave the flag out"));
     }
   }
   if (!o.imex_channel_ids.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--imex-channel-ids: ", plugin::UnsupportedFeature("imexChannelIDs"),
+        absl::StrCat("--imex-channel-ids: ", plugin_config::UnsupportedFeature("imexChannelIDs"),
                      "; leave the flag out"));
   }
   if (!o.device_list_strategy.empty()) {
-    std::vector<plugin::DeviceListStrategy> strategies;
+    std::vector<plugin_config::DeviceListStrategy> strategies;
     for (const std::string& name : o.device_list_strategy) {
-      absl::StatusOr<plugin::DeviceListStrategy> s = plugin::ParseDeviceListStrategy(name);
+      absl::StatusOr<plugin_config::DeviceListStrategy> s =
+          plugin_config::ParseDeviceListStrategy(name);
       if (!s.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("--device-list-strategy: ", s.status().message()));
@@ -184,17 +155,15 @@ absl::StatusOr<plugin::ConfigLayer> FlagLayer(const DevicePluginOptions& o) {
   return layer;
 }
 
-const char* Getenv(const char* name) { return std::getenv(name); }
-
 int CheckConfig(const DevicePluginOptions& options) {
-  absl::StatusOr<plugin::ConfigLayer> flags = FlagLayer(options);
+  absl::StatusOr<plugin_config::ConfigLayer> flags = FlagLayer(options);
   if (!flags.ok()) return ReportError(flags.status());
-  absl::StatusOr<plugin::ResolvedConfig> resolved =
-      plugin::ResolveConfig(*flags, options.check_config, &Getenv);
+  absl::StatusOr<plugin_config::ResolvedConfig> resolved = plugin_config::ResolveConfig(
+      *flags, options.check_config, &plugin_config::ProcessEnvironment);
   if (!resolved.ok()) return ReportError(resolved.status());
   for (const std::string& warning : resolved->warnings) std::cerr << "warning: " << warning << "\n";
   std::cout << options.check_config << ": valid; resolved with flags and environment: "
-            << plugin::ConfigJson(resolved->config) << "\n";
+            << plugin_config::ConfigJson(resolved->config) << "\n";
   return kExitOk;
 }
 
@@ -205,49 +174,56 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
   absl::StatusOr<plugin::SignalFd> signals = plugin::SignalFd::Open();
   if (!signals.ok()) return ReportError(signals.status());
 
-  absl::StatusOr<plugin::ConfigLayer> flags = FlagLayer(options);
+  absl::StatusOr<plugin_config::ConfigLayer> flags = FlagLayer(options);
   if (!flags.ok()) return ReportError(flags.status());
   // NVIDIA's --driver-root is gpunode's global one; it also sets nvidiaDriverRoot.
   if (!flags->nvidia_driver_root && global.driver_root != "/") {
     flags->nvidia_driver_root = global.driver_root;
   }
-  std::optional<std::string> config_path = options.config_file;
-  if (!config_path || config_path->empty()) {
-    if (const char* env = std::getenv("CONFIG_FILE"); env != nullptr && *env != '\0') {
-      config_path = env;
-    }
-  }
+  absl::StatusOr<plugin_config::ProcessSettings> process =
+      plugin_config::ResolveProcessSettings({.kubelet_socket = options.kubelet_socket,
+                                             .cdi_disable_hooks = options.cdi_disable_hooks,
+                                             .cdi_feature_flags = options.cdi_feature_flags,
+                                             .health_recovery_period = options.recovery_period,
+                                             .health_flap_limit = options.flap_limit},
+                                            &plugin_config::ProcessEnvironment);
+  if (!process.ok()) return ReportError(process.status());
+  absl::StatusOr<plugin::XidPolicy> xids = plugin::XidPolicyFromEnvironment(
+      process->disable_healthchecks ? process->disable_healthchecks->c_str() : nullptr,
+      process->enable_healthchecks ? process->enable_healthchecks->c_str() : nullptr);
+  if (!xids.ok()) return ReportError(xids.status());
+  std::string config_path =
+      plugin_config::ConfigFilePath(options.config_file, &plugin_config::ProcessEnvironment);
   std::error_code ec;
-  bool config_directory =
-      config_path && !config_path->empty() && std::filesystem::is_directory(*config_path, ec);
+  bool config_directory = !config_path.empty() && std::filesystem::is_directory(config_path, ec);
   // A directory of configs: the node's label picks one, followed through the API server.
   std::optional<ConfigLabelSource> label;
   if (config_directory) label = ConfigLabelSource::Follow("gpunode-device-plugin");
 
-  plugin::ConfigSelection selection{.default_config = options.default_config};
+  plugin_config::ConfigSelection selection{.default_config = options.default_config};
   const kube::NodeLabelWatch* watch = label ? &label->watch() : nullptr;
   plugin::ConfigLoader loader = [flags = *flags, file = options.config_file, selection, watch] {
-    plugin::ConfigSelection now = selection;
+    plugin_config::ConfigSelection now = selection;
     if (watch != nullptr) now.label = watch->Value();
-    return plugin::ResolveConfig(flags, file, &Getenv, now);
+    return plugin_config::ResolveConfig(flags, file, &plugin_config::ProcessEnvironment, now);
   };
-  absl::StatusOr<plugin::ResolvedConfig> config = loader();
+  absl::StatusOr<plugin_config::ResolvedConfig> config = loader();
   if (!config.ok() && watch != nullptr && watch->Value()) {
     // A label naming a config that is missing or broken must not stop the plugin (a crash loop
     // would take the node's GPUs away): start with the default and say why.
     spdlog::error("{}; starting with the default config instead", config.status().message());
     label->Refused(std::string(config.status().message()),
                    "starting with the default config instead");
-    config = plugin::ResolveConfig(*flags, options.config_file, &Getenv, selection);
+    config = plugin_config::ResolveConfig(*flags, options.config_file,
+                                          &plugin_config::ProcessEnvironment, selection);
   }
   if (!config.ok()) return ReportError(config.status());
 
   plugin::DaemonOptions daemon;
   daemon.kubelet_dir = options.kubelet_dir;
-  if (config_path && !config_path->empty()) {
-    daemon.config_watch_dir = config_directory
-                                  ? *config_path
-                                  : std::filesystem::path(*config_path).parent_path().string();
+  if (!config_path.empty()) {
+    daemon.config_watch_dir =
+        config_directory ? config_path : std::filesystem::path(config_path).parent_path().string();
     if (daemon.config_watch_dir.empty()) daemon.config_watch_dir = ".";
   }
   if (label) {
@@ -258,46 +234,20 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
       label->Refused(why, "the running config stays");
     };
   }
-  std::optional<std::string> kubelet_socket = options.kubelet_socket;
-  if (!kubelet_socket) {
-    if (const char* env = std::getenv("KUBELET_SOCKET")) kubelet_socket = env;
-  }
-  daemon.kubelet_socket = kubelet_socket ? *kubelet_socket : options.kubelet_dir + "/kubelet.sock";
+  daemon.kubelet_socket = process->kubelet_socket.value_or(options.kubelet_dir + "/kubelet.sock");
   daemon.cdi_spec_dir = options.cdi_spec_dir;
-  absl::StatusOr<bool> hooks_disabled =
-      HooksDisabled(ListOrEnvironment(options.cdi_disable_hooks, "CDI_DISABLE_HOOKS"));
-  if (!hooks_disabled.ok()) return ReportError(hooks_disabled.status());
-  daemon.cdi_hooks_disabled = *hooks_disabled;
-  for (const std::string& flag :
-       ListOrEnvironment(options.cdi_feature_flags, "CDI_FEATURE_FLAGS")) {
+  daemon.cdi_hooks_disabled = process->cdi_hooks_disabled;
+  for (const std::string& flag : process->cdi_feature_flags) {
     spdlog::warn("--cdi-feature-flags: {} has no effect: gpunode's CDI spec has no feature flags",
                  flag);
   }
   daemon.host_root = global.host_root;
-  absl::StatusOr<plugin::XidPolicy> xids = plugin::XidPolicyFromEnvironment(
-      std::getenv("DP_DISABLE_HEALTHCHECKS"), std::getenv("DP_ENABLE_HEALTHCHECKS"));
-  if (!xids.ok()) return ReportError(xids.status());
   daemon.health.xids = *xids;
-  std::optional<std::string> period = options.recovery_period;
-  if (!period) {
-    if (const char* env = std::getenv("HEALTH_RECOVERY_PERIOD")) period = env;
-  }
-  if (period) {
+  if (process->health_recovery_period) {
     // "0" turns recovery off.
-    absl::StatusOr<absl::Duration> recovery =
-        core::ParseDuration("--health-recovery-period", *period, {.max = absl::Hours(24)});
-    if (!recovery.ok()) return ReportError(recovery.status());
-    daemon.health.recovery_period = absl::ToChronoMilliseconds(*recovery);
+    daemon.health.recovery_period = absl::ToChronoMilliseconds(*process->health_recovery_period);
   }
-  std::optional<std::string> flap_limit = options.flap_limit;
-  if (!flap_limit) {
-    if (const char* env = std::getenv("HEALTH_FLAP_LIMIT")) flap_limit = env;
-  }
-  if (flap_limit && !absl::SimpleAtoi(*flap_limit, &daemon.health.flap_limit)) {
-    return ReportError(absl::InvalidArgumentError(
-        absl::StrCat("--health-flap-limit: \"", *flap_limit,
-                     "\" is not a count; give a whole number such as 3 (0 = no limit)")));
-  }
+  if (process->health_flap_limit) daemon.health.flap_limit = *process->health_flap_limit;
   daemon.health.state_file = options.kubelet_dir + "/" + host::kPluginHealthStateFile;
 
   // NVIDIA's nvidiaDriverRoot says where the driver's libnvidia-ml is, unless --driver-root does.

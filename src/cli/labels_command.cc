@@ -31,8 +31,9 @@
 #include "labels/node_facts.h"
 #include "labels/sharing.h"
 #include "labels/stable_labels.h"
-#include "plugin/config/config_dir.h"
-#include "plugin/config/config_file.h"
+#include "plugin_config/config_dir.h"
+#include "plugin_config/config_file.h"
+#include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
@@ -50,7 +51,9 @@ struct LabelsOptions {
   std::string stable_label_prefix;
 };
 
-// The first variable that is set, as GFD reads its settings: flag, then environment.
+// The first of GFD's own variables that is set, as GFD reads its settings: flag, then
+// environment. The device plugin's config (its file, default config and MIG strategy) is read
+// through plugin_config/sources.h.
 const char* FirstEnv(std::initializer_list<const char*> names, std::string* which) {
   for (const char* name : names) {
     if (const char* value = std::getenv(name)) {
@@ -71,14 +74,18 @@ struct Settings {
   absl::Duration interval;
 };
 
+// A flag's text when it was given on the command line, else nullopt.
+std::optional<std::string> Given(const CLI::App& cmd, const char* flag, const std::string& text) {
+  if (cmd.count(flag) == 0) return std::nullopt;
+  return text;
+}
+
 // The device plugin's config file or directory, and where it was named.
-std::pair<std::string, std::string> ConfigFileOf(const LabelsOptions& options,
-                                                 const CLI::App& cmd) {
-  std::string which;
-  if (cmd.count("--config-file") == 0) {
-    if (const char* env = FirstEnv({"CONFIG_FILE", "GFD_CONFIG_FILE"}, &which)) return {env, which};
-  }
-  return {options.config_file, "--config-file"};
+plugin_config::SettingText ConfigFileOf(const LabelsOptions& options, const CLI::App& cmd) {
+  return plugin_config::FlagOrEnvironment(
+             "--config-file", Given(cmd, "--config-file", options.config_file),
+             &plugin_config::ProcessEnvironment, {"CONFIG_FILE", "GFD_CONFIG_FILE"})
+      .value_or(plugin_config::SettingText{"", "--config-file"});
 }
 
 bool IsDirectory(const std::string& path) {
@@ -95,21 +102,21 @@ absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI
   auto [config_file, config_source] = ConfigFileOf(options, cmd);
   if (IsDirectory(config_file)) {
     // A ConfigMap mounted whole: the same config the device plugin picks.
-    plugin::ConfigSelection selection;
+    plugin_config::ConfigSelection selection;
     selection.label = label;
-    if (const char* name = std::getenv("CONFIG_DEFAULT"); name != nullptr && *name != '\0') {
-      selection.default_config = name;
-    }
-    absl::StatusOr<plugin::SelectedConfig> selected = plugin::SelectConfig(config_file, selection);
+    selection.default_config =
+        plugin_config::DefaultConfigName(std::nullopt, &plugin_config::ProcessEnvironment);
+    absl::StatusOr<plugin_config::SelectedConfig> selected =
+        plugin_config::SelectConfig(config_file, selection);
     if (!selected.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(config_source, ": ", selected.status().message()));
     }
     config_file = selected->path;
   }
-  plugin::ConfigFile config;
+  plugin_config::ConfigFile config;
   if (!config_file.empty()) {
-    absl::StatusOr<plugin::ConfigFile> read = plugin::ReadConfigFile(config_file);
+    absl::StatusOr<plugin_config::ConfigFile> read = plugin_config::ReadConfigFile(config_file);
     if (!read.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(config_source, ": ", read.status().message()));
     }
@@ -117,19 +124,16 @@ absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI
   }
   settings.gfd.sharing = labels::SharingFrom(config);
 
-  settings.gfd.mig_strategy = config.flags.mig_strategy.value_or(plugin::MigStrategy::kNone);
-  std::string strategy_text = options.mig_strategy, strategy_source = "--mig-strategy";
-  if (cmd.count("--mig-strategy") == 0) {
-    if (const char* env = FirstEnv({"MIG_STRATEGY", "GFD_MIG_STRATEGY"}, &which)) {
-      strategy_text = env;
-      strategy_source = which;
-    }
-  }
-  if (!strategy_text.empty()) {
-    absl::StatusOr<plugin::MigStrategy> strategy = plugin::ParseMigStrategy(strategy_text);
+  settings.gfd.mig_strategy = config.flags.mig_strategy.value_or(plugin_config::MigStrategy::kNone);
+  std::optional<plugin_config::SettingText> strategy_text = plugin_config::FlagOrEnvironment(
+      "--mig-strategy", Given(cmd, "--mig-strategy", options.mig_strategy),
+      &plugin_config::ProcessEnvironment, {"MIG_STRATEGY", "GFD_MIG_STRATEGY"});
+  if (strategy_text && !strategy_text->text.empty()) {
+    absl::StatusOr<plugin_config::MigStrategy> strategy =
+        plugin_config::ParseMigStrategy(strategy_text->text);
     if (!strategy.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(strategy_source, ": ", strategy.status().message()));
+          absl::StrCat(strategy_text->source, ": ", strategy.status().message()));
     }
     settings.gfd.mig_strategy = *strategy;
   }
@@ -166,7 +170,7 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
   // Before the label's watch thread starts, which must leave the signals to this thread.
   sigset_t signals = BlockStopSignals();
   std::optional<ConfigLabelSource> label;
-  if (IsDirectory(ConfigFileOf(options, cmd).first)) {
+  if (IsDirectory(ConfigFileOf(options, cmd).text)) {
     label = ConfigLabelSource::Follow("gpunode-labels");
   }
   auto label_value = [&] { return label ? label->watch().Value() : std::nullopt; };
@@ -222,7 +226,7 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
     }
     if (relabelled) {
       spdlog::info("node label {} changed: relabelled with the config it selects",
-                   plugin::kConfigLabel);
+                   plugin_config::kConfigLabel);
       relabelled = false;
     }
 
@@ -247,7 +251,7 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
         spdlog::error(
             "node label {} changed but is not applied, keeping the labels of the "
             "running config: {}",
-            plugin::kConfigLabel, changed.status().message());
+            plugin_config::kConfigLabel, changed.status().message());
         label->Refused(std::string(changed.status().message()),
                        "the labels of the running config stay");
       }

@@ -3,7 +3,6 @@
 #include <poll.h>
 
 #include <csignal>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,11 +11,11 @@
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "core/log.h"
-#include "plugin/config/sources.h"
 #include "plugin/daemon/signal_fd.h"
 #include "plugin/mps/mps_control.h"
 #include "plugin/mps/mps_supervisor.h"
 #include "plugin/rm/node.h"
+#include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
@@ -31,24 +30,23 @@ struct MpsDaemonOptions {
   bool check_config = false;
 };
 
-const char* Getenv(const char* name) { return std::getenv(name); }
-
-absl::StatusOr<plugin::ResolvedConfig> Resolve(const GlobalOptions& global,
-                                               const MpsDaemonOptions& options) {
-  plugin::ConfigLayer flags;
+absl::StatusOr<plugin_config::ResolvedConfig> Resolve(const GlobalOptions& global,
+                                                      const MpsDaemonOptions& options) {
+  plugin_config::ConfigLayer flags;
   if (options.mps_root) flags.mps_root = *options.mps_root;
   if (global.driver_root != "/") flags.nvidia_driver_root = global.driver_root;
-  return plugin::ResolveConfig(flags, options.config_file, &Getenv);
+  return plugin_config::ResolveConfig(flags, options.config_file,
+                                      &plugin_config::ProcessEnvironment);
 }
 
 int RunMpsControlDaemon(const GlobalOptions& global, const MpsDaemonOptions& options) {
   // Before any thread exists, so that the control loop alone takes these signals.
   absl::StatusOr<plugin::SignalFd> signals = plugin::SignalFd::Open();
   if (!signals.ok()) return ReportError(signals.status());
-  absl::StatusOr<plugin::ResolvedConfig> resolved = Resolve(global, options);
+  absl::StatusOr<plugin_config::ResolvedConfig> resolved = Resolve(global, options);
   if (!resolved.ok()) return ReportError(resolved.status());
   for (const std::string& warning : resolved->warnings) spdlog::warn("config: {}", warning);
-  const plugin::Config& config = resolved->config;
+  const plugin_config::Config& config = resolved->config;
 
   GlobalOptions nvml_options = global;
   if (nvml_options.driver_root == "/") {
@@ -100,7 +98,7 @@ int RunMpsControlDaemon(const GlobalOptions& global, const MpsDaemonOptions& opt
 }
 
 int RunMountShm(const GlobalOptions& global, const MpsDaemonOptions& options) {
-  absl::StatusOr<plugin::ResolvedConfig> resolved = Resolve(global, options);
+  absl::StatusOr<plugin_config::ResolvedConfig> resolved = Resolve(global, options);
   if (!resolved.ok()) return ReportError(resolved.status());
   if (resolved->config.mps_root.empty()) {
     return ReportError(absl::InvalidArgumentError(

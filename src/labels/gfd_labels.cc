@@ -226,13 +226,13 @@ Labels GfdLabels(const NodeFacts& facts, const GfdOptions& options) {
     labels["nvidia.com/mps.capable"] = mig_enabled ? "false" : "true";
   }
   switch (options.mig_strategy) {
-    case plugin::MigStrategy::kNone:
+    case plugin_config::MigStrategy::kNone:
       break;
-    case plugin::MigStrategy::kSingle:
+    case plugin_config::MigStrategy::kSingle:
       labels["nvidia.com/mig.strategy"] = "single";
       SingleStrategyLabels(facts, options, labels);
       break;
-    case plugin::MigStrategy::kMixed:
+    case plugin_config::MigStrategy::kMixed:
       labels["nvidia.com/mig.strategy"] = "mixed";
       MixedStrategyLabels(facts, options, labels);
       break;

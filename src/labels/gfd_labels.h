@@ -9,7 +9,7 @@
 
 #include "labels/node_facts.h"
 #include "labels/sharing.h"
-#include "plugin/config/config.h"
+#include "plugin_config/config.h"
 
 namespace gpunode::labels {
 
@@ -17,7 +17,7 @@ namespace gpunode::labels {
 using Labels = std::map<std::string, std::string>;
 
 struct GfdOptions {
-  plugin::MigStrategy mig_strategy = plugin::MigStrategy::kNone;
+  plugin_config::MigStrategy mig_strategy = plugin_config::MigStrategy::kNone;
   SharingConfig sharing;
   std::string machine_type;          // DMI product name; "" when it could not be read
   std::optional<int64_t> timestamp;  // gfd.timestamp (unix seconds); empty with --no-timestamp

@@ -9,9 +9,9 @@ const ReplicatedResource* SharingConfig::Find(std::string_view resource) const {
   return nullptr;
 }
 
-SharingConfig SharingFrom(const plugin::ConfigFile& file) {
+SharingConfig SharingFrom(const plugin_config::ConfigFile& file) {
   SharingConfig sharing;
-  const plugin::TimeSlicing* section = nullptr;
+  const plugin_config::TimeSlicing* section = nullptr;
   if (file.mps && !file.mps->resources.empty()) {
     sharing.strategy = "mps";
     section = &*file.mps;
@@ -20,7 +20,7 @@ SharingConfig SharingFrom(const plugin::ConfigFile& file) {
     section = &file.time_slicing;
   }
   if (section == nullptr) return sharing;
-  for (const plugin::TimeSlicedResource& r : section->resources) {
+  for (const plugin_config::TimeSlicedResource& r : section->resources) {
     // An explicit per-resource rename is not honoured (as in the plugin); renameByDefault renames
     // to <name>.shared, and a renamed resource's product label carries no -SHARED suffix.
     sharing.resources.push_back({r.name, r.replicas, section->rename_by_default});

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plugin/config/config_file.h"
+#include "plugin_config/config_file.h"
 
 namespace gpunode::labels {
 
@@ -26,6 +26,6 @@ struct SharingConfig {
 
 // As NVIDIA's config API decides the strategy: an mps section with resources wins over
 // timeSlicing.
-SharingConfig SharingFrom(const plugin::ConfigFile& file);
+SharingConfig SharingFrom(const plugin_config::ConfigFile& file);
 
 }  // namespace gpunode::labels

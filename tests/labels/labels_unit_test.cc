@@ -6,7 +6,7 @@
 #include "labels/sanitize.h"
 #include "labels/sharing.h"
 #include "labels/stable_labels.h"
-#include "plugin/config/config_file.h"
+#include "plugin_config/config_file.h"
 
 namespace gpunode::labels {
 namespace {
@@ -14,10 +14,11 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-plugin::ConfigFile Parse(const std::string& text) {
-  absl::StatusOr<plugin::ConfigFile> file = plugin::ParseConfigFile(text, "config.yaml");
+plugin_config::ConfigFile Parse(const std::string& text) {
+  absl::StatusOr<plugin_config::ConfigFile> file =
+      plugin_config::ParseConfigFile(text, "config.yaml");
   EXPECT_TRUE(file.ok()) << file.status();
-  return file.ok() ? *file : plugin::ConfigFile{};
+  return file.ok() ? *file : plugin_config::ConfigFile{};
 }
 
 TEST(Sharing, TimeSlicingResources) {

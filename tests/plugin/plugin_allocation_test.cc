@@ -13,6 +13,8 @@
 namespace gpunode::plugin {
 namespace {
 
+using plugin_config::SharedAllocationPolicy;
+
 using ::testing::ElementsAre;
 
 // Every subset of `available` of `size` containing `required`; the best score and the

@@ -6,15 +6,20 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "plugin/config/config_file.h"
-#include "plugin/config/sources.h"
 #include "plugin/health/xid.h"
+#include "plugin_config/config_file.h"
+#include "plugin_config/sources.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+// The health checks read DP_DISABLE_HEALTHCHECKS and DP_ENABLE_HEALTHCHECKS as the sources give
+// them.
+using plugin::XidMeaning;
+using plugin::XidPolicy;
+using plugin::XidPolicyFromEnvironment;
 
 absl::StatusOr<ConfigFile> Parse(const std::string& text) {
   return ParseConfigFile(text, "config.yaml");
@@ -413,9 +418,9 @@ TEST(XidPolicy, DisableAndEnableAsNvidia) {
 }
 
 }  // namespace
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 namespace {
 
 // NVIDIA's config-manager order: the node label, the default config, a config named default,
@@ -474,5 +479,158 @@ TEST(ConfigDirectory, ResolveConfigReadsTheSelectedFileAndCONFIG_DEFAULT) {
   EXPECT_EQ(resolved->selected_by, "node label nvidia.com/device-plugin.config=none");
 }
 
+// Every variable of the plugin's config and process is read through the injected Environment:
+// a flag wins over its variable, a variable over the file, the file over the default.
+TEST(ConfigSources, ConfigFileAndDefaultConfigFlagBeatsEnvironment) {
+  FakeEnvironment env(Vars{{"CONFIG_FILE", "/env/config.yaml"}, {"CONFIG_DEFAULT", "ts4"}});
+  EXPECT_EQ(ConfigFilePath(std::string("/flag/config.yaml"), env.get()), "/flag/config.yaml");
+  EXPECT_EQ(ConfigFilePath(std::nullopt, env.get()), "/env/config.yaml");
+  EXPECT_EQ(ConfigFilePath(std::string(""), env.get()), "/env/config.yaml");
+  EXPECT_EQ(ConfigFilePath(std::nullopt, FakeEnvironment(Vars{{"CONFIG_FILE", ""}}).get()), "");
+  EXPECT_EQ(ConfigFilePath(std::nullopt, FakeEnvironment(Vars{}).get()), "");
+  EXPECT_EQ(DefaultConfigName(std::string("none"), env.get()), "none");
+  EXPECT_EQ(DefaultConfigName(std::nullopt, env.get()), "ts4");
+  EXPECT_EQ(DefaultConfigName(std::nullopt, FakeEnvironment(Vars{{"CONFIG_DEFAULT", ""}}).get()),
+            std::nullopt);
+
+  // --config-file beats CONFIG_FILE in ResolveConfig too.
+  std::string flag_file = WriteConfig("flag.yaml", "flags:\n  migStrategy: single\n");
+  std::string env_file = WriteConfig("env.yaml", "flags:\n  migStrategy: mixed\n");
+  absl::StatusOr<ResolvedConfig> resolved =
+      ResolveConfig({}, flag_file, FakeEnvironment(Vars{{"CONFIG_FILE", env_file}}).get());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->config_file, flag_file);
+  EXPECT_EQ(resolved->config.mig_strategy, MigStrategy::kSingle);
+}
+
+TEST(ConfigSources, FlagOrEnvironmentNamesWhereTheValueCameFrom) {
+  FakeEnvironment env(Vars{{"MIG_STRATEGY", ""}, {"GFD_MIG_STRATEGY", "mixed"}});
+  std::optional<SettingText> text = FlagOrEnvironment("--mig-strategy", std::nullopt, env.get(),
+                                                      {"MIG_STRATEGY", "GFD_MIG_STRATEGY"});
+  ASSERT_TRUE(text.has_value());
+  // An empty variable counts as unset: the next one is read.
+  EXPECT_EQ(text->text, "mixed");
+  EXPECT_EQ(text->source, "environment variable GFD_MIG_STRATEGY");
+  text = FlagOrEnvironment("--mig-strategy", std::string("single"), env.get(),
+                           {"MIG_STRATEGY", "GFD_MIG_STRATEGY"});
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(text->text, "single");
+  EXPECT_EQ(text->source, "--mig-strategy");
+  EXPECT_FALSE(FlagOrEnvironment("--mig-strategy", std::nullopt, env.get(), {"MIG_STRATEGY"}));
+}
+
+TEST(ProcessSettings, DefaultsWhenNothingIsGiven) {
+  absl::StatusOr<ProcessSettings> settings =
+      ResolveProcessSettings({}, FakeEnvironment(Vars{}).get());
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->kubelet_socket, std::nullopt);
+  EXPECT_FALSE(settings->cdi_hooks_disabled);
+  EXPECT_TRUE(settings->cdi_feature_flags.empty());
+  EXPECT_EQ(settings->disable_healthchecks, std::nullopt);
+  EXPECT_EQ(settings->enable_healthchecks, std::nullopt);
+  EXPECT_EQ(settings->health_recovery_period, std::nullopt);
+  EXPECT_EQ(settings->health_flap_limit, std::nullopt);
+}
+
+TEST(ProcessSettings, EnvironmentWhenNoFlag) {
+  FakeEnvironment env(Vars{{"KUBELET_SOCKET", "/run/kubelet.sock"},
+                           {"CDI_DISABLE_HOOKS", "all"},
+                           {"CDI_FEATURE_FLAGS", "a, b"},
+                           {"DP_DISABLE_HEALTHCHECKS", "79"},
+                           {"DP_ENABLE_HEALTHCHECKS", "13"},
+                           {"HEALTH_RECOVERY_PERIOD", "90s"},
+                           {"HEALTH_FLAP_LIMIT", "5"}});
+  absl::StatusOr<ProcessSettings> settings = ResolveProcessSettings({}, env.get());
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->kubelet_socket, "/run/kubelet.sock");
+  EXPECT_TRUE(settings->cdi_hooks_disabled);
+  EXPECT_THAT(settings->cdi_feature_flags, ElementsAre("a", "b"));
+  EXPECT_EQ(settings->disable_healthchecks, "79");
+  EXPECT_EQ(settings->enable_healthchecks, "13");
+  EXPECT_EQ(settings->health_recovery_period, absl::Seconds(90));
+  EXPECT_EQ(settings->health_flap_limit, 5);
+}
+
+TEST(ProcessSettings, FlagBeatsEnvironment) {
+  FakeEnvironment env(Vars{{"KUBELET_SOCKET", "/run/kubelet.sock"},
+                           {"CDI_DISABLE_HOOKS", "update-ldcache"},
+                           {"CDI_FEATURE_FLAGS", "a"},
+                           {"HEALTH_RECOVERY_PERIOD", "often"},
+                           {"HEALTH_FLAP_LIMIT", "-1"}});
+  absl::StatusOr<ProcessSettings> settings = ResolveProcessSettings({.kubelet_socket = "",
+                                                                     .cdi_disable_hooks = {"all"},
+                                                                     .cdi_feature_flags = {"x"},
+                                                                     .health_recovery_period = "0",
+                                                                     .health_flap_limit = "0"},
+                                                                    env.get());
+  // The variables' bad values are never read: the flags win.
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->kubelet_socket, "");  // serves without registering
+  EXPECT_TRUE(settings->cdi_hooks_disabled);
+  EXPECT_THAT(settings->cdi_feature_flags, ElementsAre("x"));
+  EXPECT_EQ(settings->health_recovery_period, absl::ZeroDuration());  // never recover
+  EXPECT_EQ(settings->health_flap_limit, 0);                          // no limit
+}
+
+TEST(ProcessSettings, EmptyVariablesAreUnsetButAnEmptyKubeletSocketIsNot) {
+  FakeEnvironment env(Vars{{"KUBELET_SOCKET", ""},
+                           {"CDI_DISABLE_HOOKS", ""},
+                           {"DP_DISABLE_HEALTHCHECKS", ""},
+                           {"HEALTH_RECOVERY_PERIOD", ""},
+                           {"HEALTH_FLAP_LIMIT", ""}});
+  absl::StatusOr<ProcessSettings> settings = ResolveProcessSettings({}, env.get());
+  ASSERT_TRUE(settings.ok()) << settings.status();
+  EXPECT_EQ(settings->kubelet_socket, "");  // NVIDIA's meaning: serve without registering
+  EXPECT_FALSE(settings->cdi_hooks_disabled);
+  EXPECT_EQ(settings->disable_healthchecks, std::nullopt);
+  EXPECT_EQ(settings->health_recovery_period, std::nullopt);
+  EXPECT_EQ(settings->health_flap_limit, std::nullopt);
+}
+
+// A bad value is one line naming the flag or the variable it came from, the value and the fix.
+TEST(ProcessSettings, BadValuesNameTheirSourceAndTheFix) {
+  struct Case {
+    ProcessFlags flags;
+    Vars env;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{},
+            {{"HEALTH_RECOVERY_PERIOD", "often"}},
+            "environment variable HEALTH_RECOVERY_PERIOD \"often\": not a duration; give e.g. "
+            "500ms, 30s, 5m or 1h30m (a bare number is seconds)"},
+           {{.health_recovery_period = "often"},
+            {},
+            "--health-recovery-period \"often\": not a duration; give e.g. 500ms, 30s, 5m or "
+            "1h30m (a bare number is seconds)"},
+           {{},
+            {{"HEALTH_RECOVERY_PERIOD", "48h"}},
+            "environment variable HEALTH_RECOVERY_PERIOD 48h: out of range; give a duration "
+            "from 0 to 24h"},
+           {{},
+            {{"HEALTH_FLAP_LIMIT", "often"}},
+            "environment variable HEALTH_FLAP_LIMIT: \"often\" is not a count; give a whole "
+            "number such as 3 (0 = no limit)"},
+           {{.health_flap_limit = "-1"},
+            {},
+            "--health-flap-limit: \"-1\" is not a count; give a whole number such as 3 (0 = no "
+            "limit)"},
+           {{},
+            {{"CDI_DISABLE_HOOKS", "update-ldcache"}},
+            "environment variable CDI_DISABLE_HOOKS: not supported by gpunode: disabling "
+            "update-ldcache or create-symlinks alone; give all (both) or neither"},
+           {{.cdi_disable_hooks = {"create-symlinks"}},
+            {},
+            "--cdi-disable-hooks: not supported by gpunode: disabling update-ldcache or "
+            "create-symlinks alone; give all (both) or neither"},
+       }) {
+    absl::StatusOr<ProcessSettings> settings =
+        ResolveProcessSettings(c.flags, FakeEnvironment(c.env).get());
+    ASSERT_FALSE(settings.ok()) << c.message;
+    EXPECT_EQ(settings.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(settings.status().message(), c.message);
+  }
+}
+
 }  // namespace
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config

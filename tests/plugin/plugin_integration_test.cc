@@ -777,6 +777,23 @@ TEST_F(DevicePluginTest, BadConfigIsRefusedWithOneLine) {
       {"MIG_STRATEGY=sometimes"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("environment variable MIG_STRATEGY: \"sometimes\""));
+
+  // The plugin process's own settings: one line naming the variable or flag and the fix.
+  r = testing::RunProcess(
+      {GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir_},
+      {"HEALTH_FLAP_LIMIT=often"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpunode: environment variable HEALTH_FLAP_LIMIT: \"often\" is not a count; give a "
+            "whole number such as 3 (0 = no limit)\n");
+  r = testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir",
+                           dir_, "--health-recovery-period", "2d"},
+                          {"HEALTH_RECOVERY_PERIOD=1s"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "gpunode: --health-recovery-period \"2d\": not a duration; give e.g. 500ms, 30s, 5m "
+            "or 1h30m (a bare number is seconds)\n");
+  EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 0);
 }
 
 }  // namespace

@@ -9,6 +9,11 @@
 namespace gpunode::plugin {
 namespace {
 
+using plugin_config::Config;
+using plugin_config::DeviceIdStrategy;
+using plugin_config::DeviceListStrategy;
+using plugin_config::MigStrategy;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;

@@ -6,6 +6,8 @@
 
 namespace gpunode::plugin {
 
+using plugin_config::SharedAllocationPolicy;
+
 std::vector<size_t> PickShared(const Resource& resource, const std::vector<size_t>& available,
                                const std::vector<size_t>& required, size_t size,
                                SharedAllocationPolicy policy) {

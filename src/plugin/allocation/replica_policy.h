@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "plugin/config/config.h"
 #include "plugin/rm/resources.h"
+#include "plugin_config/config.h"
 
 namespace gpunode::plugin {
 
@@ -17,6 +17,6 @@ namespace gpunode::plugin {
 // to the earlier base; within a base the lowest replica number is taken.
 std::vector<size_t> PickShared(const Resource& resource, const std::vector<size_t>& available,
                                const std::vector<size_t>& required, size_t size,
-                               SharedAllocationPolicy policy);
+                               plugin_config::SharedAllocationPolicy policy);
 
 }  // namespace gpunode::plugin

@@ -15,12 +15,19 @@
 #include "core/log.h"
 #include "nvml/system.h"
 #include "plugin/cdi/cdi_spec.h"
-#include "plugin/config/config_dir.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/registration.h"
+#include "plugin_config/config_dir.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::plugin {
+
+using plugin_config::Config;
+using plugin_config::ConfigJson;
+using plugin_config::DeviceListStrategy;
+using plugin_config::kConfigLabel;
+using plugin_config::ResolvedConfig;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -13,12 +13,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nvml/library.h"
-#include "plugin/config/sources.h"
 #include "plugin/daemon/directory_watch.h"
 #include "plugin/daemon/signal_fd.h"
 #include "plugin/health/health_board.h"
 #include "plugin/health/health_monitor.h"
 #include "plugin/server/plugin_server.h"
+#include "plugin_config/sources.h"
 
 namespace gpunode::plugin {
 
@@ -47,7 +47,7 @@ struct DaemonOptions {
 };
 
 // Reads the configuration again: the flags and environment of the start, the file as it is now.
-using ConfigLoader = std::function<absl::StatusOr<ResolvedConfig>()>;
+using ConfigLoader = std::function<absl::StatusOr<plugin_config::ResolvedConfig>()>;
 
 class PluginDaemon {
  public:
@@ -59,13 +59,14 @@ class PluginDaemon {
 
   // Returns OK after a clean stop; an error when the first start fails (InvalidArgument for
   // bad input).
-  absl::Status Run(const ResolvedConfig& config);
+  absl::Status Run(const plugin_config::ResolvedConfig& config);
 
  private:
   struct Generation;
 
-  absl::StatusOr<std::unique_ptr<Generation>> StartGeneration(const ResolvedConfig& config);
-  absl::Status WriteNodeCdiSpec(const Config& config, const Node& node);
+  absl::StatusOr<std::unique_ptr<Generation>> StartGeneration(
+      const plugin_config::ResolvedConfig& config);
+  absl::Status WriteNodeCdiSpec(const plugin_config::Config& config, const Node& node);
   void StopGeneration();
   void RemoveStaleSockets();
   void Reload();
@@ -74,7 +75,7 @@ class PluginDaemon {
   void ConfigChanged(const std::string& what);
   // Replaces the running generation with one for `config`, or keeps the running one when the
   // new one does not start. `why` prefixes the log lines.
-  void Apply(ResolvedConfig config, const char* why);
+  void Apply(plugin_config::ResolvedConfig config, const char* why);
   void HandleDirectoryEvents();
   // Watches the directory again after it went; retried with backoff until it is back.
   void Rewatch();
@@ -94,7 +95,7 @@ class PluginDaemon {
   std::chrono::milliseconds rewatch_backoff_{0};
   std::optional<DirectoryWatch> config_watch_;
   std::unique_ptr<Generation> generation_;
-  ResolvedConfig running_config_;
+  plugin_config::ResolvedConfig running_config_;
   std::optional<std::chrono::steady_clock::time_point> next_register_;
   std::chrono::milliseconds backoff_{0};
 };

@@ -27,6 +27,10 @@
 #include "spdlog/spdlog.h"
 
 namespace gpunode::plugin {
+
+using plugin_config::Config;
+using plugin_config::SharingStrategy;
+
 namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(10);

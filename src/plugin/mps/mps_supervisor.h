@@ -12,10 +12,10 @@
 
 #include "absl/status/statusor.h"
 #include "nvml/library.h"
-#include "plugin/config/config.h"
 #include "plugin/mps/mps_control.h"
 #include "plugin/mps/mps_limits.h"
 #include "plugin/rm/node.h"
+#include "plugin_config/config.h"
 
 namespace gpunode::plugin {
 
@@ -28,8 +28,8 @@ struct MpsPlan {
 // The daemons `config` asks for on `node`, with each GPU's limits from NVML. Empty when the
 // config does not share through MPS. Fails like the device plugin would (MPS on MIG devices) or
 // on a replica count over a GPU's MPS client cap.
-absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const Config& config,
-                                             const Node& node);
+absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library,
+                                             const plugin_config::Config& config, const Node& node);
 
 class MpsSupervisor {
  public:

@@ -8,6 +8,13 @@
 #include "absl/strings/str_replace.h"
 
 namespace gpunode::plugin {
+
+using plugin_config::Config;
+using plugin_config::MigStrategy;
+using plugin_config::SharingStrategy;
+using plugin_config::TimeSlicedResource;
+using plugin_config::TimeSlicing;
+
 namespace {
 
 constexpr const char* kGpuResource = "nvidia.com/gpu";

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "plugin/config/config.h"
 #include "plugin/rm/node.h"
+#include "plugin_config/config.h"
 
 namespace gpunode::plugin {
 
@@ -43,7 +43,8 @@ std::string MigResourceName(const std::string& profile);
 
 // Errors (the single strategy on a node whose MIG layout it cannot express, MPS on MIG devices)
 // name the GPUs and the fix. `warnings` collects what is allowed but probably not meant.
-absl::StatusOr<std::vector<Resource>> BuildResources(const Node& node, const Config& config,
+absl::StatusOr<std::vector<Resource>> BuildResources(const Node& node,
+                                                     const plugin_config::Config& config,
                                                      std::vector<std::string>* warnings);
 
 }  // namespace gpunode::plugin

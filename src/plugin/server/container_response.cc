@@ -8,6 +8,11 @@
 #include "absl/strings/str_join.h"
 
 namespace gpunode::plugin {
+
+using plugin_config::Config;
+using plugin_config::DeviceIdStrategy;
+using plugin_config::DeviceListStrategy;
+
 namespace {
 
 // A random (version 4) UUID: NVIDIA's plugin keys each container's CDI annotation with one so

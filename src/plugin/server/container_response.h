@@ -6,10 +6,10 @@
 
 #include "absl/status/statusor.h"
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "plugin/config/config.h"
 #include "plugin/rm/node.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/host_devices.h"
+#include "plugin_config/config.h"
 
 namespace gpunode::plugin {
 
@@ -20,7 +20,7 @@ inline constexpr const char* kContainerDevicesDir = "/var/run/nvidia-container-d
 // `devices` are the container's devices (replicas included); each GPU or MIG device is passed
 // once. Fails only when passDeviceSpecs needs a MIG capability device the host does not list.
 absl::StatusOr<v1beta1::ContainerAllocateResponse> ContainerResponse(
-    const Config& config, const Node& node, const HostDevices& host,
+    const plugin_config::Config& config, const Node& node, const HostDevices& host,
     const std::vector<const PluginDevice*>& devices);
 
 }  // namespace gpunode::plugin

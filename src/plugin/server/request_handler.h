@@ -10,18 +10,18 @@
 
 #include "absl/status/statusor.h"
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "plugin/config/config.h"
 #include "plugin/health/health_board.h"
 #include "plugin/mps/mps_readiness.h"
 #include "plugin/rm/node.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/host_devices.h"
+#include "plugin_config/config.h"
 
 namespace gpunode::plugin {
 
 // What every resource of one plugin generation shares; replaced as a whole on reload.
 struct PluginState {
-  Config config;
+  plugin_config::Config config;
   Node node;
   HostDevices host;
   // The MPS daemons' state, when a resource is shared through MPS.

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "plugin/config/config.h"
+#include "plugin_config/config.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 
 struct ConfigLayer {
   std::optional<MigStrategy> mig_strategy;
@@ -30,4 +30,4 @@ struct ConfigLayer {
 Config Merge(const std::vector<const ConfigLayer*>& layers, const TimeSlicing& time_slicing,
              const TimeSlicing& mps = {});
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 
 // The node label that names a node's config, as NVIDIA's.
 inline constexpr const char* kConfigLabel = "nvidia.com/device-plugin.config";
@@ -35,4 +35,4 @@ struct SelectedConfig {
 absl::StatusOr<SelectedConfig> SelectConfig(const std::string& directory,
                                             const ConfigSelection& selection);
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config

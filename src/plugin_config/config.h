@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 
 enum class MigStrategy { kNone, kSingle, kMixed };
 enum class DeviceListStrategy { kEnvvar, kVolumeMounts, kCdiAnnotations, kCdiCri };
@@ -97,4 +97,4 @@ absl::StatusOr<bool> ParseGoBool(absl::string_view text);
 // "Running with config:").
 std::string ConfigJson(const Config& config);
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config

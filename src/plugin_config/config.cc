@@ -1,4 +1,4 @@
-#include "plugin/config/config.h"
+#include "plugin_config/config.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 namespace {
 
 template <typename T, size_t N>
@@ -168,4 +168,4 @@ std::string ConfigJson(const Config& config) {
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config

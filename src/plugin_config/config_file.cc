@@ -1,4 +1,4 @@
-#include "plugin/config/config_file.h"
+#include "plugin_config/config_file.h"
 
 #include <algorithm>
 #include <map>
@@ -14,7 +14,7 @@
 #include "core/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 namespace {
 
 // Every section of NVIDIA's v1 config and the keys it holds (list items are "<list>[]"). Keys of
@@ -562,4 +562,4 @@ absl::StatusOr<ConfigFile> ReadConfigFile(const std::string& path) {
   return ParseConfigFile(*text, path);
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config

@@ -1,6 +1,6 @@
-#include "plugin/config/layer.h"
+#include "plugin_config/layer.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 namespace {
 
 template <typename T>
@@ -37,4 +37,4 @@ Config Merge(const std::vector<const ConfigLayer*>& layers, const TimeSlicing& t
   return config;
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config

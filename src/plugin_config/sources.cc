@@ -1,14 +1,18 @@
-#include "plugin/config/sources.h"
+#include "plugin_config/sources.h"
 
+#include <cstdlib>
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/duration.h"
 #include "core/status_macros.h"
-#include "plugin/config/config_file.h"
+#include "plugin_config/config_file.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 namespace {
 
 // Wraps a value error with the variable's name: "environment MIG_STRATEGY: ...".
@@ -78,7 +82,87 @@ absl::Status RefuseFeatures(const Environment& env) {
   return absl::OkStatus();
 }
 
+// The longest recovery period accepted (--health-recovery-period, HEALTH_RECOVERY_PERIOD).
+constexpr absl::Duration kMaxRecoveryPeriod = absl::Hours(24);
+
+// A list flag's values, else the comma list of its variable, as NVIDIA's list flags read them.
+std::optional<SettingText> ListFlagOrEnvironment(const char* flag,
+                                                 const std::vector<std::string>& values,
+                                                 const Environment& env, const char* variable) {
+  std::optional<std::string> given;
+  if (!values.empty()) given = absl::StrJoin(values, ",");
+  return FlagOrEnvironment(flag, given, env, {variable});
+}
+
+std::vector<std::string> Items(const std::optional<SettingText>& list) {
+  if (!list) return {};
+  std::vector<std::string> items;
+  for (absl::string_view item : absl::StrSplit(list->text, ',', absl::SkipWhitespace())) {
+    items.emplace_back(absl::StripAsciiWhitespace(item));
+  }
+  return items;
+}
+
+// NVIDIA's --cdi-disable-hooks names hooks to leave out of the CDI spec. gpunode's spec has two
+// (update-ldcache, create-symlinks) and leaves them out together.
+absl::StatusOr<bool> HooksDisabled(const std::optional<SettingText>& hooks) {
+  bool all = false, some = false;
+  for (const std::string& name : Items(hooks)) {
+    if (name == "all") all = true;
+    if (name == "update-ldcache" || name == "create-symlinks") some = true;
+  }
+  if (some && !all) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        hooks->source,
+        ": not supported by gpunode: disabling update-ldcache or create-symlinks alone; give all "
+        "(both) or neither"));
+  }
+  return all;
+}
+
+absl::StatusOr<int> FlapLimit(const SettingText& limit) {
+  int count = 0;
+  if (!absl::SimpleAtoi(limit.text, &count) || count < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(limit.source, ": \"", limit.text,
+                     "\" is not a count; give a whole number such as 3 (0 = no limit)"));
+  }
+  return count;
+}
+
+std::optional<std::string> Variable(const Environment& env, const char* name) {
+  const char* value = env(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return value;
+}
+
 }  // namespace
+
+const char* ProcessEnvironment(const char* name) { return std::getenv(name); }
+
+std::optional<SettingText> FlagOrEnvironment(const char* flag,
+                                             const std::optional<std::string>& flag_text,
+                                             const Environment& env,
+                                             std::initializer_list<const char*> variables) {
+  if (flag_text) return SettingText{*flag_text, flag};
+  for (const char* name : variables) {
+    if (std::optional<std::string> value = Variable(env, name)) {
+      return SettingText{*value, absl::StrCat("environment variable ", name)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string ConfigFilePath(const std::optional<std::string>& flag, const Environment& env) {
+  if (flag && !flag->empty()) return *flag;
+  return Variable(env, "CONFIG_FILE").value_or("");
+}
+
+std::optional<std::string> DefaultConfigName(const std::optional<std::string>& flag,
+                                             const Environment& env) {
+  if (flag) return flag;
+  return Variable(env, "CONFIG_DEFAULT");
+}
 
 absl::StatusOr<ConfigLayer> EnvironmentLayer(const Environment& env) {
   ConfigLayer layer;
@@ -131,19 +215,11 @@ absl::StatusOr<ResolvedConfig> ResolveConfig(const ConfigLayer& flags,
                                              const ConfigSelection& selection) {
   ResolvedConfig resolved;
   ASSIGN_OR_RETURN(ConfigLayer environment, EnvironmentLayer(env));
-  if (config_file_flag && !config_file_flag->empty()) {
-    resolved.config_file = *config_file_flag;
-  } else if (const char* file = env("CONFIG_FILE"); file != nullptr) {
-    resolved.config_file = file;
-  }
+  resolved.config_file = ConfigFilePath(config_file_flag, env);
   std::error_code ec;
   if (!resolved.config_file.empty() && std::filesystem::is_directory(resolved.config_file, ec)) {
     ConfigSelection pick = selection;
-    if (!pick.default_config) {
-      if (const char* name = env("CONFIG_DEFAULT"); name != nullptr && *name != '\0') {
-        pick.default_config = name;
-      }
-    }
+    pick.default_config = DefaultConfigName(selection.default_config, env);
     ASSIGN_OR_RETURN(SelectedConfig selected, SelectConfig(resolved.config_file, pick));
     resolved.config_file = selected.path;
     resolved.config_name = selected.name;
@@ -162,4 +238,32 @@ absl::StatusOr<ResolvedConfig> ResolveConfig(const ConfigLayer& flags,
   return resolved;
 }
 
-}  // namespace gpunode::plugin
+absl::StatusOr<ProcessSettings> ResolveProcessSettings(const ProcessFlags& flags,
+                                                       const Environment& env) {
+  ProcessSettings settings;
+  settings.kubelet_socket = flags.kubelet_socket;
+  if (const char* socket = env("KUBELET_SOCKET"); !settings.kubelet_socket && socket != nullptr) {
+    settings.kubelet_socket = socket;  // "" too: serve without registering
+  }
+  ASSIGN_OR_RETURN(settings.cdi_hooks_disabled,
+                   HooksDisabled(ListFlagOrEnvironment(
+                       "--cdi-disable-hooks", flags.cdi_disable_hooks, env, "CDI_DISABLE_HOOKS")));
+  settings.cdi_feature_flags = Items(ListFlagOrEnvironment(
+      "--cdi-feature-flags", flags.cdi_feature_flags, env, "CDI_FEATURE_FLAGS"));
+  settings.disable_healthchecks = Variable(env, "DP_DISABLE_HEALTHCHECKS");
+  settings.enable_healthchecks = Variable(env, "DP_ENABLE_HEALTHCHECKS");
+  if (std::optional<SettingText> period =
+          FlagOrEnvironment("--health-recovery-period", flags.health_recovery_period, env,
+                            {"HEALTH_RECOVERY_PERIOD"})) {
+    ASSIGN_OR_RETURN(
+        settings.health_recovery_period,
+        core::ParseDuration(period->source, period->text, {.max = kMaxRecoveryPeriod}));
+  }
+  if (std::optional<SettingText> limit = FlagOrEnvironment(
+          "--health-flap-limit", flags.health_flap_limit, env, {"HEALTH_FLAP_LIMIT"})) {
+    ASSIGN_OR_RETURN(settings.health_flap_limit, FlapLimit(*limit));
+  }
+  return settings;
+}
+
+}  // namespace gpunode::plugin_config

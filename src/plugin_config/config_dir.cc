@@ -1,4 +1,4 @@
-#include "plugin/config/config_dir.h"
+#include "plugin_config/config_dir.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 
 absl::StatusOr<std::vector<std::string>> ConfigNames(const std::string& directory) {
   std::error_code ec;
@@ -65,4 +65,4 @@ absl::StatusOr<SelectedConfig> SelectConfig(const std::string& directory,
                    "=<config>, set --default-config or CONFIG_DEFAULT, or name one default"));
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config

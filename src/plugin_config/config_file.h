@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "plugin/config/layer.h"
+#include "plugin_config/layer.h"
 
-namespace gpunode::plugin {
+namespace gpunode::plugin_config {
 
 struct ConfigFile {
   ConfigLayer flags;
@@ -29,4 +29,4 @@ absl::StatusOr<ConfigFile> ParseConfigFile(const std::string& text, const std::s
 
 absl::StatusOr<ConfigFile> ReadConfigFile(const std::string& path);
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::plugin_config
