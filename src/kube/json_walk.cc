@@ -30,7 +30,7 @@ std::string_view TrimTrailingJsonSpace(std::string_view raw) {
 // points into the input; escaped strings are unescaped into the parser's buffer. JSON null reads
 // as the empty string.
 error_code ReadJsonString(od::value& v, std::string_view& out) {
-  od::json_type type;
+  od::json_type type{};
   if (error_code e = v.type().get(type)) return e;
   if (type == od::json_type::null) {
     out = {};
@@ -50,7 +50,7 @@ error_code ReadJsonString(od::value& v, std::string_view& out) {
 
 // Quantities are JSON strings in API output; hand-written files sometimes use numbers.
 error_code ReadQuantityText(od::value& v, std::string_view& out) {
-  od::json_type type;
+  od::json_type type{};
   if (error_code e = v.type().get(type)) return e;
   if (type == od::json_type::number) {
     out = TrimTrailingJsonSpace(v.raw_json_token());
@@ -119,7 +119,7 @@ absl::Status JsonWalk::FailJson(const FieldPath& field, std::string_view expecte
 
 absl::Status JsonWalk::IsNull(od::value& value, const FieldPath& field, std::string_view expected,
                               bool& null) const {
-  od::json_type type;
+  od::json_type type{};
   RETURN_IF_ERROR(Check(value.type().get(type), field, expected));
   null = type == od::json_type::null;
   return absl::OkStatus();
