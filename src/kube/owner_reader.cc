@@ -1,0 +1,23 @@
+#include "kube/owner_reader.h"
+
+namespace gpunode::kube {
+
+absl::Status ReadControllerRef(od::value& refs, const JsonWalk& walk, ControllerRef& out) {
+  return walk.ForEachElement(refs, "metadata.ownerReferences", [&](od::value& ref) {
+    std::string_view kind, name;
+    bool controller = false;
+    RETURN_IF_ERROR(walk.ForEachField(
+        ref, "metadata.ownerReferences[]", [&](const FieldKey& key, od::value& val) {
+          if (key == "kind") return walk.ReadString(val, "metadata.ownerReferences[].kind", kind);
+          if (key == "name") return walk.ReadString(val, "metadata.ownerReferences[].name", name);
+          if (key == "controller") {
+            return walk.ReadBool(val, "metadata.ownerReferences[].controller", controller);
+          }
+          return absl::OkStatus();
+        }));
+    if (controller) out = {true, kind, name};
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace gpunode::kube
