@@ -46,6 +46,8 @@ class IdleGpuPods : public ::testing::Test {
     target_port_ = target_.bind_to_any_port("127.0.0.1");
     ASSERT_GT(target_port_, 0);
     target_thread_ = std::thread([this] { target_.listen_after_bind(); });
+    // stop() does nothing until the loop runs; TearDown must not join a server it missed.
+    while (!target_.is_running()) std::this_thread::yield();
     prometheus_port_ = testing::FreeLoopbackPort();
     testing::WriteText(dir_.path() + "/prometheus.yml",
                        "global:\n"

@@ -1,6 +1,7 @@
 #include "harness/apiserver_double.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
@@ -190,8 +191,14 @@ class ApiServerDouble::Impl {
 
   bool tls() const { return !options_.tls_cert.empty(); }
   int Bind() { return server_->is_valid() ? server_->bind_to_any_port("127.0.0.1") : -1; }
+  // Returns once the server's loop runs: httplib's stop() does nothing before that, so a Stop
+  // right after Start would leave the thread listening and its join waiting forever.
   void Serve() {
-    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    thread_ = std::thread([this] {
+      server_->listen_after_bind();
+      listen_returned_ = true;
+    });
+    while (!server_->is_running() && !listen_returned_) std::this_thread::yield();
   }
   void Stop() {
     {
@@ -870,6 +877,7 @@ class ApiServerDouble::Impl {
   Options options_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> listen_returned_{false};
 };
 
 ApiServerDouble::ApiServerDouble(Options options)
