@@ -67,7 +67,7 @@ TEST(CliContract, VersionNamesTheReleaseTheCommitAndTheBuild) {
   testing::ProcessResult flag = Gpunode({"--version"});
   ASSERT_EQ(flag.exit_code, 0) << flag.err;
   EXPECT_THAT(flag.out, StartsWith(std::string("gpunode ") + GPUNODE_VERSION + "\n"));
-  EXPECT_THAT(flag.out, HasSubstr("flavour  release\n"));
+  EXPECT_THAT(flag.out, HasSubstr(std::string("flavour  ") + GPUNODE_BUILD_FLAVOUR + "\n"));
   EXPECT_THAT(flag.out, HasSubstr("libnvidia-ml.so.1"));
   // Global options may come first, as with any command.
   EXPECT_EQ(Gpunode({"--sim", "dgx-h100", "--version"}).out, flag.out);
@@ -77,7 +77,7 @@ TEST(CliContract, VersionNamesTheReleaseTheCommitAndTheBuild) {
   ASSERT_EQ(json.exit_code, 0) << json.err;
   nlohmann::json v = nlohmann::json::parse(json.out);
   EXPECT_EQ(v["version"], GPUNODE_VERSION);
-  EXPECT_EQ(v["flavour"], "release");
+  EXPECT_EQ(v["flavour"], GPUNODE_BUILD_FLAVOUR);
   EXPECT_THAT(v["commit"].get<std::string>(), MatchesRegex("[0-9a-f]{40}|unknown"));
   EXPECT_EQ(v["nvml"]["library"], "libnvidia-ml.so.1");
   EXPECT_TRUE(v["cuda"].is_string());
