@@ -2,13 +2,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/command.h"
 #include "cli/parse_error.h"
@@ -44,18 +44,12 @@ absl::Status CheckGlobalPaths(const GlobalOptions& global) {
 // The command that was parsed, when it is one that never loads NVML ("gpunode cluster audit"),
 // or "".
 std::string CommandWithoutNvml(const CLI::App& app) {
-  static const std::set<std::string> kWithoutNvml = {"cluster", "webhook", "runtime", "version",
-                                                     "cdi validate"};
-  std::string path;
-  const CLI::App* at = &app;
-  for (;;) {
-    std::vector<const CLI::App*> parsed =
-        at->get_subcommands([](const CLI::App* sub) { return sub->parsed(); });
-    if (parsed.empty()) return "";
-    at = parsed.front();
-    path = path.empty() ? at->get_name() : absl::StrCat(path, " ", at->get_name());
-    if (kWithoutNvml.count(path) > 0) return absl::StrCat("gpunode ", path);
+  std::string path = ParsedCommandPath(app);
+  for (const char* command : {"cluster", "webhook", "runtime", "version", "cdi validate"}) {
+    std::string prefix = absl::StrCat(app.get_name(), " ", command);
+    if (path == prefix || absl::StartsWith(path, prefix + " ")) return prefix;
   }
+  return "";
 }
 
 int Main(int argc, char** argv) {

@@ -83,6 +83,8 @@ std::string InTypedOrder(const std::string& listed, const std::vector<std::strin
 
 }  // namespace
 
+std::string ParsedCommandPath(const CLI::App& app) { return DeepestCommand(app).path; }
+
 bool AsksForVersion(const std::vector<std::string>& args) {
   size_t command = std::find(args.begin(), args.end(), FirstWord(args, 0)) - args.begin();
   return std::find(args.begin(), args.begin() + command, "--version") != args.begin() + command;

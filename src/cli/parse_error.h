@@ -16,6 +16,9 @@ namespace gpunode::cli {
 std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error,
                                const std::vector<std::string>& args);
 
+// The deepest command the parser entered, from the program's name: "gpunode cluster audit".
+std::string ParsedCommandPath(const CLI::App& app);
+
 // Whether the command line is `gpunode [global options] --version`.
 bool AsksForVersion(const std::vector<std::string>& args);
 
