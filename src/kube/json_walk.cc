@@ -93,8 +93,18 @@ std::string JsonInput::Location() const {
   if (doc_->current_location().get(loc) != simdjson::SUCCESS || loc == nullptr) return "";
   size_t offset = static_cast<size_t>(loc - begin_);
   if (offset == 0) return "";  // simdjson points at the start when the document is truncated
-  size_t line = 1 + static_cast<size_t>(std::count(begin_, loc, '\n'));
-  return StrCat(" near line ", line, " (byte ", offset, ")");
+  uint64_t byte = offset;
+  uint64_t line = 1 + static_cast<uint64_t>(std::count(begin_, loc, '\n'));
+  if (origin_ != nullptr) {
+    byte += origin_->byte;
+    line += origin_->line - 1;
+    for (const TextOrigin::Cut& cut : origin_->cuts) {
+      if (cut.at > offset) break;
+      byte += cut.bytes;
+      line += cut.lines;
+    }
+  }
+  return StrCat(" near line ", line, " (byte ", byte, ")");
 }
 
 absl::Status JsonWalk::Fail(const FieldPath& field, std::string_view problem) const {

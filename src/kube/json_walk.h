@@ -92,10 +92,26 @@ class FieldKey {
   od::raw_json_string raw_;
 };
 
+// Where a text handed to simdjson sits in the input it came from, so that errors give the
+// input's line and byte: the offset and line of its first byte, and the stretches cut out of it
+// (the items a ListStream handed out on their own), in order.
+struct TextOrigin {
+  struct Cut {
+    size_t at = 0;       // offset in the text where the stretch was
+    uint64_t bytes = 0;  // its length in the input
+    uint64_t lines = 0;  // the newlines in it
+  };
+  uint64_t byte = 0;
+  uint64_t line = 1;
+  std::vector<Cut> cuts;
+};
+
 // The document being read: its name in errors, and where a parse error sits in it.
 class JsonInput {
  public:
-  JsonInput(std::string_view source, const char* begin) : source_(source), begin_(begin) {}
+  // `origin`, when given, must outlive this; without it the text is the whole input.
+  JsonInput(std::string_view source, const char* begin, const TextOrigin* origin = nullptr)
+      : source_(source), begin_(begin), origin_(origin) {}
   // The document being iterated, for Location(); null when there is none.
   void set_document(od::document* doc) { doc_ = doc; }
   std::string_view source() const { return source_; }
@@ -105,6 +121,7 @@ class JsonInput {
  private:
   std::string_view source_;
   const char* begin_ = nullptr;
+  const TextOrigin* origin_ = nullptr;
   od::document* doc_ = nullptr;
 };
 

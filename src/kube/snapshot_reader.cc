@@ -1,12 +1,15 @@
 // The top of the snapshot reader: one JSON document (a v1 List, an API list page or a single
 // object) is walked once with simdjson's On-Demand API, and each item is handed to the reader of
 // its kind (node_reader, pod_reader, pdb_reader, job_reader, event_reader), which copies what it
-// keeps into the snapshot's arena before the next document.
+// keeps into the snapshot's arena before the next document. A file is streamed: ListStream
+// hands its items over one at a time, and the rest (the envelope) is read last.
 #include "kube/snapshot_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +20,7 @@
 #include "kube/event_reader.h"
 #include "kube/job_reader.h"
 #include "kube/json_walk.h"
+#include "kube/list_stream.h"
 #include "kube/node_reader.h"
 #include "kube/pdb_reader.h"
 #include "kube/pod_reader.h"
@@ -81,7 +85,10 @@ class SnapshotBuilder::Impl {
   explicit Impl(ReadOptions options) : options_(std::move(options)), pods_(options_) {}
 
   absl::Status Add(simdjson::padded_string_view json, std::string_view source,
-                   std::string* continue_token);
+                   std::string* continue_token, const TextOrigin* origin);
+  absl::StatusOr<bool> AddItem(simdjson::padded_string_view item, size_t index,
+                               std::string_view list_kind, std::string_view source,
+                               const TextOrigin& origin);
   ClusterSnapshot Take() { return std::exchange(snap_, ClusterSnapshot{}); }
 
  private:
@@ -90,6 +97,8 @@ class SnapshotBuilder::Impl {
   absl::StatusOr<Pass> ReadItems(od::value& items, const JsonWalk& walk,
                                  std::string_view list_kind);
   absl::StatusOr<Pass> ReadItem(od::value& item, const JsonWalk& walk, std::string_view list_kind);
+  absl::StatusOr<Pass> ReadItemObject(od::object& obj, const JsonWalk& walk,
+                                      std::string_view list_kind);
   // Hands the object to the reader of walk.where().kind, one of the kept kinds.
   absl::Status ReadObject(od::object& obj, const JsonWalk& walk);
 
@@ -102,9 +111,9 @@ class SnapshotBuilder::Impl {
 };
 
 absl::Status SnapshotBuilder::Impl::Add(simdjson::padded_string_view json, std::string_view source,
-                                        std::string* continue_token) {
+                                        std::string* continue_token, const TextOrigin* origin) {
   if (continue_token) continue_token->clear();
-  JsonInput input(source, json.data());
+  JsonInput input(source, json.data(), origin);
   Where top_where = Where::Object("List");
   JsonWalk top_walk(input, top_where);
   od::document doc;
@@ -222,10 +231,36 @@ absl::StatusOr<Pass> SnapshotBuilder::Impl::ReadItems(od::value& items, const Js
   return Pass::kComplete;
 }
 
+absl::StatusOr<bool> SnapshotBuilder::Impl::AddItem(simdjson::padded_string_view item,
+                                                    size_t index, std::string_view list_kind,
+                                                    std::string_view source,
+                                                    const TextOrigin& origin) {
+  JsonInput input(source, item.data(), &origin);
+  Where w = Where::Item(index);
+  JsonWalk walk(input, w);
+  od::document doc;
+  if (error_code e = parser_.iterate(item).get(doc)) {
+    return absl::InvalidArgumentError(StrCat(source, ": cannot parse JSON (",
+                                             simdjson::error_message(e), ") in ", Describe(w),
+                                             " near line ", origin.line, " (byte ", origin.byte,
+                                             "); ", kFixInput));
+  }
+  input.set_document(&doc);
+  od::object obj;
+  RETURN_IF_ERROR(walk.Check(doc.get_object().get(obj), "", "an object"));
+  ASSIGN_OR_RETURN(Pass pass, ReadItemObject(obj, walk, list_kind));
+  return pass == Pass::kComplete;
+}
+
 absl::StatusOr<Pass> SnapshotBuilder::Impl::ReadItem(od::value& item, const JsonWalk& walk,
                                                      std::string_view list_kind) {
   od::object obj;
   RETURN_IF_ERROR(walk.Check(item.get_object().get(obj), "", "an object"));
+  return ReadItemObject(obj, walk, list_kind);
+}
+
+absl::StatusOr<Pass> SnapshotBuilder::Impl::ReadItemObject(od::object& obj, const JsonWalk& walk,
+                                                           std::string_view list_kind) {
   // Find the kind first wherever it sits (kubectl and the API server both put it before
   // metadata, so this is cheap), then rewind and read the object in one pass.
   std::string_view kind;
@@ -262,16 +297,24 @@ SnapshotBuilder::SnapshotBuilder(ReadOptions options)
 SnapshotBuilder::~SnapshotBuilder() = default;
 
 absl::Status SnapshotBuilder::Add(simdjson::padded_string_view json, std::string_view source,
-                                  std::string* continue_token) {
-  return impl_->Add(json, source, continue_token);
+                                  std::string* continue_token, const TextOrigin* origin) {
+  return impl_->Add(json, source, continue_token, origin);
+}
+
+absl::StatusOr<bool> SnapshotBuilder::AddItem(simdjson::padded_string_view item, size_t index,
+                                              std::string_view list_kind,
+                                              std::string_view source, const TextOrigin& origin) {
+  return impl_->AddItem(item, index, list_kind, source, origin);
 }
 
 ClusterSnapshot SnapshotBuilder::Take() { return impl_->Take(); }
 
 namespace {
 
-// A read buffer with simdjson's padding after the data. realloc lets glibc grow large buffers
-// with mremap instead of copying, so reading a pipe never holds two copies of a snapshot.
+constexpr std::string_view kGiveASnapshot =
+    "give a file written by `kubectl get nodes,pods -A -o json` (or - for stdin)";
+
+// A read buffer with simdjson's padding after the data, for reading a whole document.
 struct PaddedBuffer {
   struct Free {
     void operator()(char* p) const { std::free(p); }
@@ -291,19 +334,12 @@ struct PaddedBuffer {
   }
 };
 
-absl::StatusOr<PaddedBuffer> ReadAll(const std::string& path) {
-  const bool is_stdin = path == "-";
-  std::string name = is_stdin ? "stdin" : path;
-  int fd = is_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(StrCat(name, ": cannot open: ", std::strerror(errno),
-                                      "; give a file written by `kubectl get nodes,pods -A "
-                                      "-o json` (or - for stdin)"));
-  }
+// Reads `fd` from where it is to its end into one buffer.
+absl::StatusOr<PaddedBuffer> ReadAll(int fd, std::string_view source) {
   PaddedBuffer buf;
-  off_t size = is_stdin ? -1 : ::lseek(fd, 0, SEEK_END);
-  if (size > 0) ::lseek(fd, 0, SEEK_SET);
-  size_t initial = size > 0 ? static_cast<size_t>(size) : (1 << 20);
+  struct stat st {};
+  size_t initial = ::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<size_t>(st.st_size)
+                                                            : size_t{1} << 20;
   bool ok = buf.Reserve(initial + simdjson::SIMDJSON_PADDING + 1);
   while (ok) {
     if (buf.capacity - buf.size < simdjson::SIMDJSON_PADDING + 4096) {
@@ -313,35 +349,101 @@ absl::StatusOr<PaddedBuffer> ReadAll(const std::string& path) {
     ssize_t n =
         ::read(fd, buf.data.get() + buf.size, buf.capacity - buf.size - simdjson::SIMDJSON_PADDING);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      if (!is_stdin) ::close(fd);
-      return absl::InternalError(StrCat(name, ": cannot read: ", std::strerror(err)));
-    }
+    if (n < 0) return absl::InternalError(StrCat(source, ": cannot read: ", std::strerror(errno)));
     if (n == 0) break;
     buf.size += static_cast<size_t>(n);
   }
-  if (!is_stdin) ::close(fd);
-  if (!ok) return absl::ResourceExhaustedError(StrCat(name, ": out of memory reading it"));
+  if (!ok) return absl::ResourceExhaustedError(StrCat(source, ": out of memory reading it"));
   std::memset(buf.data.get() + buf.size, 0, simdjson::SIMDJSON_PADDING);
   return buf;
 }
 
+// The text of a JSON string written without escapes; empty for anything else.
+std::string_view PlainString(std::string_view json) {
+  if (json.size() < 2 || json.front() != '"' || json.back() != '"') return {};
+  json = json.substr(1, json.size() - 2);
+  return json.find('\\') == std::string_view::npos ? json : std::string_view{};
+}
+
+// Whether a document that is not JSON is YAML, as `kubectl get -o yaml` writes it.
+bool LooksLikeYaml(std::string_view text) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return false;
+  text = text.substr(first);
+  if (text.starts_with("---") || text.starts_with("#")) return true;
+  std::string_view line = text.substr(0, text.find('\n'));
+  return std::isalpha(static_cast<unsigned char>(line.front())) &&
+         line.find(':') != std::string_view::npos;
+}
+
+// The list's kind came after items that have none: read the document again, whole.
+absl::StatusOr<ClusterSnapshot> ReadAgainWhole(int fd, std::string_view source,
+                                               const ReadOptions& options, size_t item) {
+  if (::lseek(fd, 0, SEEK_SET) != 0) {
+    return absl::InvalidArgumentError(
+        StrCat(source, ": items[", item,
+               "] (item): kind: missing, and the list's kind comes after its items, which "
+               "cannot be read twice from a pipe; give the file itself, or put \"kind\" before "
+               "\"items\""));
+  }
+  ASSIGN_OR_RETURN(PaddedBuffer buf, ReadAll(fd, source));
+  SnapshotBuilder builder(options);
+  RETURN_IF_ERROR(
+      builder.Add(simdjson::padded_string_view(buf.data.get(), buf.size, buf.capacity), source));
+  return builder.Take();
+}
+
 }  // namespace
+
+absl::StatusOr<ClusterSnapshot> ReadSnapshotStream(int fd, std::string_view source,
+                                                   const ReadOptions& options,
+                                                   size_t buffer_bytes) {
+  SnapshotBuilder builder(options);
+  ListStream stream(fd, source, buffer_bytes);
+  std::string list_kind;
+  size_t stopped_at = 0;
+  ASSIGN_OR_RETURN(
+      bool complete,
+      stream.Run(
+          [&](std::string_view key, std::string_view value) {
+            if (key == "kind") list_kind = PlainString(value);
+          },
+          [&](const ListStream::Item& item) -> absl::StatusOr<ListStream::Next> {
+            ASSIGN_OR_RETURN(bool read,
+                             builder.AddItem(item.json, item.index, list_kind, source, item.origin));
+            if (read) return ListStream::Next::kContinue;
+            stopped_at = item.index;
+            return ListStream::Next::kStop;
+          }));
+  if (!complete) return ReadAgainWhole(fd, source, options, stopped_at);
+  simdjson::padded_string_view envelope = stream.Envelope();
+  if (envelope.size() == 0) return absl::InvalidArgumentError(StrCat(source, ": empty; ", kFixInput));
+  absl::Status read = builder.Add(envelope, source, nullptr, &stream.EnvelopeOrigin());
+  if (!read.ok() && LooksLikeYaml(envelope)) {
+    return absl::InvalidArgumentError(StrCat(
+        source, ": YAML, not JSON; write the snapshot with `kubectl get nodes,pods -A -o json`"));
+  }
+  RETURN_IF_ERROR(read);
+  return builder.Take();
+}
 
 absl::StatusOr<ClusterSnapshot> ReadSnapshotFile(const std::string& path,
                                                  const ReadOptions& options) {
-  absl::StatusOr<PaddedBuffer> buf = ReadAll(path);
-  if (!buf.ok()) return buf.status();
-  if (buf->size == 0) {
-    return absl::InvalidArgumentError(StrCat(path == "-" ? "stdin" : path, ": empty; ", kFixInput));
+  if (path == "-") return ReadSnapshotStream(STDIN_FILENO, "stdin", options);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        StrCat(path, ": cannot open: ", std::strerror(errno), "; ", kGiveASnapshot));
   }
-  SnapshotBuilder builder(options);
-  absl::Status st =
-      builder.Add(simdjson::padded_string_view(buf->data.get(), buf->size, buf->capacity),
-                  path == "-" ? "stdin" : path);
-  if (!st.ok()) return st;
-  return builder.Take();
+  absl::StatusOr<ClusterSnapshot> snapshot;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snapshot = absl::InvalidArgumentError(StrCat(path, ": is a directory; ", kGiveASnapshot));
+  } else {
+    snapshot = ReadSnapshotStream(fd, path, options);
+  }
+  ::close(fd);
+  return snapshot;
 }
 
 absl::StatusOr<ClusterSnapshot> ReadSnapshotText(std::string_view json, std::string_view source,

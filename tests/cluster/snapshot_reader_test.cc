@@ -1,5 +1,12 @@
 #include "kube/snapshot_reader.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "gtest/gtest.h"
 #include "kube/gpu_resources.h"
 #include "test_support.h"
@@ -177,6 +184,148 @@ TEST(SnapshotReaderTest, BadInputIsOneLineNamingFileObjectFieldAndFix) {
     EXPECT_FALSE(s.ok()) << text;
     EXPECT_NE(Message(s.status()).find("in.json"), std::string::npos) << s.status();
   }
+}
+
+// A descriptor reading `text`: a memfd (seekable, as a file is) or the read end of a pipe.
+class TextFd {
+ public:
+  enum Kind { kFile, kPipe };
+  TextFd(std::string_view text, Kind kind) {
+    if (kind == kFile) {
+      fd_ = ::memfd_create("snapshot", MFD_CLOEXEC);
+      EXPECT_EQ(::write(fd_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+      EXPECT_EQ(::lseek(fd_, 0, SEEK_SET), 0);
+      return;
+    }
+    int ends[2];
+    EXPECT_EQ(::pipe(ends), 0);
+    EXPECT_LT(text.size(), 65536u);  // what a pipe holds without a reader
+    EXPECT_EQ(::write(ends[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(ends[1]);
+    fd_ = ends[0];
+  }
+  ~TextFd() { ::close(fd_); }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// What a snapshot holds, as text to compare two reads by.
+std::string Digest(const ClusterSnapshot& s) {
+  std::ostringstream out;
+  out << "pdbs=" << s.has_pdbs << "\n";
+  for (const NodeView& n : s.nodes) {
+    out << "node " << n.name << " " << MilliOf(n.capacity, kGpuResource) << " "
+        << MilliOf(n.allocatable, kGpuResource) << " " << n.labels.size() << " " << n.taints.size()
+        << "\n";
+  }
+  for (const PodView& p : s.pods) {
+    out << "pod " << p.ns << "/" << p.name << " on " << p.node_name << " "
+        << static_cast<int>(p.phase) << " " << MilliOf(p.gpu_requests, kGpuResource) << " "
+        << (p.details != nullptr) << "\n";
+  }
+  for (const PdbView& p : s.pdbs) out << "pdb " << p.ns << "/" << p.name << "\n";
+  for (const JobView& j : s.jobs) out << j.kind << " " << j.ns << "/" << j.name << "\n";
+  for (const ImagePullEvent& e : s.image_pulls) out << "pull " << e.ns << "/" << e.pod << "\n";
+  return out.str();
+}
+
+TEST(SnapshotReaderTest, AStreamedFileReadsAsTheWholeDocumentDoes) {
+  ReadOptions options;
+  options.keep_pod_details = [](const PodView&) { return true; };
+  size_t compared = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(CLUSTER_FIXTURES)) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string name = entry.path().filename();
+    const std::string text = ReadText(entry.path());
+    absl::StatusOr<ClusterSnapshot> whole = ReadSnapshotText(text, name, options);
+    // From a buffer of one byte (a refill at every byte) to more than the file.
+    for (size_t buffer : {size_t{1}, size_t{7}, size_t{100}, size_t{4096}, size_t{1} << 20}) {
+      TextFd in(text, TextFd::kFile);
+      absl::StatusOr<ClusterSnapshot> streamed = ReadSnapshotStream(in.fd(), name, options, buffer);
+      ASSERT_EQ(streamed.ok(), whole.ok()) << name << " with buffer " << buffer << ": "
+                                           << streamed.status() << " / " << whole.status();
+      if (whole.ok()) {
+        EXPECT_EQ(Digest(*streamed), Digest(*whole)) << name << " with buffer " << buffer;
+      } else if (name == "bad-not-json.json") {
+        // The file ends inside its items: the splitter says so before simdjson could.
+        EXPECT_TRUE(Message(streamed.status()).starts_with(name + ": not valid JSON ("))
+            << streamed.status();
+      } else {
+        EXPECT_EQ(streamed.status(), whole.status()) << name << " with buffer " << buffer;
+      }
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 30u);
+}
+
+TEST(SnapshotReaderTest, ErrorsInAStreamedFileNameTheFilesLineAndByte) {
+  // A JSON error inside an item, and one in the envelope after the items were cut out of it.
+  for (const std::string text : {
+           "{\"apiVersion\": \"v1\",\n \"items\": [\n  {\"kind\": \"Node\", \"metadata\": "
+           "{\"name\": \"n1\"}},\n  {\"kind\": \"Pod\",\n   \"metadata\": {\"name\": \"x\",, "
+           "\"namespace\": \"d\"}}\n ],\n \"kind\": \"List\"\n}\n",
+           "{\"apiVersion\": \"v1\",\n \"items\": [\n  {\"kind\": \"Node\", \"metadata\": "
+           "{\"name\": \"n1\"}},\n  {\"kind\": \"Node\",\n   \"metadata\": {\"name\": "
+           "\"x\"}}\n ],\n \"kind\": \"List\",,\n \"metadata\": {}\n}\n"}) {
+    absl::StatusOr<ClusterSnapshot> whole = ReadSnapshotText(text, "in.json");
+    ASSERT_FALSE(whole.ok());
+    ASSERT_NE(Message(whole.status()).find(" near line "), std::string::npos) << whole.status();
+    for (size_t buffer : {size_t{1}, size_t{16}, size_t{1} << 20}) {
+      TextFd in(text, TextFd::kFile);
+      absl::StatusOr<ClusterSnapshot> streamed = ReadSnapshotStream(in.fd(), "in.json", {}, buffer);
+      EXPECT_EQ(streamed.status(), whole.status()) << buffer;
+    }
+  }
+}
+
+TEST(SnapshotReaderTest, ItemsWithoutKindsBeforeTheListsKindAreReadAgainFromAFile) {
+  // As `kubectl get --raw /api/v1/nodes | jq -S .` writes a list page.
+  const std::string sorted = R"({"apiVersion":"v1","items":[
+      {"metadata":{"name":"n1"},"status":{"capacity":{"nvidia.com/gpu":"2"}}},
+      {"metadata":{"name":"n2"},"status":{"capacity":{"nvidia.com/gpu":"4"}}}],
+    "kind":"NodeList","metadata":{"resourceVersion":"7"}})";
+  TextFd file(sorted, TextFd::kFile);
+  absl::StatusOr<ClusterSnapshot> s = ReadSnapshotStream(file.fd(), "sorted.json", {}, 16);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->nodes.size(), 2u);
+  EXPECT_EQ(MilliOf(s->nodes[1].capacity, kGpuResource), 4000);
+  // A pipe cannot be read twice: the error names the fix.
+  TextFd pipe(sorted, TextFd::kPipe);
+  s = ReadSnapshotStream(pipe.fd(), "stdin", {}, 16);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(Message(s.status()),
+            "stdin: items[0] (item): kind: missing, and the list's kind comes after its items, "
+            "which cannot be read twice from a pipe; give the file itself, or put \"kind\" "
+            "before \"items\"");
+  // With the list's kind first, a pipe streams like a file.
+  TextFd ordered(R"({"kind":"NodeList","apiVersion":"v1","items":[{"metadata":{"name":"n1"}}]})",
+                 TextFd::kPipe);
+  s = ReadSnapshotStream(ordered.fd(), "stdin", {}, 16);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->nodes.size(), 1u);
+}
+
+TEST(SnapshotReaderTest, ADirectoryOrYamlIsNamedForWhatItIs) {
+  absl::StatusOr<ClusterSnapshot> dir = ReadSnapshotFile(CLUSTER_FIXTURES);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(Message(dir.status()), std::string(CLUSTER_FIXTURES) +
+                                       ": is a directory; give a file written by `kubectl get "
+                                       "nodes,pods -A -o json` (or - for stdin)");
+  TextFd yaml("apiVersion: v1\nkind: List\nitems:\n- kind: Node\n", TextFd::kFile);
+  absl::StatusOr<ClusterSnapshot> s = ReadSnapshotStream(yaml.fd(), "snap.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(Message(s.status()),
+            "snap.yaml: YAML, not JSON; write the snapshot with `kubectl get nodes,pods -A -o json`");
 }
 
 }  // namespace
