@@ -48,6 +48,13 @@ int RunCdiGenerate(const GlobalOptions& global, const CdiGenerateOptions& option
   cdi::SpecFormat format = cdi::SpecFormat::kYaml;
   if (!options.format.empty()) {
     absl::StatusOr<cdi::SpecFormat> parsed = cdi::ParseSpecFormat(options.format);
+    if (!parsed.ok() && options.format.find_first_of("/.") != std::string::npos) {
+      // -o was the spec file before it became the format, as everywhere else.
+      return ReportError(absl::InvalidArgumentError(absl::StrCat(
+          "-o/--format \"", options.format,
+          "\" is a file name, not a format (yaml or json); write the spec with --output ",
+          options.format)));
+    }
     if (!parsed.ok()) return ReportError(parsed.status());
     format = *parsed;
   } else if (std::optional<cdi::SpecFormat> named = cdi::FormatOfFileName(options.output)) {
@@ -112,10 +119,10 @@ void AddCdiCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& ru
       "write a CDI spec: a device per GPU index, UUID, MIG device and \"all\", with the driver's "
       "libraries, binaries, firmware, IPC sockets, control devices and hooks");
   generate
-      ->add_option("-o,--output", options->output,
+      ->add_option("--output", options->output,
                    "file to write (its directory is created), - for stdout")
       ->capture_default_str();
-  generate->add_option("--format", options->format,
+  generate->add_option("-o,--format", options->format,
                        "yaml or json (default: from the output's .yaml/.json name, else yaml)");
   generate->add_option("--kind", options->kind, "the spec's vendor/class")->capture_default_str();
   generate->add_option("--dev-root", options->dev_root,

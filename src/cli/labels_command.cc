@@ -29,6 +29,7 @@
 #include "labels/gfd_labels.h"
 #include "labels/label_file.h"
 #include "labels/node_facts.h"
+#include "labels/sanitize.h"
 #include "labels/sharing.h"
 #include "labels/stable_labels.h"
 #include "plugin_config/config_dir.h"
@@ -162,6 +163,17 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
   if (cmd.count("--machine-type-file") == 0) {
     if (const char* env = FirstEnv({"GFD_MACHINE_TYPE_FILE"}, &which))
       options.machine_type_file = env;
+  }
+  if (options.output == "json" || options.output == "yaml" || options.output == "table") {
+    // -o is GFD's features file here, never a format: refuse what would silently become ./json.
+    return ReportError(absl::InvalidArgumentError(
+        "-o/--output " + options.output +
+        ": labels writes GFD's key=value lines to the features file -o names, and \"" +
+        options.output + "\" is a format, not a file; give a path, or - for stdout"));
+  }
+  if (absl::Status st = labels::CheckLabelKeyPrefix(options.stable_label_prefix); !st.ok()) {
+    return ReportError(absl::InvalidArgumentError(
+        absl::StrCat("--stable-label-prefix ", st.message())));
   }
   if (options.oneshot && cmd.count("--interval") > 0) {
     return ReportError(absl::InvalidArgumentError(

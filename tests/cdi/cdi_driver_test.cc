@@ -311,6 +311,22 @@ TEST_F(CdiDriverTest, NoDriverIsOneLineAndExitOne) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// -o is the format, as in every other command; the spec file is --output. A path given to -o
+// (how -o was once used here) is refused with the flag to use, and nothing is written.
+TEST_F(CdiDriverTest, DashOIsTheFormatAndAPathGivenToItNamesOutput) {
+  testing::ProcessResult json = Generate({"-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json::parse(json.out)["kind"], "nvidia.com/gpu");
+  std::string path = dir_.path() + "/cdi/nvidia.yaml";
+  testing::ProcessResult r = Generate({"-o", path});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "gpunode: -o/--format \"" + path +
+                       "\" is a file name, not a format (yaml or json); write the spec with "
+                       "--output " +
+                       path + "\n");
+  EXPECT_FALSE(fs::exists(path));
+}
+
 // --kind is checked by the spec's rules before anything is read, so a bad one is a usage error
 // whatever the node.
 TEST_F(CdiDriverTest, ABadKindIsRefusedByTheSpecsRules) {

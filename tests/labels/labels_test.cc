@@ -303,6 +303,12 @@ TEST(Labels, BadInputIsOneLineExit2AndNothingWritten) {
            {{}, {"MIG_STRATEGY=all"}, "MIG_STRATEGY"},
            {{"--interval", "often"}, {}, "--interval"},
            {{"--interval", "10s", "--oneshot"}, {}, "--oneshot and --interval"},
+           {{"--stable-labels", "--stable-label-prefix", "Example.com/"},
+            {},
+            "--stable-label-prefix \"Example.com/\" has 'E'"},
+           {{"--stable-labels", "--stable-label-prefix", "example.com"},
+            {},
+            "--stable-label-prefix \"example.com\" does not end with /"},
        }) {
     std::vector<std::string> args = {"--sim", "a10-pcie-4", "labels", "--output", out};
     if (std::find(c.args.begin(), c.args.end(), "--interval") == c.args.end())
@@ -319,6 +325,18 @@ TEST(Labels, BadInputIsOneLineExit2AndNothingWritten) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--output " + dir.path() + "/no/such/gfd"));
   EXPECT_FALSE(fs::exists(dir.path() + "/no"));
+}
+
+// -o is GFD's features file, kept for compatibility; a format name given to it is a mistake to
+// refuse, not a file to create.
+TEST(Labels, AFormatNameIsNotTakenForTheFeaturesFile) {
+  for (const std::string format : {"json", "yaml", "table"}) {
+    testing::ProcessResult r = Gpunode({"--sim", "h200-1", "labels", "--oneshot", "-o", format});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("-o/--output " + format + ": labels writes GFD's key=value lines"));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(format)) << format;
+  }
 }
 
 TEST(Labels, IntervalModeRelabelsAndRemovesItsFileOnSigterm) {

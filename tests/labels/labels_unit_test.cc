@@ -77,6 +77,30 @@ TEST(Sanitize, GfdRulesThenKubernetesRules) {
   EXPECT_FALSE(IsValidLabelValue(std::string(64, 'a')));
 }
 
+TEST(Sanitize, LabelKeyPrefixIsEmptyOrADnsSubdomainAndSlash) {
+  for (const char* good : {"", "example.com/", "a/", "gpu-1.nodes.example.com/", "0a.b9/"}) {
+    EXPECT_TRUE(CheckLabelKeyPrefix(good).ok()) << good;
+  }
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"example.com", "does not end with /"},
+           {"/", "has no domain before the /"},
+           {"Example.com/", "has 'E'"},
+           {"example_com/", "has '_'"},
+           {"a..b/", "empty or over-63-character part"},
+           {".a/", "empty or over-63-character part"},
+           {"-a.b/", "begins or ends with -"},
+           {"a.b-/", "begins or ends with -"},
+           {std::string(64, 'a') + "/", "over-63-character part"},
+           {std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
+                std::string(63, 'd') + "/",
+            "longer than 253"},
+           {"example.com/x/", "has '/'"}}) {
+    absl::Status st = CheckLabelKeyPrefix(bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_THAT(std::string(st.message()), HasSubstr(why)) << bad;
+  }
+}
+
 TEST(GpuFamily, ByComputeCapability) {
   EXPECT_EQ(GpuFamily(6, 0), "pascal");
   EXPECT_EQ(GpuFamily(7, 0), "volta");
