@@ -36,12 +36,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (validator.parse(padded).error() != simdjson::SUCCESS) return 0;
   absl::StatusOr<kube::ClusterSnapshot> whole = kube::ReadSnapshotText(text, "fuzz", options);
   if (streamed.ok() != whole.ok()) std::abort();
-  if (whole.ok() && (streamed->nodes.size() != whole->nodes.size() ||
-                     streamed->pods.size() != whole->pods.size() ||
-                     streamed->pdbs.size() != whole->pdbs.size() ||
-                     streamed->jobs.size() != whole->jobs.size() ||
-                     streamed->image_pulls.size() != whole->image_pulls.size() ||
-                     streamed->has_pdbs != whole->has_pdbs)) {
+  if (whole.ok() &&
+      (streamed->nodes.size() != whole->nodes.size() ||
+       streamed->pods.size() != whole->pods.size() || streamed->pdbs.size() != whole->pdbs.size() ||
+       streamed->jobs.size() != whole->jobs.size() ||
+       streamed->image_pulls.size() != whole->image_pulls.size() ||
+       streamed->has_pdbs != whole->has_pdbs)) {
     std::abort();
   }
   return 0;

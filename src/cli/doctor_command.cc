@@ -18,7 +18,8 @@ struct DoctorFlags {
   std::string output = "table";
   std::string cuda;
   bool in_container = false;
-  std::string kubelet_dir = "/var/lib/kubelet";
+  std::string kubelet_root_dir = "/var/lib/kubelet";
+  std::optional<std::string> device_plugin_dir;  // --kubelet-dir, the device plugin's flag
   std::string containerd_config = "/etc/containerd/config.toml";
   std::string containerd_socket;
   std::optional<std::string> mps_root;
@@ -31,6 +32,11 @@ std::optional<std::string> Environment(const char* name) {
 }
 
 int RunDoctor(const GlobalOptions& global, const DoctorFlags& flags) {
+  if (flags.device_plugin_dir) {
+    return ReportError(absl::InvalidArgumentError(
+        "--kubelet-dir is the device plugin's device-plugins directory; doctor takes the "
+        "kubelet's root (its --root-dir, default /var/lib/kubelet) as --kubelet-root-dir"));
+  }
   doctor::DoctorOptions options;
   if (!flags.cuda.empty()) {
     absl::StatusOr<doctor::CudaVersion> cuda = doctor::ParseCudaVersion(flags.cuda);
@@ -38,7 +44,7 @@ int RunDoctor(const GlobalOptions& global, const DoctorFlags& flags) {
     options.cuda = *cuda;
   }
   options.in_container = flags.in_container;
-  options.kubelet_dir = flags.kubelet_dir;
+  options.kubelet_dir = flags.kubelet_root_dir;
   options.containerd_config = flags.containerd_config;
   options.containerd_socket = flags.containerd_socket;
   if (flags.mps_root) {
@@ -87,8 +93,11 @@ void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
   cmd->add_flag("--in-container", flags->in_container,
                 "run inside a pod: check the GPUs, device nodes, driver libraries and CUDA the "
                 "container sees (host-only checks are left out)");
-  cmd->add_option("--kubelet-dir", flags->kubelet_dir, "the kubelet's root directory")
+  cmd->add_option("--kubelet-root-dir", flags->kubelet_root_dir,
+                  "the kubelet's root directory (its --root-dir)")
       ->capture_default_str();
+  // Not listed: the device plugin's flag, refused here with the one to use.
+  cmd->add_option("--kubelet-dir", flags->device_plugin_dir)->group("");
   cmd->add_option("--mps-root", flags->mps_root,
                   "the MPS control daemons' root (env MPS_ROOT; default /run/nvidia/mps)");
   cmd->add_option("--containerd-config", flags->containerd_config, "containerd's config file")

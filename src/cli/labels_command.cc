@@ -172,8 +172,8 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
         options.output + "\" is a format, not a file; give a path, or - for stdout"));
   }
   if (absl::Status st = labels::CheckLabelKeyPrefix(options.stable_label_prefix); !st.ok()) {
-    return ReportError(absl::InvalidArgumentError(
-        absl::StrCat("--stable-label-prefix ", st.message())));
+    return ReportError(
+        absl::InvalidArgumentError(absl::StrCat("--stable-label-prefix ", st.message())));
   }
   if (options.oneshot && cmd.count("--interval") > 0) {
     return ReportError(absl::InvalidArgumentError(
@@ -196,6 +196,14 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
   }
   if (!settings.ok()) return ReportError(settings.status());
   bool to_stdout = options.output.empty() || options.output == "-";
+  spdlog::info(
+      "labels: writing to {} {}; config {}; MIG strategy {}; stable labels {}{}; timestamp {}",
+      to_stdout ? "stdout" : options.output,
+      options.oneshot ? "once" : "every " + absl::FormatDuration(settings->interval),
+      ConfigFileOf(options, cmd).text.empty() ? "none" : ConfigFileOf(options, cmd).text,
+      plugin_config::Name(settings->gfd.mig_strategy), options.stable_labels ? "on" : "off",
+      options.stable_label_prefix.empty() ? "" : " under " + options.stable_label_prefix,
+      options.no_timestamp ? "off" : "on");
   int stop_fd = signalfd(-1, &signals, SFD_CLOEXEC);
   if (stop_fd < 0) {
     return ReportError(absl::InternalError(absl::StrCat("signalfd: ", std::strerror(errno))));

@@ -149,6 +149,19 @@ class WebhookServer::Impl {
   absl::Status Run() {
     spdlog::info("webhook: serving /mutate, /validate, /defaults and /healthz on {} (port {})",
                  options_.listen, port_);
+    auto seconds = [](const std::optional<int64_t>& s) {
+      return s ? std::to_string(*s) + "s" : std::string("none");
+    };
+    spdlog::info(
+        "webhook: GPUs per node at most {}; node capacities {}; defaults for opted-in "
+        "namespaces: activeDeadlineSeconds {}, ttlSecondsAfterFinished {}",
+        options_.max_gpus_per_node ? std::to_string(*options_.max_gpus_per_node)
+        : options_.client          ? std::string("the largest node's, from the API server")
+                                   : std::string("not limited"),
+        options_.client
+            ? "read from the API server every " + absl::FormatDuration(options_.refresh_interval)
+            : std::string("not read"),
+        seconds(options_.defaults.active_deadline_seconds), seconds(options_.defaults.ttl_seconds));
     server_->Start();
     if (!server_->Wait()) {
       return absl::UnavailableError("the webhook listener stopped unexpectedly");

@@ -85,7 +85,7 @@ Finding PluginSocket(const Context& context) {
   if (!sockets.ok()) {
     return Fail("cannot read the kubelet's device-plugins directory",
                 std::string(sockets.status().message()),
-                "give --kubelet-dir if the kubelet uses another root-dir");
+                "give --kubelet-root-dir if the kubelet uses another --root-dir");
   }
   std::vector<std::string> answering;
   std::vector<std::string> silent;

@@ -147,7 +147,8 @@ bool ListStream::ScanBuffered() {
       }
       p = quote + 1;
       size_t backslashes = 0;
-      while (quote - backslashes > base && quote[-1 - static_cast<ptrdiff_t>(backslashes)] == '\\') {
+      while (quote - backslashes > base &&
+             quote[-1 - static_cast<ptrdiff_t>(backslashes)] == '\\') {
         ++backslashes;
       }
       if (backslashes % 2 == 1) continue;
@@ -205,7 +206,8 @@ absl::StatusOr<bool> ListStream::StreamItems(ItemFn item) {
     ASSIGN_OR_RETURN(bool more, SkipSpace(c));
     if (!more) return Malformed(StrCat("the input ends inside items, before items[", index, "]"));
     if (c == ']' && index == 0) break;
-    if (c == ']' || c == ',') return Malformed(StrCat("expected items[", index, "], found ", std::string_view(&c, 1)));
+    if (c == ']' || c == ',')
+      return Malformed(StrCat("expected items[", index, "], found ", std::string_view(&c, 1)));
     Item next;
     next.index = index;
     next.origin.byte = dropped_ + pos_;
@@ -214,8 +216,8 @@ absl::StatusOr<bool> ListStream::StreamItems(ItemFn item) {
     ASSIGN_OR_RETURN(more, SkipValue());
     if (!more) return Malformed(StrCat("the input ends inside items[", index, "]"));
     // A refill may have moved the item down the buffer; retain_ still marks its first byte.
-    next.json = simdjson::padded_string_view(buf_.get() + retain_, pos_ - retain_,
-                                             capacity_ - retain_);
+    next.json =
+        simdjson::padded_string_view(buf_.get() + retain_, pos_ - retain_, capacity_ - retain_);
     ASSIGN_OR_RETURN(Next after, item(next));
     if (after == Next::kStop) return false;
     retain_ = pos_;

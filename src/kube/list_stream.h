@@ -93,10 +93,10 @@ class ListStream {
   size_t first_buffer_bytes_;
   std::unique_ptr<char, Free> buf_;
   size_t capacity_ = 0;
-  size_t size_ = 0;     // bytes read into the buffer
-  size_t pos_ = 0;      // the next byte to scan
-  size_t keep_ = 0;     // the envelope is buf_[0, keep_) while in an items array
-  size_t retain_ = 0;   // in an items array, bytes from here on are still needed
+  size_t size_ = 0;       // bytes read into the buffer
+  size_t pos_ = 0;        // the next byte to scan
+  size_t keep_ = 0;       // the envelope is buf_[0, keep_) while in an items array
+  size_t retain_ = 0;     // in an items array, bytes from here on are still needed
   uint64_t dropped_ = 0;  // bytes of the input dropped from the buffer so far
   uint64_t line_ = 1;     // the line of pos_
   bool at_end_ = false;

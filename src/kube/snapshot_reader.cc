@@ -231,8 +231,8 @@ absl::StatusOr<Pass> SnapshotBuilder::Impl::ReadItems(od::value& items, const Js
   return Pass::kComplete;
 }
 
-absl::StatusOr<bool> SnapshotBuilder::Impl::AddItem(simdjson::padded_string_view item,
-                                                    size_t index, std::string_view list_kind,
+absl::StatusOr<bool> SnapshotBuilder::Impl::AddItem(simdjson::padded_string_view item, size_t index,
+                                                    std::string_view list_kind,
                                                     std::string_view source,
                                                     const TextOrigin& origin) {
   JsonInput input(source, item.data(), &origin);
@@ -240,10 +240,9 @@ absl::StatusOr<bool> SnapshotBuilder::Impl::AddItem(simdjson::padded_string_view
   JsonWalk walk(input, w);
   od::document doc;
   if (error_code e = parser_.iterate(item).get(doc)) {
-    return absl::InvalidArgumentError(StrCat(source, ": cannot parse JSON (",
-                                             simdjson::error_message(e), ") in ", Describe(w),
-                                             " near line ", origin.line, " (byte ", origin.byte,
-                                             "); ", kFixInput));
+    return absl::InvalidArgumentError(
+        StrCat(source, ": cannot parse JSON (", simdjson::error_message(e), ") in ", Describe(w),
+               " near line ", origin.line, " (byte ", origin.byte, "); ", kFixInput));
   }
   input.set_document(&doc);
   od::object obj;
@@ -302,8 +301,8 @@ absl::Status SnapshotBuilder::Add(simdjson::padded_string_view json, std::string
 }
 
 absl::StatusOr<bool> SnapshotBuilder::AddItem(simdjson::padded_string_view item, size_t index,
-                                              std::string_view list_kind,
-                                              std::string_view source, const TextOrigin& origin) {
+                                              std::string_view list_kind, std::string_view source,
+                                              const TextOrigin& origin) {
   return impl_->AddItem(item, index, list_kind, source, origin);
 }
 
@@ -338,8 +337,8 @@ struct PaddedBuffer {
 absl::StatusOr<PaddedBuffer> ReadAll(int fd, std::string_view source) {
   PaddedBuffer buf;
   struct stat st {};
-  size_t initial = ::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<size_t>(st.st_size)
-                                                            : size_t{1} << 20;
+  size_t initial =
+      ::fstat(fd, &st) == 0 && st.st_size > 0 ? static_cast<size_t>(st.st_size) : size_t{1} << 20;
   bool ok = buf.Reserve(initial + simdjson::SIMDJSON_PADDING + 1);
   while (ok) {
     if (buf.capacity - buf.size < simdjson::SIMDJSON_PADDING + 4096) {
@@ -409,15 +408,16 @@ absl::StatusOr<ClusterSnapshot> ReadSnapshotStream(int fd, std::string_view sour
             if (key == "kind") list_kind = PlainString(value);
           },
           [&](const ListStream::Item& item) -> absl::StatusOr<ListStream::Next> {
-            ASSIGN_OR_RETURN(bool read,
-                             builder.AddItem(item.json, item.index, list_kind, source, item.origin));
+            ASSIGN_OR_RETURN(
+                bool read, builder.AddItem(item.json, item.index, list_kind, source, item.origin));
             if (read) return ListStream::Next::kContinue;
             stopped_at = item.index;
             return ListStream::Next::kStop;
           }));
   if (!complete) return ReadAgainWhole(fd, source, options, stopped_at);
   simdjson::padded_string_view envelope = stream.Envelope();
-  if (envelope.size() == 0) return absl::InvalidArgumentError(StrCat(source, ": empty; ", kFixInput));
+  if (envelope.size() == 0)
+    return absl::InvalidArgumentError(StrCat(source, ": empty; ", kFixInput));
   absl::Status read = builder.Add(envelope, source, nullptr, &stream.EnvelopeOrigin());
   if (!read.ok() && LooksLikeYaml(envelope)) {
     return absl::InvalidArgumentError(StrCat(

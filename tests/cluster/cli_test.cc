@@ -309,10 +309,11 @@ TEST_F(ClusterCliLiveTest, RestoreRefusesWhileAGpuIsMissing) {
 
 TEST_F(ClusterCliLiveTest, WebhookOverTls) {
   ASSERT_TRUE(server_->LoadList(Fixture("healthy.json")));
-  BackgroundProcess webhook({kGpunodeBinary, "webhook", "--tls-cert", dir_->path() + "/tls.crt",
-                             "--tls-key", dir_->path() + "/tls.key", "--listen", "127.0.0.1:0",
-                             "--nodes-from-api", "--kubeconfig", kubeconfig_},
-                            BackgroundProcess::Options{.stdout_pipe = true});
+  BackgroundProcess webhook(
+      {kGpunodeBinary, "--log-level", "info", "webhook", "--tls-cert", dir_->path() + "/tls.crt",
+       "--tls-key", dir_->path() + "/tls.key", "--listen", "127.0.0.1:0", "--nodes-from-api",
+       "--kubeconfig", kubeconfig_},
+      BackgroundProcess::Options{.stdout_pipe = true});
   std::string line;
   ASSERT_TRUE(webhook.ReadLine(line));
   const std::string prefix = "gpunode webhook listening on port ";
@@ -344,6 +345,14 @@ TEST_F(ClusterCliLiveTest, WebhookOverTls) {
   ASSERT_TRUE(good);
   EXPECT_TRUE(json::parse(good->body)["response"]["allowed"].get<bool>());
   EXPECT_EQ(client.Post("/validate", "{}", "application/json")->status, 400);
+  // What it runs with, once at start.
+  EXPECT_NE(
+      webhook.Log().find("webhook: GPUs per node at most the largest node's, from the API server; "
+                         "node capacities read from the API server every 1m; defaults for "
+                         "opted-in namespaces: activeDeadlineSeconds none, "
+                         "ttlSecondsAfterFinished none"),
+      std::string::npos)
+      << webhook.Log();
   EXPECT_EQ(webhook.Stop(SIGTERM), 0);
 }
 

@@ -270,13 +270,13 @@ TEST(SnapshotReaderTest, AStreamedFileReadsAsTheWholeDocumentDoes) {
 
 TEST(SnapshotReaderTest, ErrorsInAStreamedFileNameTheFilesLineAndByte) {
   // A JSON error inside an item, and one in the envelope after the items were cut out of it.
-  for (const std::string text : {
-           "{\"apiVersion\": \"v1\",\n \"items\": [\n  {\"kind\": \"Node\", \"metadata\": "
-           "{\"name\": \"n1\"}},\n  {\"kind\": \"Pod\",\n   \"metadata\": {\"name\": \"x\",, "
-           "\"namespace\": \"d\"}}\n ],\n \"kind\": \"List\"\n}\n",
-           "{\"apiVersion\": \"v1\",\n \"items\": [\n  {\"kind\": \"Node\", \"metadata\": "
-           "{\"name\": \"n1\"}},\n  {\"kind\": \"Node\",\n   \"metadata\": {\"name\": "
-           "\"x\"}}\n ],\n \"kind\": \"List\",,\n \"metadata\": {}\n}\n"}) {
+  for (const std::string text :
+       {"{\"apiVersion\": \"v1\",\n \"items\": [\n  {\"kind\": \"Node\", \"metadata\": "
+        "{\"name\": \"n1\"}},\n  {\"kind\": \"Pod\",\n   \"metadata\": {\"name\": \"x\",, "
+        "\"namespace\": \"d\"}}\n ],\n \"kind\": \"List\"\n}\n",
+        "{\"apiVersion\": \"v1\",\n \"items\": [\n  {\"kind\": \"Node\", \"metadata\": "
+        "{\"name\": \"n1\"}},\n  {\"kind\": \"Node\",\n   \"metadata\": {\"name\": "
+        "\"x\"}}\n ],\n \"kind\": \"List\",,\n \"metadata\": {}\n}\n"}) {
     absl::StatusOr<ClusterSnapshot> whole = ReadSnapshotText(text, "in.json");
     ASSERT_FALSE(whole.ok());
     ASSERT_NE(Message(whole.status()).find(" near line "), std::string::npos) << whole.status();
@@ -324,8 +324,9 @@ TEST(SnapshotReaderTest, ADirectoryOrYamlIsNamedForWhatItIs) {
   TextFd yaml("apiVersion: v1\nkind: List\nitems:\n- kind: Node\n", TextFd::kFile);
   absl::StatusOr<ClusterSnapshot> s = ReadSnapshotStream(yaml.fd(), "snap.yaml");
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(Message(s.status()),
-            "snap.yaml: YAML, not JSON; write the snapshot with `kubectl get nodes,pods -A -o json`");
+  EXPECT_EQ(
+      Message(s.status()),
+      "snap.yaml: YAML, not JSON; write the snapshot with `kubectl get nodes,pods -A -o json`");
 }
 
 }  // namespace

@@ -118,6 +118,19 @@ TEST(CliContract, UnexpectedArgumentsAreListedAsTyped) {
             "gpunode: unexpected argument(s): --format yaml (see gpunode inventory --help)\n");
 }
 
+// --kubelet-dir is the device plugin's device-plugins directory; doctor's flag for the kubelet's
+// root has its own name, and the other command's flag is refused with the one to use.
+TEST(CliContract, AFlagNameMeansOneDirectory) {
+  testing::ProcessResult r = Gpunode({"--sim", "dgx-h100", "doctor", "--kubelet-dir", "/x"});
+  ExpectOneErrorLine(r, "doctor --kubelet-dir");
+  EXPECT_EQ(r.err,
+            "gpunode: --kubelet-dir is the device plugin's device-plugins directory; doctor takes "
+            "the kubelet's root (its --root-dir, default /var/lib/kubelet) as "
+            "--kubelet-root-dir\n");
+  EXPECT_THAT(Gpunode({"doctor", "--help"}).out, HasSubstr("--kubelet-root-dir"));
+  EXPECT_THAT(Gpunode({"doctor", "--help"}).out, ::testing::Not(HasSubstr("--kubelet-dir")));
+}
+
 TEST(CliContract, RangeErrorsAreInTheFlagsOwnUnits) {
   testing::ProcessResult r =
       Gpunode({"webhook", "--tls-cert", "c", "--tls-key", "k", "--max-gpus-per-node", "0"});

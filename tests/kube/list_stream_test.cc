@@ -98,8 +98,7 @@ TEST(ListStreamTest, HandsOutEachItemAndKeepsTheRestWithEmptyItems) {
     for (size_t i = 0; i < items.size(); ++i) {
       size_t at = text.find(items[i]);
       EXPECT_EQ(split->origins[i].byte, at) << i;
-      EXPECT_EQ(split->origins[i].line, 1 + std::count(text.begin(), text.begin() + at, '\n'))
-          << i;
+      EXPECT_EQ(split->origins[i].line, 1 + std::count(text.begin(), text.begin() + at, '\n')) << i;
     }
     // The cut starts right after "[" and spans up to "]".
     ASSERT_EQ(split->envelope_origin.cuts.size(), 1u);
@@ -180,8 +179,8 @@ TEST(ListStreamTest, ABrokenItemsArrayIsAnErrorNotALoss) {
   const std::string text = "{\"items\": [\n  {\"a\": 1}\n  {\"b\": 2}]}";
   absl::StatusOr<Split> split = SplitText(text, 5);
   ASSERT_FALSE(split.ok());
-  EXPECT_NE(split.status().message().find(
-                " near line 3 (byte " + std::to_string(text.find("{\"b\"")) + ")"),
+  EXPECT_NE(split.status().message().find(" near line 3 (byte " +
+                                          std::to_string(text.find("{\"b\"")) + ")"),
             std::string::npos)
       << split.status();
 }
@@ -190,12 +189,12 @@ TEST(ListStreamTest, AnItemCanStopTheRead) {
   TextFd in(R"({"items": [1, 2, 3]})");
   ListStream stream(in.fd(), "in.json", 2);
   size_t seen = 0;
-  absl::StatusOr<bool> complete = stream.Run(
-      [](std::string_view, std::string_view) {},
-      [&](const ListStream::Item& item) -> absl::StatusOr<ListStream::Next> {
-        ++seen;
-        return item.index == 1 ? ListStream::Next::kStop : ListStream::Next::kContinue;
-      });
+  absl::StatusOr<bool> complete =
+      stream.Run([](std::string_view, std::string_view) {},
+                 [&](const ListStream::Item& item) -> absl::StatusOr<ListStream::Next> {
+                   ++seen;
+                   return item.index == 1 ? ListStream::Next::kStop : ListStream::Next::kContinue;
+                 });
   ASSERT_TRUE(complete.ok()) << complete.status();
   EXPECT_FALSE(*complete);
   EXPECT_EQ(seen, 2u);

@@ -285,6 +285,15 @@ TEST(Labels, StdoutWithDash) {
   EXPECT_EQ(Parse(r.out).at("nvidia.com/gpu.product"), "NVIDIA-H200");
 }
 
+TEST(Labels, SaysWhatItRunsWithAtInfo) {
+  testing::ProcessResult r = Gpunode(
+      {"--sim", "h200-1", "--log-level", "info", "labels", "--oneshot", "-o", "-",
+       "--stable-labels", "--stable-label-prefix", "example.com/", "--mig-strategy", "single"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("info labels: writing to stdout once; config none; MIG strategy "
+                               "single; stable labels on under example.com/; timestamp on\n"));
+}
+
 TEST(Labels, BadInputIsOneLineExit2AndNothingWritten) {
   testing::TempDir dir("gpunode-labels-bad");
   std::string out = dir.path() + "/gfd";
@@ -333,7 +342,8 @@ TEST(Labels, AFormatNameIsNotTakenForTheFeaturesFile) {
   for (const std::string format : {"json", "yaml", "table"}) {
     testing::ProcessResult r = Gpunode({"--sim", "h200-1", "labels", "--oneshot", "-o", format});
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_THAT(r.err, HasSubstr("-o/--output " + format + ": labels writes GFD's key=value lines"));
+    EXPECT_THAT(r.err,
+                HasSubstr("-o/--output " + format + ": labels writes GFD's key=value lines"));
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_FALSE(fs::exists(format)) << format;
   }

@@ -163,6 +163,7 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   EXPECT_TRUE(fs::exists(mps_root_ + "/.ready"));
   EXPECT_TRUE(fs::exists(mps_root_ + "/gpu/.started"));
   std::string log = daemon_->Log();
+  EXPECT_THAT(log, HasSubstr("nvidia-cuda-mps-control for 1 resource(s)"));
   for (const json& gpu : inventory["gpus"]) {
     EXPECT_THAT(log, HasSubstr(gpu["uuid"].get<std::string>() + "): compute mode "
                                                                 "EXCLUSIVE_PROCESS"));

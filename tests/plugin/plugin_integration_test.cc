@@ -114,7 +114,7 @@ class DevicePluginTest : public ::testing::Test {
   void SetUp() override {
     char pattern[] = "/tmp/gpunode-dp-XXXXXX";  // unix socket paths must stay short
     ASSERT_NE(mkdtemp(pattern), nullptr);
-    // The kubelet's layout, so that doctor --kubelet-dir finds the device-plugins directory.
+    // The kubelet's layout, so that doctor --kubelet-root-dir finds the device-plugins directory.
     root_ = pattern;
     dir_ = root_ + "/device-plugins";
     ASSERT_TRUE(fs::create_directory(dir_));
@@ -163,6 +163,30 @@ class DevicePluginTest : public ::testing::Test {
   std::unique_ptr<testing::KubeletDouble> kubelet_;
   std::unique_ptr<testing::BackgroundProcess> plugin_;
 };
+
+// A DaemonSet can start before the kubelet has made its directory or its socket: the plugin
+// waits for both, says so at info, and registers once the kubelet is there.
+TEST_F(DevicePluginTest, WaitsForTheKubeletsDirectoryAndSocketAndSaysSo) {
+  kubelet_.reset();
+  fs::remove_all(dir_);
+  Start("a10-pcie-4", {});
+  EXPECT_TRUE(plugin_->WaitForLog(
+      "waiting for the kubelet's device-plugins directory: cannot watch " + dir_, kWait))
+      << plugin_->Log();
+  ASSERT_TRUE(fs::create_directory(dir_));
+  EXPECT_TRUE(plugin_->WaitForLog(dir_ + " is there: starting the plugins", kWait))
+      << plugin_->Log();
+  EXPECT_TRUE(plugin_->WaitForLog(
+      "waiting for the kubelet at " + dir_ + "/kubelet.sock: no socket there yet (or not a socket)",
+      kWait))
+      << plugin_->Log();
+  kubelet_ = std::make_unique<testing::KubeletDouble>(dir_);
+  ASSERT_TRUE(kubelet_->Start());
+  Registered("nvidia.com/gpu");
+  EXPECT_THAT(plugin_->Log(), HasSubstr("registering nvidia.com/gpu with the kubelet at " + dir_ +
+                                        "/kubelet.sock"));
+  EXPECT_EQ(plugin_->Stop(SIGTERM), 0) << plugin_->Log();
+}
 
 TEST_F(DevicePluginTest, RegistersEightHealthyH100sWithTheirNumaNodes) {
   std::vector<std::string> uuids = Uuids(Inventory("dgx-h100"));
@@ -528,7 +552,7 @@ TEST_F(DevicePluginTest, MemoryAndNvLinkXidsRecoverOnlyOnEvidence) {
 
   // doctor names the GPU that needs a person, and why.
   testing::ProcessResult doctor = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-dir", root_});
+      {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-root-dir", root_});
   json report = json::parse(doctor.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << doctor.out << doctor.err;
   json health;
@@ -569,7 +593,7 @@ TEST_F(DevicePluginTest, AGpuThatFlapsPastTheLimitStaysUnhealthy) {
                         ") stays Unhealthy until the plugin restarts: its GPU became Unhealthy 4 "
                         "times within 3600s (flap limit 3)"));
   testing::ProcessResult doctor = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-dir", root_});
+      {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-root-dir", root_});
   EXPECT_THAT(doctor.out, HasSubstr("became Unhealthy 4 times")) << doctor.err;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
+#include "core/status_macros.h"
 #include "nvml/system.h"
 #include "plugin/cdi/cdi_spec.h"
 #include "plugin/rm/resources.h"
@@ -201,9 +202,21 @@ void PluginDaemon::TryRegister() {
   for (size_t i = 0; i < generation_->servers.size(); ++i) {
     if (generation_->registered[i]) continue;
     pending = true;
-    if (!IsSocket(options_.kubelet_socket)) break;  // the kubelet is not up: wait for its socket
+    if (!IsSocket(options_.kubelet_socket)) {
+      // The kubelet is not up: wait for its socket (a new one is an inotify event).
+      if (!waiting_for_kubelet_) {
+        spdlog::info(
+            "waiting for the kubelet at {}: no socket there yet (or not a socket); registering "
+            "as soon as it appears",
+            options_.kubelet_socket);
+      }
+      waiting_for_kubelet_ = true;
+      break;
+    }
+    waiting_for_kubelet_ = false;
     const PluginServer& server = *generation_->servers[i];
     const std::string& resource = server.handler().resource().name;
+    spdlog::info("registering {} with the kubelet at {}", resource, options_.kubelet_socket);
     auto started = std::chrono::system_clock::now();
     absl::Status st = RegisterWithKubelet(options_.kubelet_socket, BaseName(server.socket_path()),
                                           resource, options_.register_timeout);
@@ -368,10 +381,46 @@ int PluginDaemon::PollTimeoutMs() const {
   return static_cast<int>(std::max<int64_t>(0, left.count()));
 }
 
-absl::Status PluginDaemon::Run(const ResolvedConfig& config) {
-  absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.kubelet_dir);
-  if (!watch.ok()) return watch.status();
-  watch_ = std::move(*watch);
+absl::StatusOr<bool> PluginDaemon::WaitForKubeletDir(plugin_config::ResolvedConfig& config) {
+  std::chrono::milliseconds backoff{0};
+  while (true) {
+    absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.kubelet_dir);
+    if (watch.ok()) {
+      watch_ = std::move(*watch);
+      if (backoff.count() != 0)
+        spdlog::info("{} is there: starting the plugins", options_.kubelet_dir);
+      return true;
+    }
+    if (backoff.count() == 0) {
+      spdlog::info("waiting for the kubelet's device-plugins directory: {}",
+                   watch.status().message());
+    }
+    backoff = backoff.count() == 0 ? kFirstRetry : std::min(backoff * 2, kMaxRetry);
+    struct pollfd fd = {signals_.fd(), POLLIN, 0};
+    if (poll(&fd, 1, static_cast<int>(backoff.count())) < 0 && errno != EINTR) {
+      return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
+    }
+    while (std::optional<int> signal = signals_.Read()) {
+      if (*signal != SIGHUP) {
+        spdlog::warn("received signal {} while waiting for {}; stopping", *signal,
+                     options_.kubelet_dir);
+        return false;
+      }
+      absl::StatusOr<ResolvedConfig> reloaded = loader_();
+      if (reloaded.ok()) {
+        config = std::move(*reloaded);
+      } else {
+        spdlog::error("SIGHUP: not reloaded, keeping the configuration read at start: {}",
+                      reloaded.status().message());
+      }
+    }
+  }
+}
+
+absl::Status PluginDaemon::Run(const ResolvedConfig& start_config) {
+  plugin_config::ResolvedConfig config = start_config;
+  ASSIGN_OR_RETURN(bool directory_there, WaitForKubeletDir(config));
+  if (!directory_there) return absl::OkStatus();
   RemoveStaleSockets();
   absl::StatusOr<std::unique_ptr<Generation>> generation = StartGeneration(config);
   if (!generation.ok()) return generation.status();

@@ -58,7 +58,7 @@ class PluginDaemon {
   ~PluginDaemon();
 
   // Returns OK after a clean stop; an error when the first start fails (InvalidArgument for
-  // bad input).
+  // bad input). A kubelet directory that is not there yet is waited for, and said so at info.
   absl::Status Run(const plugin_config::ResolvedConfig& config);
 
  private:
@@ -79,6 +79,10 @@ class PluginDaemon {
   void HandleDirectoryEvents();
   // Watches the directory again after it went; retried with backoff until it is back.
   void Rewatch();
+  // Waits, answering signals, until the kubelet's directory can be watched: the kubelet creates
+  // it when it starts, which may be after this daemon. False when a stop signal came first; a
+  // SIGHUP meanwhile reads `config` again.
+  absl::StatusOr<bool> WaitForKubeletDir(plugin_config::ResolvedConfig& config);
   // Looks at the directory instead of at events that were lost: serves sockets that are gone and
   // registers again with a kubelet.sock newer than the registration.
   void Rescan(const char* why);
@@ -98,6 +102,7 @@ class PluginDaemon {
   plugin_config::ResolvedConfig running_config_;
   std::optional<std::chrono::steady_clock::time_point> next_register_;
   std::chrono::milliseconds backoff_{0};
+  bool waiting_for_kubelet_ = false;  // "waiting for the kubelet" was logged
 };
 
 }  // namespace gpunode::plugin
