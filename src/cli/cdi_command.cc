@@ -87,7 +87,12 @@ int RunCdiGenerate(const GlobalOptions& global, const CdiGenerateOptions& option
     return kExitOk;
   }
   if (absl::Status st = cdi::WriteSpecFile(options.output, spec->spec, format); !st.ok()) {
-    return ReportError(st);
+    // The path is the user's: one that cannot be written is an input error, as in labels, and
+    // the message names it even when what failed was a directory above it.
+    if (st.message().find(options.output) == absl::string_view::npos) {
+      st = absl::Status(st.code(), absl::StrCat("--output ", options.output, ": ", st.message()));
+    }
+    return ReportError(AsInputError(st));
   }
   return kExitOk;
 }

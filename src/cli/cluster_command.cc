@@ -132,6 +132,26 @@ absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& 
   return options;
 }
 
+// What an API server's answer means for the exit code: an object the user named that is not
+// there, credentials that do not work or a request refused as given is an input error (2, as a
+// bad flag); a cluster that cannot be reached or fails the request (5xx, timeout) is a failure
+// (1).
+absl::Status FromCluster(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      return AsInputError(status);
+    default:
+      return status;
+  }
+}
+
+// A snapshot file is what the user named: any problem reading it is an input error.
+absl::Status FromSnapshotOrCluster(const ConnectionOptions& o, const absl::Status& status) {
+  return o.snapshot.empty() ? FromCluster(status) : AsInputError(status);
+}
+
 int RunAudit(const ConnectionOptions& o, const AuditFlags& flags) {
   absl::StatusOr<kube::ClusterSnapshot> snapshot;
   if (!o.snapshot.empty()) {
@@ -148,7 +168,7 @@ int RunAudit(const ConnectionOptions& o, const AuditFlags& flags) {
       std::cerr << "gpunode: note: findings that need these are skipped: " << skipped << "\n";
     }
   }
-  if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
+  if (!snapshot.ok()) return ReportError(FromSnapshotOrCluster(o, snapshot.status()));
   // Prometheus is asked after the snapshot is read, so "now" and the window match the pods.
   absl::StatusOr<cluster::AuditOptions> options = AuditOptionsFrom(o, flags);
   if (!options.ok()) return ReportError(AsInputError(options.status()));
@@ -220,10 +240,10 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
           core::StrCat("pod ", ns, "/", name, " not found",
                        named.ok() ? ElsewhereHint(*named, name) : std::string()))));
     }
-    if (!body.ok()) return ReportError(AsInputError(body.status()));
+    if (!body.ok()) return ReportError(FromCluster(body.status()));
     kube::SnapshotBuilder one(read);
     if (absl::Status st = one.Add(kube::PadInPlace(*body), core::StrCat("GET ", path)); !st.ok()) {
-      return ReportError(AsInputError(st));
+      return ReportError(st);
     }
     snapshot = one.Take();
     if (!snapshot->pods.empty() && snapshot->pods.front().phase == kube::PodPhase::kPending) {
@@ -233,7 +253,7 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
       snapshot = kube::LoadFromApi(*c->client, query, read);
     }
   }
-  if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
+  if (!snapshot.ok()) return ReportError(FromSnapshotOrCluster(o, snapshot.status()));
   absl::StatusOr<cluster::PendingReport> report = cluster::WhyPending(*snapshot, ns, name);
   if (!report.ok()) {
     return ReportError(AsInputError(absl::NotFoundError(
@@ -287,7 +307,7 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
   if (!c.ok()) return ReportError(AsInputError(c.status()));
   absl::StatusOr<cluster::DrainOutcome> outcome =
       cluster::RunDrain(*c->client, d, cluster::DrainClock{}, std::cout);
-  if (!outcome.ok()) return ReportError(AsInputError(outcome.status()));
+  if (!outcome.ok()) return ReportError(FromCluster(outcome.status()));
   if (outcome->complete) {
     std::cout << outcome->summary << "\n";
     return kExitOk;
@@ -383,7 +403,7 @@ int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
     return ReportError(AsInputError(st));
   absl::StatusOr<cluster::VerifyReport> report =
       cluster::RunVerify(*c->client, v, signals.Clock(), std::cerr);
-  if (!report.ok()) return ReportError(AsInputError(report.status()));
+  if (!report.ok()) return ReportError(FromCluster(report.status()));
   if (o.output == "json") {
     std::cout << cluster::VerifyJson(*report);
   } else {
@@ -438,6 +458,7 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
     }
     outcome = cluster::RunRestore(*c->client, r, std::cout);
     if (signals && signals->received != 0) return 128 + signals->received;
+    if (!outcome.ok()) return ReportError(FromCluster(outcome.status()));
   }
   if (!outcome.ok()) return ReportError(AsInputError(outcome.status()));
   if (!outcome->restored) {
@@ -500,17 +521,17 @@ int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
   if (p.ns.empty()) p.ns = c->access.default_namespace;
   if (flags.remove) {
     absl::Status st = cluster::DeletePrepull(*c->client, p.ns, p.name, std::cout);
-    return st.ok() ? kExitOk : ReportError(AsInputError(st));
+    return st.ok() ? kExitOk : ReportError(FromCluster(st));
   }
   if (flags.apply) {
     (*ds)["metadata"]["namespace"] = p.ns;
     if (absl::Status st = cluster::ApplyPrepull(*c->client, *ds, std::cout); !st.ok()) {
-      return ReportError(AsInputError(st));
+      return ReportError(FromCluster(st));
     }
   }
   if (!flags.wait) return kExitOk;
   absl::StatusOr<bool> done = cluster::WaitForPrepull(*c->client, p.ns, p.name, wait, std::cout);
-  if (!done.ok()) return ReportError(AsInputError(done.status()));
+  if (!done.ok()) return ReportError(FromCluster(done.status()));
   return *done ? kExitOk : kExitFailures;
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -25,7 +26,10 @@ int RunInventory(const GlobalOptions& global, const InventoryOptions& options) {
   } else {
     std::cout << gpu::InventoryTable(*node);
   }
-  return kExitOk;
+  // The inventory is printed whole; a GPU that fell off the bus is still a failure of the node.
+  const bool any_lost = std::any_of(node->gpus.begin(), node->gpus.end(),
+                                    [](const gpu::GpuSnapshot& g) { return g.lost; });
+  return any_lost ? kExitFailures : kExitOk;
 }
 
 }  // namespace

@@ -290,6 +290,16 @@ TEST_F(CdiDriverTest, WrittenSpecsValidateInBothFormats) {
   }
 }
 
+// The output is the user's path: one that cannot be written is exit 2, naming it, as in labels.
+TEST_F(CdiDriverTest, AnOutputThatCannotBeWrittenIsAnInputError) {
+  std::string file = dir_.Write("not-a-directory", "x");
+  testing::ProcessResult r = Generate({"--output", file + "/nvidia.yaml"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(file + "/nvidia.yaml"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(Slurp(file), "x");
+}
+
 TEST_F(CdiDriverTest, WithoutTheHookTheSpecSaysSoAndHasNoHooks) {
   testing::ProcessResult r =
       Generate({"--format", "json", "--hook-path", "/opt/none/nvidia-cdi-hook"});

@@ -356,6 +356,38 @@ TEST_F(ClusterCliLiveTest, WebhookOverTls) {
   EXPECT_EQ(webhook.Stop(SIGTERM), 0);
 }
 
+// What the user named and got wrong is exit 2; a cluster that cannot be reached is exit 1 (the
+// command ran and the cluster failed it), as the README's table says.
+TEST(ClusterCliExitCodes, AnUnreachableApiServerIsAFailureNotAUsageError) {
+  TempDir dir;
+  // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+  std::string kubeconfig = dir.Write("kubeconfig", R"(apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "http://127.0.0.1:1"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+)");
+  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+           {"cluster", "audit"}, {"cluster", "why-pending", "p", "-n", "ns"}}) {
+    std::vector<std::string> args = command;
+    args.insert(args.end(), {"--kubeconfig", kubeconfig, "--request-timeout", "5s"});
+    ProcessResult r = Gpunode(args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("127.0.0.1"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // The kubeconfig itself is what the user named.
+  ProcessResult r = Gpunode({"cluster", "audit", "--kubeconfig", dir.path() + "/missing"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 TEST(WebhookCliTest, RefusesToStartWithoutItsCertificate) {
   ProcessResult r =
       Gpunode({"webhook", "--tls-cert", "/no/such/tls.crt", "--tls-key", "/no/such/tls.key"});

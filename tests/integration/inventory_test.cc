@@ -131,7 +131,8 @@ TEST(Inventory, LostGpuStaysListedAndTheOthersReport) {
   testing::ProcessResult r =
       Gpunode({"--sim", std::string(GPUNODE_FIXTURES_DIR) + "/profiles/one-gpu-lost.yaml",
                "inventory", "-o", "json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Printed whole, and exit 1: the command ran and found a failure.
+  ASSERT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("GPU 0: nvmlDeviceGetUUID: NVML_ERROR_GPU_IS_LOST"));
   json inv = json::parse(r.out);
   ASSERT_EQ(inv["gpus"].size(), 2u);
