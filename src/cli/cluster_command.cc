@@ -82,11 +82,12 @@ absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
   kube::AccessSources sources = kube::SourcesFromEnvironment();
   sources.kubeconfig_flag = o.kubeconfig;
   sources.context = o.context;
-  Connection c;
-  ASSIGN_OR_RETURN(c.access, kube::ResolveAccess(sources));
+  // The flag first: a bad value is reported whether or not the kubeconfig is found.
   kube::TransportOptions transport;
   ASSIGN_OR_RETURN(transport.request_timeout,
                    core::ParseDuration("--request-timeout", o.request_timeout));
+  Connection c;
+  ASSIGN_OR_RETURN(c.access, kube::ResolveAccess(sources));
   ASSIGN_OR_RETURN(c.client, kube::NewClient(c.access, transport));
   return c;
 }
@@ -346,8 +347,9 @@ void AddSmokePodOptions(CLI::App* cmd, VerifyFlags& f) {
       ->capture_default_str();
 }
 
-// Completes the options from the flags; the namespace from the context when not given.
-absl::Status FinishVerifyOptions(VerifyFlags& f, const Connection& c) {
+// Completes the options from the flags, before connecting, so that a bad flag is reported
+// first; the namespace comes from the context after (UseContextNamespace).
+absl::Status VerifyOptionsFromFlags(VerifyFlags& f) {
   cluster::VerifyOptions& v = f.verify;
   ASSIGN_OR_RETURN(v.timeout, core::ParseDuration("--timeout", f.timeout));
   ASSIGN_OR_RETURN(v.poll_interval, core::ParseDuration("--poll-interval", f.poll_interval));
@@ -360,8 +362,11 @@ absl::Status FinishVerifyOptions(VerifyFlags& f, const Connection& c) {
                                                    ": use NAMESPACE/NAME, e.g. gpu-operator/"
                                                    "nvidia-device-plugin-daemonset"));
   }
-  if (v.ns.empty()) v.ns = c.access.default_namespace;
   return absl::OkStatus();
+}
+
+void UseContextNamespace(VerifyFlags& f, const Connection& c) {
+  if (f.verify.ns.empty()) f.verify.ns = c.access.default_namespace;
 }
 
 // SIGINT and SIGTERM stay pending (blocked) while verify talks to the API server; its waits
@@ -396,11 +401,13 @@ int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
     return ReportError(AsInputError(
         absl::InvalidArgumentError("name the nodes to verify, or give --selector, not both")));
   }
+  if (absl::Status st = VerifyOptionsFromFlags(flags); !st.ok()) {
+    return ReportError(AsInputError(st));
+  }
   InterruptibleClock signals;
   absl::StatusOr<Connection> c = Connect(o);
   if (!c.ok()) return ReportError(AsInputError(c.status()));
-  if (absl::Status st = FinishVerifyOptions(flags, *c); !st.ok())
-    return ReportError(AsInputError(st));
+  UseContextNamespace(flags, *c);
   absl::StatusOr<cluster::VerifyReport> report =
       cluster::RunVerify(*c->client, v, signals.Clock(), std::cerr);
   if (!report.ok()) return ReportError(FromCluster(report.status()));
@@ -437,14 +444,18 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
     }
     outcome = cluster::Restore(nullptr, *node, r, std::cout);
   } else {
+    if (flags.verify) {
+      if (absl::Status st = VerifyOptionsFromFlags(flags.smoke); !st.ok()) {
+        return ReportError(AsInputError(st));
+      }
+    }
     std::optional<InterruptibleClock> signals;
     absl::StatusOr<Connection> c = Connect(o);
     if (!c.ok()) return ReportError(AsInputError(c.status()));
     if (flags.verify) {
       signals.emplace();
       VerifyFlags& smoke = flags.smoke;
-      if (absl::Status st = FinishVerifyOptions(smoke, *c); !st.ok())
-        return ReportError(AsInputError(st));
+      UseContextNamespace(smoke, *c);
       smoke.verify.nodes = {r.node};
       smoke.verify.count_label = r.count_label;
       smoke.verify.run_smoke_pod = !r.dry_run;

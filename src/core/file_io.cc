@@ -15,10 +15,27 @@
 namespace gpunode::core {
 namespace {
 
+// The code says whose the fix is: a path that is not there or not a directory where one is
+// needed (NotFound), or one that may not be written (PermissionDenied) is the caller's to fix;
+// anything else (a full disk, an I/O error) is Internal.
+absl::StatusCode CodeOf(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::StatusCode::kNotFound;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::StatusCode::kPermissionDenied;
+    case EISDIR:
+      return absl::StatusCode::kFailedPrecondition;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
 absl::Status OsError(std::string_view what, const std::string& path, int err) {
-  return absl::Status(err == ENOENT                   ? absl::StatusCode::kNotFound
-                      : err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied
-                                                      : absl::StatusCode::kInternal,
+  return absl::Status(CodeOf(err),
                       absl::StrCat(path, ": ", std::string(what), ": ", std::strerror(err),
                                    err == EACCES || err == EPERM ? "; run as root?" : ""));
 }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <optional>
 
@@ -165,8 +166,18 @@ absl::Status Apply(const std::vector<FileChange>& files, std::optional<Ledger> l
     std::error_code ec;
     fs::path dir = fs::path(file.path).parent_path();
     if (!dir.empty()) fs::create_directories(dir, ec);
-    if (ec)
-      return absl::InternalError(absl::StrCat(dir.string(), ": cannot create: ", ec.message()));
+    if (ec) {
+      // Named by the file the user asked for; a path that cannot hold a directory, or may not,
+      // is theirs to fix.
+      const int err = ec.value();
+      const bool denied = err == EACCES || err == EPERM || err == EROFS;
+      const absl::StatusCode code = denied ? absl::StatusCode::kPermissionDenied
+                                    : err == ENOTDIR || err == EEXIST ? absl::StatusCode::kNotFound
+                                                                      : absl::StatusCode::kInternal;
+      return absl::Status(
+          code, absl::StrCat(file.path, ": cannot create its directory ", dir.string(), ": ",
+                             ec.message(), denied ? "; run as root?" : ""));
+    }
     RETURN_IF_ERROR(core::WriteFileAtomic(file.path, file.content, FileMode(file.path, 0644),
                                           core::Backup::kNone));
   }

@@ -1,6 +1,8 @@
 // The contract every command keeps with its user, run on the real binary: `--version`, an
 // unknown command answered with the nearest one, and every command's parse errors as one
 // "gpunode:" line that names the command's --help, with exit code 2.
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
+#include "temp_dir.h"
 
 namespace gpunode {
 namespace {
@@ -129,6 +132,85 @@ TEST(CliContract, AFlagNameMeansOneDirectory) {
             "--kubelet-root-dir\n");
   EXPECT_THAT(Gpunode({"doctor", "--help"}).out, HasSubstr("--kubelet-root-dir"));
   EXPECT_THAT(Gpunode({"doctor", "--help"}).out, ::testing::Not(HasSubstr("--kubelet-dir")));
+}
+
+// Bad input, command by command: a file that is missing, a directory where a file goes, a file
+// that cannot be read, an output that cannot be written, a bad number, a bad duration. Each is
+// one "gpunode:" line naming what was given, exit 2, before anything runs.
+TEST(CliContract, BadInputIsOneLineNamingItAndExitTwo) {
+  testing::TempDir dir("gpunode-contract");
+  const std::string missing = dir.path() + "/missing.yaml";
+  const std::string directory = dir.path();
+  // Exists and opens, but read(2) fails (EIO) even for root, who can read any mode.
+  const std::string unreadable = "/proc/self/mem";
+  const std::string file = dir.Write("plain", "x");
+  const std::string unwritable = file + "/out";  // under a regular file
+  const std::string containerd = dir.Write("config.toml", "version = 2\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::string named;  // what the line must name
+  };
+  const std::vector<Case> cases = {
+      // A missing file.
+      {{"--sim", "dgx-h100", "device-plugin", "--config-file", missing}, missing},
+      {{"--sim", "dgx-h100", "labels", "--oneshot", "-o", "-", "--config-file", missing}, missing},
+      {{"--sim", "dgx-h100", "mps-control-daemon", "--config-file", missing}, missing},
+      {{"--sim", "a100-mig", "mig", "apply", "-f", missing, "-c", "all-1g.10gb"}, missing},
+      {{"--sim", "a100-mig", "mig", "assert", "-f", missing, "-c", "all-1g.10gb"}, missing},
+      {{"cdi", "validate", missing}, missing},
+      {{"cluster", "audit", "-f", missing}, missing},
+      {{"cluster", "why-pending", "p", "-f", missing}, missing},
+      {{"cluster", "restore", "n", "--dry-run", "-f", missing}, missing},
+      {{"cluster", "audit", "--kubeconfig", missing}, missing},
+      {{"webhook", "--tls-cert", missing, "--tls-key", missing}, missing},
+      {{"--host-root", missing, "doctor"}, missing},
+      {{"--sim", "dgx-h100", "--driver-root", missing, "cdi", "generate"}, missing},
+      {{"--nvml-library", missing, "inventory"}, missing},
+      // A directory where a file goes.
+      {{"cdi", "validate", directory}, directory},
+      {{"cluster", "audit", "-f", directory}, directory + ": is a directory"},
+      {{"cluster", "audit", "--kubeconfig", directory}, directory},
+      {{"--sim", "a100-mig", "mig", "apply", "-f", directory, "-c", "x"}, directory},
+      {{"webhook", "--tls-cert", directory, "--tls-key", directory}, directory},
+      {{"runtime", "configure", "--dry-run", "--config", directory}, directory},
+      {{"--sim", "dgx-h100", "device-plugin", "--config-file", directory}, directory},
+      // A file that cannot be read.
+      {{"cluster", "audit", "-f", unreadable}, unreadable},
+      {{"cdi", "validate", unreadable}, unreadable},
+      {{"cluster", "audit", "--kubeconfig", unreadable}, unreadable},
+      {{"--sim", "dgx-h100", "device-plugin", "--config-file", unreadable}, unreadable},
+      {{"--sim", "dgx-h100", "labels", "--oneshot", "-o", "-", "--config-file", unreadable},
+       unreadable},
+      {{"--sim", "dgx-h100", "mps-control-daemon", "--config-file", unreadable}, unreadable},
+      // An output that cannot be written.
+      {{"--sim", "dgx-h100", "labels", "--oneshot", "--output", unwritable}, unwritable},
+      {{"runtime", "configure", "--config", containerd, "--drop-in", unwritable}, unwritable},
+      // A bad number.
+      {{"--sim", "dgx-h100", "device-plugin", "--health-flap-limit", "abc"}, "\"abc\""},
+      {{"--sim", "dgx-h100", "exporter", "--listen", ":abc"}, "\":abc\""},
+      {{"runtime", "status", "--timeout-ms", "abc"}, "--timeout-ms"},
+      {{"webhook", "--tls-cert", file, "--tls-key", file, "--max-gpus-per-node", "abc"},
+       "--max-gpus-per-node"},
+      {{"cluster", "audit", "-f", "-", "--idle-util", "abc"}, "--idle-util"},
+      // A bad duration.
+      {{"--sim", "dgx-h100", "device-plugin", "--health-recovery-period", "5x"}, "\"5x\""},
+      {{"--sim", "dgx-h100", "exporter", "--interval", "5x"}, "--interval \"5x\""},
+      {{"--sim", "dgx-h100", "labels", "--interval", "5x", "--output", file}, "--interval \"5x\""},
+      {{"cluster", "audit", "--request-timeout", "5x"}, "--request-timeout \"5x\""},
+      {{"cluster", "drain", "n", "--timeout", "5x"}, "--timeout \"5x\""},
+      {{"cluster", "verify", "n", "--timeout", "5x"}, "--timeout \"5x\""},
+      {{"cluster", "restore", "n", "--verify", "--poll-interval", "5x"}, "--poll-interval \"5x\""},
+      {{"cluster", "prepull", "--apply", "--timeout", "5x"}, "--timeout \"5x\""},
+  };
+  for (const Case& c : cases) {
+    const std::string what = Joined(c.args);
+    testing::ProcessResult r = Gpunode(c.args);
+    ExpectOneErrorLine(r, what);
+    EXPECT_THAT(r.err, HasSubstr(c.named)) << what;
+    EXPECT_TRUE(r.out.empty()) << what << ": " << r.out;
+  }
+  std::ifstream kept(file);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "x");  // nothing written
 }
 
 TEST(CliContract, RangeErrorsAreInTheFlagsOwnUnits) {
