@@ -76,14 +76,10 @@ int RunMpsControlDaemon(const GlobalOptions& global, const MpsDaemonOptions& opt
   } else if (!binary.ok()) {
     return ReportError(binary.status());
   }
-  // The effective configuration, once: what --check-config prints.
+  // The effective configuration: the daemon here, and each resource's limits as StartDaemon
+  // sets them (logged there, as --check-config prints them).
   spdlog::info("MPS control daemon {} for {} resource(s)", binary.value_or("(none)"),
                plans->size());
-  for (const plugin::MpsPlan& plan : *plans) {
-    for (const std::string& line : plugin::DescribeMpsLimits(plan.resource, plan.limits)) {
-      spdlog::info("{}", line);
-    }
-  }
   if (absl::Status st = plugin::AdoptDaemons(); !st.ok()) return ReportError(st);
   plugin::MpsSupervisor supervisor(**library, binary.value_or(""), std::move(*plans));
   if (absl::Status st = supervisor.Start(); !st.ok()) {
