@@ -221,6 +221,7 @@ absl::StatusOr<std::unique_ptr<Http1Connection>> Http1Connection::Open(
   }
   SigpipeBlock quiet;
   while (true) {
+    api.err_clear_error();  // SSL_get_error reads the thread's queue: start it empty
     int rc = api.connect(ssl);
     if (rc == 1) break;
     long verify = api.get_verify_result(ssl);
@@ -300,6 +301,7 @@ absl::Status Http1Connection::WriteAll(std::string_view data, absl::Time deadlin
       continue;
     }
     errno = 0;
+    tls_->api().err_clear_error();
     int n = tls_->api().write(ssl_, data.data(),
                               static_cast<int>(std::min<size_t>(data.size(), 1 << 30)));
     if (n > 0) {
@@ -325,6 +327,7 @@ absl::StatusOr<size_t> Http1Connection::Read(char* buffer, size_t size, absl::Ti
       continue;
     }
     errno = 0;
+    tls_->api().err_clear_error();
     int n = tls_->api().read(ssl_, buffer, static_cast<int>(std::min<size_t>(size, 1 << 30)));
     if (n > 0) return static_cast<size_t>(n);
     if (tls_->api().get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN) return 0;
