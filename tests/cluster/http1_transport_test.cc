@@ -18,6 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
+#include "temp_dir.h"
 #include "test_support.h"
 
 namespace gpunode::kube {
@@ -161,6 +162,23 @@ TEST(Http1Transport, BasicAuthenticationWithoutAToken) {
   ASSERT_TRUE(Transport(access)->Send(Get("/api")).ok());
   EXPECT_NE(server.heads().at(0).find("\r\nAuthorization: Basic YWRtaW46c2VjcmV0\r\n"),
             std::string::npos);
+}
+
+TEST(Http1Transport, TheTokenFileIsReadAndItsAbsenceIsUnauthenticated) {
+  gpunode::testing::TempDir dir;
+  std::string token = dir.Write("token", "projected-token\n");
+  ScriptedServer server({{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"}});
+  ClusterAccess access = PlainAccess(server.url());
+  access.token.clear();
+  access.token_file = token;
+  ASSERT_TRUE(Transport(access)->Send(Get("/api")).ok());
+  EXPECT_NE(server.heads().at(0).find("\r\nAuthorization: Bearer projected-token\r\n"),
+            std::string::npos);
+
+  access.token_file = dir.path() + "/missing";
+  absl::StatusOr<HttpResponse> r = Transport(access)->Send(Get("/api"));
+  EXPECT_TRUE(absl::IsUnauthenticated(r.status())) << r.status();
+  EXPECT_NE(std::string(r.status().message()).find("token file:"), std::string::npos);
 }
 
 TEST(Http1Transport, AClosedKeptConnectionIsReplacedOnce) {
