@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -107,19 +108,42 @@ std::unique_ptr<testing::BackgroundProcess> StartPlugin(const std::string& dir,
                                                 .stderr_path = dir + "/plugin.log"});
 }
 
+// How the plugin is configured in IdleAndRoundTrips.
+enum class ConfigSource { kFile, kLabelPlainHttp, kLabelTls };
+
+// A CA and a server certificate for 127.0.0.1 in `dir` (ca.crt, tls.crt, tls.key), made with the
+// openssl command; false if it failed.
+bool MakeCertificates(const std::string& dir) {
+  std::ofstream(dir + "/ext.cnf") << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+  std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
+  testing::ProcessResult r = testing::RunProcess(
+      {"/bin/sh", "-c",
+       "set -e; cd '" + dir + "'; openssl req -x509 " + ec +
+           "-keyout ca.key -out ca.crt -days 2 -subj /CN=bench-ca 2>/dev/null; openssl req " + ec +
+           "-keyout tls.key -out tls.csr -subj /CN=localhost 2>/dev/null; openssl x509 -req -in "
+           "tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out tls.crt -days 2 -extfile ext.cnf "
+           "2>/dev/null"});
+  return r.exit_code == 0;
+}
+
 // The same config picked from a directory by the node label nvidia.com/device-plugin.config=ts4,
-// which the plugin follows through an API server double: the watch thread and libcurl it adds.
+// which the plugin follows through an API server double: over plain HTTP without credentials, or
+// as in a cluster, over HTTPS with a CA and a bearer token.
 struct LabelledNode {
-  testing::ApiServerDouble api{[] {
-    testing::ApiServerDouble::Options plain_http;
-    plain_http.token = "";
-    return plain_http;
-  }()};
+  std::unique_ptr<testing::ApiServerDouble> api;
   std::vector<std::string> args, env;
 
-  explicit LabelledNode(const std::string& dir) {
-    api.Start();
-    api.AddObject(
+  LabelledNode(const std::string& dir, bool tls) {
+    testing::ApiServerDouble::Options options;
+    options.token = tls ? "bench-token" : "";
+    if (tls) {
+      if (!MakeCertificates(dir)) std::cerr << "openssl could not make the certificates\n";
+      options.tls_cert = dir + "/tls.crt";
+      options.tls_key = dir + "/tls.key";
+    }
+    api = std::make_unique<testing::ApiServerDouble>(options);
+    api->Start();
+    api->AddObject(
         {{"kind", "Node"},
          {"apiVersion", "v1"},
          {"metadata",
@@ -127,7 +151,16 @@ struct LabelledNode {
     std::filesystem::create_directories(dir + "/configs");
     std::filesystem::copy_file(Fixture("time-slicing-4.yaml"), dir + "/configs/ts4");
     std::ofstream(dir + "/configs/none") << "version: v1\n";
-    std::ofstream(dir + "/kubeconfig") << api.PlainKubeconfig();
+    if (tls) {
+      std::ofstream(dir + "/kubeconfig")
+          << "apiVersion: v1\nkind: Config\nclusters:\n- name: bench\n  cluster:\n    server: "
+          << api->url() << "\n    certificate-authority: " << dir
+          << "/ca.crt\nusers:\n- name: bench\n  user:\n    token: bench-token\ncontexts:\n"
+             "- name: bench\n  context:\n    cluster: bench\n    user: bench\n"
+             "current-context: bench\n";
+    } else {
+      std::ofstream(dir + "/kubeconfig") << api->PlainKubeconfig();
+    }
     args = {"--config-file", dir + "/configs", "--default-config", "none"};
     env = {"NODE_NAME=gpu-a", "KUBECONFIG=" + dir + "/kubeconfig"};
   }
@@ -166,18 +199,20 @@ void StartToRegistered(int runs) {
               s.p50, s.p99);
 }
 
-// `follow_label`: the config comes from a directory, picked by the node's label.
-void IdleAndRoundTrips(bool follow_label) {
+void IdleAndRoundTrips(ConfigSource source) {
   std::string dir = TempDir();
   testing::KubeletDouble kubelet(dir);
   kubelet.Start();
+  bool follow_label = source != ConfigSource::kFile;
   std::optional<LabelledNode> node;
-  if (follow_label) node.emplace(dir);
+  if (follow_label) node.emplace(dir, source == ConfigSource::kLabelTls);
   auto plugin = follow_label ? StartPlugin(dir, "dgx-h100", node->args, node->env)
                              : StartPlugin(dir, "dgx-h100",
                                            {"--config-file", Fixture("time-slicing-4.yaml")});
-  std::printf("-- %s\n",
-              follow_label ? "config picked by the node label, followed (a watch)" : "config file");
+  std::printf("-- %s\n", source == ConfigSource::kFile ? "config file"
+                         : source == ConfigSource::kLabelPlainHttp
+                             ? "config picked by the node label, followed (a watch), plain HTTP"
+                             : "config picked by the node label, followed (a watch), HTTPS");
   auto list = kubelet.WaitForDevices(
       "nvidia.com/gpu", [](auto& d) { return d.size() == 32; }, milliseconds(10000));
   if (!list) {
@@ -331,8 +366,9 @@ int main(int argc, char** argv) {
   // The in-process health path logs every transition; only the numbers matter here.
   spdlog::set_level(spdlog::level::err);
   gpunode::StartToRegistered(15);
-  gpunode::IdleAndRoundTrips(false);
-  gpunode::IdleAndRoundTrips(true);
+  gpunode::IdleAndRoundTrips(gpunode::ConfigSource::kFile);
+  gpunode::IdleAndRoundTrips(gpunode::ConfigSource::kLabelPlainHttp);
+  gpunode::IdleAndRoundTrips(gpunode::ConfigSource::kLabelTls);
   gpunode::PreferredRoundTrips();
   gpunode::XidToUnhealthy(3);
   return 0;

@@ -26,11 +26,12 @@ std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component
     return std::nullopt;
   }
   absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
-  // Two clients: the watch thread owns one, the events go through the other.
+  // Two clients: the watch thread owns one, the events go through the other. Node clients keep
+  // libcurl out of the daemon where they can (see kube::NewNodeClient).
   absl::StatusOr<std::unique_ptr<kube::Client>> watch_client =
-      access.ok() ? kube::NewClient(*access, kube::TransportOptions{}) : access.status();
+      access.ok() ? kube::NewNodeClient(*access, kube::TransportOptions{}) : access.status();
   absl::StatusOr<std::unique_ptr<kube::Client>> event_client =
-      access.ok() ? kube::NewClient(*access, kube::TransportOptions{}) : access.status();
+      access.ok() ? kube::NewNodeClient(*access, kube::TransportOptions{}) : access.status();
   absl::StatusOr<std::unique_ptr<kube::NodeLabelWatch>> watch =
       watch_client.ok()
           ? kube::NodeLabelWatch::Start(std::move(*watch_client), node, plugin_config::kConfigLabel)

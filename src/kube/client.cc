@@ -19,6 +19,7 @@
 #include "core/status_macros.h"
 #include "core/text.h"
 #include "kube/exec_credential.h"
+#include "kube/http1_transport.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -496,6 +497,17 @@ absl::Status Client::List(std::string_view path, const ListOptions& options, con
 absl::StatusOr<std::unique_ptr<Client>> NewClient(const ClusterAccess& access,
                                                   const TransportOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> transport, NewCurlTransport(access, options));
+  return std::make_unique<Client>(std::move(transport), RetryPolicy{}, access.description);
+}
+
+absl::StatusOr<std::unique_ptr<Client>> NewNodeClient(const ClusterAccess& access,
+                                                      const TransportOptions& options) {
+  std::string why;
+  if (!Http1CanServe(access, &why)) {
+    spdlog::info("{}: {}; the API server is reached through libcurl", access.description, why);
+    return NewClient(access, options);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> transport, NewHttp1Transport(access, options));
   return std::make_unique<Client>(std::move(transport), RetryPolicy{}, access.description);
 }
 

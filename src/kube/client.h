@@ -1,4 +1,5 @@
-// A small Kubernetes API client: one HTTP transport (libcurl in production, replaceable in tests),
+// A small Kubernetes API client: one HTTP transport (libcurl, or for the node daemons the small
+// HTTP/1.1 transport of http1_transport.h; replaceable in tests),
 // retries with backoff that honour Retry-After, paginated lists, and API Status errors turned
 // into one-line messages.
 #pragma once
@@ -110,6 +111,13 @@ class Client {
 // Builds a client for `access`: curl transport, default retries, real sleeping.
 absl::StatusOr<std::unique_ptr<Client>> NewClient(const ClusterAccess& access,
                                                   const TransportOptions& options);
+
+// Builds a client for a node daemon (the node label's watch, node events): the small HTTP/1.1
+// transport of http1_transport.h where it can serve `access`, which keeps libcurl and the
+// libraries it loads out of the process; curl where it cannot (a credential plugin, a proxy), said
+// in one log line. Default retries, real sleeping.
+absl::StatusOr<std::unique_ptr<Client>> NewNodeClient(const ClusterAccess& access,
+                                                      const TransportOptions& options);
 
 // Makes `body` usable as a simdjson padded view without copying.
 simdjson::padded_string_view PadInPlace(std::string& body);

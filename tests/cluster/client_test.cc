@@ -12,6 +12,7 @@
 #include "kube/api_loader.h"
 #include "kube/exec_credential.h"
 #include "kube/gpu_resources.h"
+#include "kube/http1_transport.h"
 #include "kube/node_label_watch.h"
 #include "temp_dir.h"
 #include "test_support.h"
@@ -34,8 +35,23 @@ nlohmann::json GpuNode(const std::string& name, int gpus) {
         {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}};
 }
 
-class ClientTest : public gpunode::testing::TlsApiServerTest {
+// Each test runs over both transports: libcurl and the node daemons' HTTP/1.1 one.
+enum class Transport { kCurl, kHttp1 };
+
+class ClientTest : public gpunode::testing::TlsApiServerTest,
+                   public ::testing::WithParamInterface<Transport> {
  protected:
+  virtual Transport Kind() const { return GetParam(); }
+
+  std::unique_ptr<HttpTransport> MakeTransport(const ClusterAccess& access,
+                                               const TransportOptions& options) {
+    absl::StatusOr<std::unique_ptr<HttpTransport>> transport =
+        Kind() == Transport::kCurl ? NewCurlTransport(access, options)
+                                   : NewHttp1Transport(access, options);
+    EXPECT_TRUE(transport.ok()) << transport.status();
+    return transport.ok() ? std::move(*transport) : nullptr;
+  }
+
   ClusterAccess Access() const {
     ClusterAccess a;
     a.server = server_->url();
@@ -50,18 +66,16 @@ class ClientTest : public gpunode::testing::TlsApiServerTest {
                                         absl::Duration timeout = absl::Seconds(10)) {
     TransportOptions t;
     t.request_timeout = timeout;
-    absl::StatusOr<std::unique_ptr<HttpTransport>> transport = NewCurlTransport(access, t);
-    EXPECT_TRUE(transport.ok());
     RetryPolicy retry;
     retry.max_attempts = 4;
     retry.sleep = [this](absl::Duration d) { sleeps_.push_back(d); };
-    return std::make_unique<Client>(std::move(*transport), retry, "test");
+    return std::make_unique<Client>(MakeTransport(access, t), retry, "test");
   }
 
   std::vector<absl::Duration> sleeps_;
 };
 
-TEST_F(ClientTest, ListsPageByPageWithContinueTokens) {
+TEST_P(ClientTest, ListsPageByPageWithContinueTokens) {
   for (int i = 0; i < 5; ++i) server_->AddObject(GpuNode("node-" + std::to_string(i), 8));
   std::unique_ptr<Client> client = NewTestClient(Access());
   ApiQuery query;
@@ -78,7 +92,7 @@ TEST_F(ClientTest, ListsPageByPageWithContinueTokens) {
   EXPECT_NE(requests[1].query.at("continue"), requests[2].query.at("continue"));
 }
 
-TEST_F(ClientTest, FieldSelectorsReachTheServer) {
+TEST_P(ClientTest, FieldSelectorsReachTheServer) {
   ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
   std::unique_ptr<Client> client = NewTestClient(Access());
   ApiQuery query;
@@ -91,7 +105,7 @@ TEST_F(ClientTest, FieldSelectorsReachTheServer) {
   EXPECT_EQ(server_->Requests().back().query.at("fieldSelector"), "spec.nodeName=gpu-b");
 }
 
-TEST_F(ClientTest, RetriesThrottlingAndServerErrorsHonouringRetryAfter) {
+TEST_P(ClientTest, RetriesThrottlingAndServerErrorsHonouringRetryAfter) {
   server_->AddObject(GpuNode("n", 8));
   server_->FailNext("GET", "/api/v1/nodes", 429, 1, /*retry_after_seconds=*/7);
   server_->FailNext("GET", "/api/v1/nodes", 503, 1);
@@ -104,7 +118,7 @@ TEST_F(ClientTest, RetriesThrottlingAndServerErrorsHonouringRetryAfter) {
   EXPECT_EQ(server_->CountRequests("GET", "/api/v1/nodes/n"), 3);
 }
 
-TEST_F(ClientTest, GivesUpAfterMaxAttemptsWithTheServersMessage) {
+TEST_P(ClientTest, GivesUpAfterMaxAttemptsWithTheServersMessage) {
   server_->FailNext("GET", "/api/v1/nodes", 500, 10);
   std::unique_ptr<Client> client = NewTestClient(Access());
   absl::StatusOr<std::string> body = client->Get("/api/v1/nodes");
@@ -115,7 +129,7 @@ TEST_F(ClientTest, GivesUpAfterMaxAttemptsWithTheServersMessage) {
       << body.status();
 }
 
-TEST_F(ClientTest, NotFoundAndUnauthorizedAreClear) {
+TEST_P(ClientTest, NotFoundAndUnauthorizedAreClear) {
   std::unique_ptr<Client> client = NewTestClient(Access());
   absl::StatusOr<std::string> missing = client->Get("/api/v1/nodes/ghost");
   EXPECT_TRUE(absl::IsNotFound(missing.status()));
@@ -128,7 +142,7 @@ TEST_F(ClientTest, NotFoundAndUnauthorizedAreClear) {
   EXPECT_EQ(std::string(denied.status().message()).find("stolen"), std::string::npos);
 }
 
-TEST_F(ClientTest, ExpiredContinueTokenSaysToRunAgain) {
+TEST_P(ClientTest, ExpiredContinueTokenSaysToRunAgain) {
   for (int i = 0; i < 3; ++i) server_->AddObject(GpuNode("node-" + std::to_string(i), 8));
   server_->ExpireContinueTokens(true);
   ApiQuery query;
@@ -141,7 +155,7 @@ TEST_F(ClientTest, ExpiredContinueTokenSaysToRunAgain) {
 
 // The label of one node, followed over TLS: read, watched, read again after the API server
 // expires the watch (410), and every change signalled on the eventfd.
-TEST_F(ClientTest, NodeLabelWatchFollowsChangesAcrossAnExpiredWatch) {
+TEST_P(ClientTest, NodeLabelWatchFollowsChangesAcrossAnExpiredWatch) {
   auto node = [](const std::string& config) {
     nlohmann::json n = GpuNode("gpu-a", 8);
     n["metadata"]["labels"]["nvidia.com/device-plugin.config"] = config;
@@ -185,17 +199,19 @@ TEST_F(ClientTest, NodeLabelWatchFollowsChangesAcrossAnExpiredWatch) {
   }));
 }
 
-TEST_F(ClientTest, TlsIsVerifiedAgainstTheKubeconfigCa) {
+TEST_P(ClientTest, TlsIsVerifiedAgainstTheKubeconfigCa) {
   TempDir other;
   ASSERT_TRUE(gpunode::testing::MakeTestCertificates(other.path()));
   ClusterAccess untrusted = Access();
   untrusted.ca_pem = gpunode::testing::ReadText(other.path() + "/ca.crt");  // another cluster's CA
   RetryPolicy once;
   once.max_attempts = 1;
-  absl::StatusOr<std::unique_ptr<HttpTransport>> t = NewCurlTransport(untrusted, {});
-  ASSERT_TRUE(t.ok());
-  Client client(std::move(*t), once, "test");
-  EXPECT_FALSE(client.Get("/api/v1/nodes").ok());
+  Client client(MakeTransport(untrusted, {}), once, "test");
+  absl::StatusOr<std::string> refused = client.Get("/api/v1/nodes");
+  EXPECT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
+  EXPECT_NE(std::string(refused.status().message()).find("not trusted by the CA of test"),
+            std::string::npos)
+      << refused.status();
 
   ClusterAccess insecure = Access();
   insecure.ca_pem.clear();
@@ -203,7 +219,7 @@ TEST_F(ClientTest, TlsIsVerifiedAgainstTheKubeconfigCa) {
   EXPECT_TRUE(NewTestClient(insecure)->Get("/api/v1/nodes").ok());
 }
 
-TEST_F(ClientTest, RequestsTimeOut) {
+TEST_P(ClientTest, RequestsTimeOut) {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   server_->OnRequest([released](const ApiServerDouble::Request&) { released.wait(); });
@@ -211,19 +227,26 @@ TEST_F(ClientTest, RequestsTimeOut) {
   once.max_attempts = 1;
   TransportOptions fast;
   fast.request_timeout = absl::Milliseconds(300);
-  absl::StatusOr<std::unique_ptr<HttpTransport>> t = NewCurlTransport(Access(), fast);
-  ASSERT_TRUE(t.ok());
-  Client client(std::move(*t), once, "test");
+  Client client(MakeTransport(Access(), fast), once, "test");
   absl::StatusOr<std::string> body = client.Get("/api/v1/nodes");
   release.set_value();
   EXPECT_TRUE(absl::IsDeadlineExceeded(body.status())) << body.status();
   EXPECT_NE(std::string(body.status().message()).find("--request-timeout"), std::string::npos);
 }
 
+INSTANTIATE_TEST_SUITE_P(Transports, ClientTest,
+                         ::testing::Values(Transport::kCurl, Transport::kHttp1),
+                         [](const ::testing::TestParamInfo<Transport>& info) {
+                           return info.param == Transport::kCurl ? "Curl" : "Http1";
+                         });
+
 // A credential plugin: a shell script that counts its runs, keeps what client-go's protocol hands
 // it, and prints the ExecCredential of run N from the file token.N.
+// Credential plugins are served by libcurl only (see http1_transport.h).
 class ExecPluginTest : public ClientTest {
  protected:
+  Transport Kind() const override { return Transport::kCurl; }
+
   void SetUp() override {
     ClientTest::SetUp();
     plugin_dir_ = std::make_unique<TempDir>();

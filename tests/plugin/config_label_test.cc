@@ -30,6 +30,7 @@ namespace gpunode {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
@@ -170,6 +171,13 @@ TEST_F(ConfigLabelTest, FollowsTheNodeLabelAcrossThreeConfigsAndKeepsCapacityOnA
   EXPECT_THAT(event["message"].get<std::string>(), HasSubstr("the running config stays"));
   EXPECT_THAT(plugin_->Log(), HasSubstr("but is not applied, keeping the running configuration"));
   EXPECT_EQ(kubelet_->RegistrationCount(kResource), 3);
+
+  // The watch and the event went through the small HTTP/1.1 transport: libcurl (and what it
+  // brings) never entered the process.
+  std::ifstream maps_file("/proc/" + std::to_string(plugin_->pid()) + "/maps");
+  std::string maps((std::istreambuf_iterator<char>(maps_file)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(maps.empty());
+  EXPECT_THAT(maps, Not(HasSubstr("libcurl")));
 
   // The label removed: back to the default.
   Label("");
