@@ -4,6 +4,9 @@
 #include <openssl/pem.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+
 namespace gpunode::http {
 namespace {
 
@@ -18,6 +21,24 @@ std::string OpenSslError() {
   ERR_error_string_n(e, buf, sizeof buf);
   ERR_clear_error();
   return buf;
+}
+
+// Opens a PEM file for OpenSSL, or says why not in the system's words ("No such file or
+// directory", "is a directory"), which OpenSSL's error queue would wrap in its own codes.
+BIO* OpenPem(const std::string& path, std::string& why) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    why = "is a directory";
+    return nullptr;
+  }
+  errno = 0;
+  BIO* bio = BIO_new_file(path.c_str(), "r");
+  if (bio == nullptr) {
+    why = errno != 0 ? std::string("cannot open: ") + std::strerror(errno)
+                     : "cannot open: " + OpenSslError();
+    ERR_clear_error();
+  }
+  return bio;
 }
 
 // One certificate chain and key, read together so a rotation is never seen half-done.
@@ -35,10 +56,9 @@ class TlsMaterial {
       return nullptr;
     };
     auto m = std::shared_ptr<TlsMaterial>(new TlsMaterial());
-    BIO* bio = BIO_new_file(files.cert_file.c_str(), "r");
-    if (bio == nullptr) {
-      return bad(files.cert_name + " " + files.cert_file + ": cannot open: " + OpenSslError());
-    }
+    std::string why;
+    BIO* bio = OpenPem(files.cert_file, why);
+    if (bio == nullptr) return bad(files.cert_name + " " + files.cert_file + ": " + why);
     m->cert_ = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
     m->chain_ = sk_X509_new_null();
     while (X509* extra = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
@@ -49,10 +69,8 @@ class TlsMaterial {
     if (m->cert_ == nullptr) {
       return bad(files.cert_name + " " + files.cert_file + ": no PEM certificate in it");
     }
-    bio = BIO_new_file(files.key_file.c_str(), "r");
-    if (bio == nullptr) {
-      return bad(files.key_name + " " + files.key_file + ": cannot open: " + OpenSslError());
-    }
+    bio = OpenPem(files.key_file, why);
+    if (bio == nullptr) return bad(files.key_name + " " + files.key_file + ": " + why);
     m->key_ = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
     BIO_free(bio);
     if (m->key_ == nullptr) {
