@@ -14,10 +14,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
-#include "core/file_io.h"
 #include "core/log.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "kube/bearer_token.h"
 #include "kube/exec_credential.h"
 #include "kube/http1_transport.h"
 #include "nlohmann/json.hpp"
@@ -154,14 +154,17 @@ bool SplitServer(std::string_view server, std::string& scheme, std::string& host
 class CurlTransport : public HttpTransport {
  public:
   CurlTransport(const CurlApi& api, ClusterAccess access, TransportOptions options, CURL* curl)
-      : api_(api), access_(std::move(access)), options_(options), curl_(curl) {}
+      : api_(api),
+        access_(std::move(access)),
+        options_(options),
+        curl_(curl),
+        token_(access_.token, access_.token_file) {}
   ~CurlTransport() override { api_.easy_cleanup(curl_); }
 
   absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override;
 
  private:
   absl::StatusOr<HttpResponse> SendOnce(const HttpRequest& request);
-  absl::StatusOr<std::string> BearerToken();
   // The credential plugin's last answer, run again when it has expired.
   absl::StatusOr<const ExecCredential*> PluginCredential();
 
@@ -169,8 +172,7 @@ class CurlTransport : public HttpTransport {
   ClusterAccess access_;
   TransportOptions options_;
   CURL* curl_;  // reused, so keep-alive connections and TLS sessions are reused too
-  std::string cached_token_;
-  absl::Time token_read_at_ = absl::InfinitePast();
+  BearerToken token_;
   std::optional<ExecCredential> plugin_credential_;
 };
 
@@ -199,23 +201,6 @@ absl::StatusOr<HttpResponse> CurlTransport::Send(const HttpRequest& request) {
     return SendOnce(request);
   }
   return response;
-}
-
-absl::StatusOr<std::string> CurlTransport::BearerToken() {
-  if (access_.token_file.empty()) return access_.token;
-  // client-go re-reads the file about once a minute; kubelet rotates projected tokens well
-  // before they expire.
-  absl::Time now = absl::Now();
-  if (now - token_read_at_ > absl::Minutes(1)) {
-    absl::StatusOr<std::string> text = core::ReadFile(access_.token_file);
-    if (!text.ok()) {
-      if (!cached_token_.empty()) return cached_token_;
-      return absl::UnauthenticatedError(StrCat("token file: ", text.status().message()));
-    }
-    cached_token_ = std::string(TrimSpace(*text));
-    token_read_at_ = now;
-  }
-  return cached_token_;
 }
 
 absl::StatusOr<HttpResponse> CurlTransport::SendOnce(const HttpRequest& request) {
@@ -282,7 +267,7 @@ absl::StatusOr<HttpResponse> CurlTransport::SendOnce(const HttpRequest& request)
   if (plugin) {
     token = plugin->token;
   } else {
-    ASSIGN_OR_RETURN(token, BearerToken());
+    ASSIGN_OR_RETURN(token, token_.Get());
   }
   if (!token.empty()) {
     headers.Add("Authorization: Bearer " + token);

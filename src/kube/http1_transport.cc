@@ -5,9 +5,9 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
-#include "core/file_io.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "kube/bearer_token.h"
 #include "kube/http1_connection.h"
 #include "kube/http_response_parser.h"
 
@@ -79,12 +79,14 @@ bool HasLineBreak(std::string_view s) { return s.find_first_of("\r\n") != std::s
 class Http1Transport : public HttpTransport {
  public:
   Http1Transport(ClusterAccess access, TransportOptions options, ServerUrl url)
-      : access_(std::move(access)), options_(options), url_(std::move(url)) {}
+      : access_(std::move(access)),
+        options_(options),
+        url_(std::move(url)),
+        token_(access_.token, access_.token_file) {}
 
   absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override;
 
  private:
-  absl::StatusOr<std::string> BearerToken();
   absl::StatusOr<std::string> RequestText(const HttpRequest& request);
   // The TLS context, built on first use.
   absl::StatusOr<std::shared_ptr<TlsContext>> Tls();
@@ -100,29 +102,11 @@ class Http1Transport : public HttpTransport {
   const ServerUrl url_;
   std::shared_ptr<TlsContext> tls_;
   std::unique_ptr<Http1Connection> conn_;
-  std::string cached_token_;
-  absl::Time token_read_at_ = absl::InfinitePast();
+  BearerToken token_;
 };
 
-absl::StatusOr<std::string> Http1Transport::BearerToken() {
-  if (access_.token_file.empty()) return access_.token;
-  // As the curl transport: client-go re-reads the file about once a minute; kubelet rotates
-  // projected tokens well before they expire.
-  absl::Time now = absl::Now();
-  if (now - token_read_at_ > absl::Minutes(1)) {
-    absl::StatusOr<std::string> text = core::ReadFile(access_.token_file);
-    if (!text.ok()) {
-      if (!cached_token_.empty()) return cached_token_;
-      return absl::UnauthenticatedError(StrCat("token file: ", text.status().message()));
-    }
-    cached_token_ = std::string(core::TrimSpace(*text));
-    token_read_at_ = now;
-  }
-  return cached_token_;
-}
-
 absl::StatusOr<std::string> Http1Transport::RequestText(const HttpRequest& request) {
-  ASSIGN_OR_RETURN(std::string token, BearerToken());
+  ASSIGN_OR_RETURN(std::string token, token_.Get());
   if (HasLineBreak(request.method) || HasLineBreak(request.path) ||
       HasLineBreak(request.content_type) || HasLineBreak(token) ||
       request.method.find(' ') != std::string::npos) {
