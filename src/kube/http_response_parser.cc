@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "core/printable.h"
 #include "core/text.h"
 
@@ -33,13 +34,6 @@ std::string_view WithoutCr(std::string_view line) {
 bool IsTokenChar(char c) {
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
          std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -274,12 +268,14 @@ absl::Status HttpResponseParser::ChunkLine(std::string_view line) {
   // chunk-size [ BWS ";" extensions ]
   std::string_view size = TrimOws(line.substr(0, line.find(';')));
   if (size.empty() || size.size() > kMaxSizeDigits ||
-      !std::all_of(size.begin(), size.end(), [](char c) { return HexValue(c) >= 0; })) {
+      !std::all_of(size.begin(), size.end(),
+                   [](char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); })) {
     return Fail(StrCat("not a chunk size line: \"",
                        Printable(line.substr(0, std::min<size_t>(line.size(), 40))), "\""));
   }
+  // Only hex digits, and few enough of them to fit: SimpleHexAtoi cannot fail here.
   uint64_t value = 0;
-  for (char c : size) value = value * 16 + static_cast<uint64_t>(HexValue(c));
+  (void)absl::SimpleHexAtoi(absl::string_view(size.data(), size.size()), &value);
   if (value == 0) {
     state_ = State::kTrailers;
   } else {
