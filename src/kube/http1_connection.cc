@@ -5,8 +5,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/sigpipe_block.h"
 #include "core/text.h"
 
 namespace gpunode::kube {
@@ -23,41 +22,6 @@ namespace gpunode::kube {
 using core::StrCat;
 
 namespace {
-
-// OpenSSL writes to the socket with write(2), which raises SIGPIPE when the server has gone;
-// the default action would end the process. The signal is blocked on this thread for the call
-// and one raised meanwhile is taken off the queue, as libcurl does.
-class SigpipeBlock {
- public:
-  SigpipeBlock() {
-    sigset_t pipe_only;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_only, &old_);
-    sigset_t pending;
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-  }
-  ~SigpipeBlock() {
-    sigset_t pending;
-    sigpending(&pending);
-    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
-      sigset_t pipe_only;
-      sigemptyset(&pipe_only);
-      sigaddset(&pipe_only, SIGPIPE);
-      timespec none{};
-      while (sigtimedwait(&pipe_only, nullptr, &none) == -1 && errno == EINTR) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  SigpipeBlock(const SigpipeBlock&) = delete;
-  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
-
- private:
-  sigset_t old_;
-  bool was_pending_ = false;
-};
 
 int PollTimeoutMs(absl::Time until) {
   if (until == absl::InfiniteFuture()) return -1;
@@ -219,7 +183,7 @@ absl::StatusOr<std::unique_ptr<Http1Connection>> Http1Connection::Open(
                  : api.set1_host(ssl, server_name.c_str());
     if (set != 1) return absl::InvalidArgumentError(StrCat("bad server name ", server_name));
   }
-  SigpipeBlock quiet;
+  core::SigpipeBlock quiet;
   while (true) {
     api.err_clear_error();  // SSL_get_error reads the thread's queue: start it empty
     int rc = api.connect(ssl);
@@ -245,7 +209,7 @@ absl::StatusOr<std::unique_ptr<Http1Connection>> Http1Connection::Open(
 
 Http1Connection::~Http1Connection() {
   if (ssl_ != nullptr) {
-    SigpipeBlock quiet;
+    core::SigpipeBlock quiet;
     tls_->api().shutdown(ssl_);  // one try: the socket is non-blocking and about to close
     tls_->api().ssl_free(ssl_);
     tls_->api().err_clear_error();
@@ -287,7 +251,7 @@ absl::Status Http1Connection::TlsRetry(int rc, bool& for_write, std::string_view
 }
 
 absl::Status Http1Connection::WriteAll(std::string_view data, absl::Time deadline) {
-  SigpipeBlock quiet;
+  core::SigpipeBlock quiet;
   while (!data.empty()) {
     if (ssl_ == nullptr) {
       ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
@@ -316,7 +280,7 @@ absl::Status Http1Connection::WriteAll(std::string_view data, absl::Time deadlin
 }
 
 absl::StatusOr<size_t> Http1Connection::Read(char* buffer, size_t size, absl::Time until) {
-  SigpipeBlock quiet;
+  core::SigpipeBlock quiet;
   while (true) {
     if (ssl_ == nullptr) {
       ssize_t n = recv(fd_, buffer, size, 0);

@@ -30,6 +30,9 @@ using ::testing::HasSubstr;
 using ::testing::Pair;
 
 constexpr milliseconds kWait{20000};
+// Longer than the daemon command waits (up to 30 s) for NVIDIA's daemon to start and answer, so
+// that a failure shows its error.
+constexpr milliseconds kStartWait{60000};
 constexpr const char* kDebCache = "/var/cache/gpunode/nvidia-debs";
 
 std::string Slurp(const std::string& path) {
@@ -159,7 +162,8 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
       testing::RunProcess({GPUNODE_BINARY, "--sim", "a10-pcie-4", "inventory", "-o", "json"}).out);
   std::string config = Config(2);
   StartDaemon("a10-pcie-4", config);
-  ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kWait)) << daemon_->Log();
+  ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
+      << daemon_->Log() << Slurp(mps_root_ + "/gpu/log/control.log");
   EXPECT_TRUE(fs::exists(mps_root_ + "/.ready"));
   EXPECT_TRUE(fs::exists(mps_root_ + "/gpu/.started"));
   std::string log = daemon_->Log();
@@ -206,7 +210,8 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   std::vector<pid_t> daemons = ProcessesUnder(driver_);
   ASSERT_FALSE(daemons.empty());
   for (pid_t pid : daemons) kill(pid, SIGKILL);
-  ASSERT_TRUE(daemon_->WaitForLog("MPS control daemon started again", kWait)) << daemon_->Log();
+  ASSERT_TRUE(daemon_->WaitForLog("MPS control daemon started again", kStartWait))
+      << daemon_->Log() << Slurp(mps_root_ + "/gpu/log/control.log");
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
 
   // SIGTERM: quit, markers gone, compute mode back, no MPS process left; the plugin's replicas
@@ -232,7 +237,8 @@ TEST_F(MpsTest, PluginOffersNothingUntilTheDaemonIsReady) {
       << plugin_->Log();
   ASSERT_TRUE(kubelet_->WaitForDevices("nvidia.com/gpu", Count(0, "Healthy"), kWait).has_value());
   StartDaemon("a10-pcie-4", config);
-  EXPECT_TRUE(kubelet_->WaitForDevices("nvidia.com/gpu", Count(12, "Healthy"), kWait).has_value())
+  EXPECT_TRUE(
+      kubelet_->WaitForDevices("nvidia.com/gpu", Count(12, "Healthy"), kStartWait).has_value())
       << plugin_->Log() << daemon_->Log();
   EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
   EXPECT_THAT(ProcessesUnder(driver_), ::testing::IsEmpty());

@@ -8,14 +8,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/sigpipe_block.h"
 
 extern char** environ;
 
@@ -109,6 +112,14 @@ absl::StatusOr<std::string> MpsControl::Run(const std::vector<std::string>& args
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   }
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none, every;
+  sigemptyset(&none);
+  sigfillset(&every);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &every);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> env = extra_env;
   env.push_back(absl::StrCat("CUDA_MPS_PIPE_DIRECTORY=", paths_.PipeDir()));
   env.push_back(absl::StrCat("CUDA_MPS_LOG_DIRECTORY=", paths_.LogDir()));
@@ -116,7 +127,8 @@ absl::StatusOr<std::string> MpsControl::Run(const std::vector<std::string>& args
   std::vector<std::string> argv_strings = args;
   std::vector<char*> argv = Pointers(argv_strings), envp = Pointers(envp_strings);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, binary_.c_str(), &actions, nullptr, argv.data(), envp.data());
+  int rc = posix_spawn(&pid, binary_.c_str(), &actions, &attributes, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   close(in[0]);
   close(out[1]);
@@ -125,23 +137,29 @@ absl::StatusOr<std::string> MpsControl::Run(const std::vector<std::string>& args
     close(out[0]);
     return absl::FailedPreconditionError(absl::StrCat(what, ": ", std::strerror(rc)));
   }
-  // The commands are a few bytes: the pipe buffer takes them without blocking.
-  if (input && !input->empty() && write(in[1], input->data(), input->size()) < 0) {
-    // The program exited before reading; its status below says why.
+  // The commands are a few bytes: the pipe buffer takes them without blocking. The program
+  // exits without reading them when no daemon listens, which must not end this process.
+  {
+    core::SigpipeBlock quiet;
+    if (input && !input->empty() && write(in[1], input->data(), input->size()) < 0) {
+      // The program exited before reading; its status below says why.
+    }
+    close(in[1]);
   }
-  close(in[1]);
   std::string output;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto left = [&deadline] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now());
+  };
   bool timed_out = false;
   while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
+    if (left().count() <= 0) {
       timed_out = true;
       break;
     }
     struct pollfd fd = {out[0], POLLIN, 0};
-    int ready = poll(&fd, 1, static_cast<int>(left.count()));
+    int ready = poll(&fd, 1, static_cast<int>(left().count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;
     char buffer[4096];
@@ -151,9 +169,22 @@ absl::StatusOr<std::string> MpsControl::Run(const std::vector<std::string>& args
     output.append(buffer, static_cast<size_t>(n));
   }
   close(out[0]);
-  if (timed_out) kill(pid, SIGKILL);
+  // The output is done, but the program may still run: `-d` waits until its daemon says it
+  // listens. That wait is bounded by the same deadline.
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (!timed_out) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) break;
+    if (left().count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::min(left(), std::chrono::milliseconds(10)));
+  }
+  if (timed_out) {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   std::string said(absl::StripAsciiWhitespace(output));
   if (timed_out) {

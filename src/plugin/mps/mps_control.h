@@ -32,7 +32,9 @@ class MpsControl {
                                                                    std::chrono::seconds(5)) const;
 
  private:
-  // With no `input`, the program gets /dev/null for stdin, stdout and stderr.
+  // With no `input`, the program gets /dev/null for stdin, stdout and stderr. The program is
+  // killed when it has not exited within `timeout`, and starts with no signal blocked whatever
+  // this process blocks (the daemon it forks keeps that mask and must still take SIGTERM).
   absl::StatusOr<std::string> Run(const std::vector<std::string>& args,
                                   const std::optional<std::string>& input,
                                   const std::vector<std::string>& extra_env,

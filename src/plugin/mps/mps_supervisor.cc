@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/file_io.h"
 #include "core/log.h"
 #include "nvml/system.h"
@@ -54,6 +55,16 @@ absl::Status MakeDirectory(const std::string& path) {
   std::filesystem::create_directories(path, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat(path, ": ", ec.message()));
   return absl::OkStatus();
+}
+
+// The last line the daemon wrote to its control.log, to say in an error why it did not answer.
+std::string LastLogLine(const MpsPaths& paths) {
+  absl::StatusOr<std::string> log = core::ReadFile(paths.LogDir() + "/control.log");
+  if (!log.ok()) return std::string(log.status().message());
+  absl::string_view text = absl::StripTrailingAsciiWhitespace(*log);
+  size_t newline = text.rfind('\n');
+  std::string last(newline == absl::string_view::npos ? text : text.substr(newline + 1));
+  return last.empty() ? "(empty)" : last;
 }
 
 // Children of this process, from /proc (the adopted daemons among them).
@@ -164,11 +175,10 @@ absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (std::chrono::steady_clock::now() < deadline);
   if (!answer.ok()) {
-    return absl::UnavailableError(absl::StrCat(plan.resource,
-                                               ": the MPS control daemon did not "
-                                               "answer on ",
-                                               paths.PipeDir(), ": ", answer.status().message(),
-                                               "; see ", paths.LogDir(), "/control.log"));
+    return absl::UnavailableError(
+        absl::StrCat(plan.resource, ": the MPS control daemon did not answer on ", paths.PipeDir(),
+                     ": ", answer.status().message(), "; last line of ", paths.LogDir(),
+                     "/control.log: ", LastLogLine(paths)));
   }
   std::vector<std::string> commands = {
       absl::StrCat("set_default_active_thread_percentage ", plan.limits.active_thread_percentage)};
