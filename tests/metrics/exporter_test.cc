@@ -414,10 +414,12 @@ class Served {
 TEST(Exporter, ServesTheLatestSampleAndStopsOnSigterm) {
   Served served({"--log-level", "info", "--sim", "a10-pcie-4"}, {"--pod-resources-socket", ""});
   ASSERT_TRUE(served.ready()) << served.process().Stderr();
-  // What it serves, and how, is in its log once.
-  EXPECT_THAT(served.process().Stderr(),
-              HasSubstr("exporter: serving /metrics on 127.0.0.1:" + std::to_string(served.port()) +
-                        " for node-7, sampling every 200ms, pod attribution off\n"));
+  // What it serves, and how, is in its log once (written just after /healthz starts answering).
+  EXPECT_TRUE(served.process().WaitForLog(
+      "exporter: serving /metrics on 127.0.0.1:" + std::to_string(served.port()) +
+          " for node-7, sampling every 200ms, pod attribution off\n",
+      std::chrono::seconds(10)))
+      << served.process().Stderr();
   testing::HttpResult metrics = served.Get("/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_EQ(metrics.content_type, "text/plain; version=0.0.4; charset=utf-8");
