@@ -1,0 +1,148 @@
+#include "mig/mig_manager.h"
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/log.h"
+#include "mig/mig_apply.h"
+#include "mig/mig_config.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::mig {
+namespace {
+
+using json = nlohmann::json;
+
+std::string NodePath(const std::string& node) {
+  return absl::StrCat("/api/v1/nodes/", kube::UrlEncode(node));
+}
+
+}  // namespace
+
+MigManager::MigManager(const nvml::Library& library, kube::Client& client, ManagerOptions options)
+    : library_(library), client_(client), options_(std::move(options)) {}
+
+absl::Status MigManager::SetLabels(const std::vector<std::pair<std::string, std::string>>& labels) {
+  json patch = {{"metadata", {{"labels", json::object()}}}};
+  for (const auto& [key, value] : labels) patch["metadata"]["labels"][key] = value;
+  return client_.Patch(NodePath(options_.node), "application/merge-patch+json", patch.dump());
+}
+
+absl::Status MigManager::SetState(const std::string& state) {
+  spdlog::info("node {}: {}={}", options_.node, kMigConfigStateLabel, state);
+  return SetLabels({{kMigConfigStateLabel, state}});
+}
+
+absl::Status MigManager::PauseClients() {
+  absl::StatusOr<std::string> body = client_.Get(NodePath(options_.node));
+  if (!body.ok()) return body.status();
+  json node = json::parse(*body, nullptr, false);
+  if (node.is_discarded()) return absl::InternalError("node " + options_.node + ": not JSON");
+  const json labels = node["metadata"].value("labels", json::object());
+  std::vector<std::pair<std::string, std::string>> pause;
+  for (const std::string& key : options_.client_labels) {
+    // Unset counts as deployed: the DaemonSets' affinity only excludes the paused value.
+    if (!labels.contains(key) || labels[key] == "true")
+      pause.emplace_back(key, kPausedForMigChange);
+  }
+  if (pause.empty()) return absl::OkStatus();
+  for (const auto& [key, value] : pause) spdlog::info("node {}: {}={}", options_.node, key, value);
+  return SetLabels(pause);
+}
+
+absl::Status MigManager::ResumeClients() {
+  absl::StatusOr<std::string> body = client_.Get(NodePath(options_.node));
+  if (!body.ok()) return body.status();
+  json node = json::parse(*body, nullptr, false);
+  if (node.is_discarded()) return absl::InternalError("node " + options_.node + ": not JSON");
+  const json labels = node["metadata"].value("labels", json::object());
+  std::vector<std::pair<std::string, std::string>> resume;
+  for (const std::string& key : options_.client_labels) {
+    if (labels.contains(key) && labels[key] == kPausedForMigChange)
+      resume.emplace_back(key, "true");
+  }
+  if (resume.empty()) return absl::OkStatus();
+  for (const auto& [key, value] : resume) spdlog::info("node {}: {}={}", options_.node, key, value);
+  return SetLabels(resume);
+}
+
+absl::Status MigManager::AwaitClientsGone() {
+  const absl::Time deadline = absl::Now() + options_.client_timeout;
+  while (true) {
+    std::vector<std::string> left;
+    for (const std::string& selector : options_.client_selectors) {
+      kube::ListOptions list{.field_selector = "spec.nodeName=" + options_.node,
+                             .label_selector = selector};
+      absl::Status st = client_.List(
+          "/api/v1/pods", list,
+          [&left](simdjson::padded_string_view body,
+                  std::string_view) -> absl::StatusOr<std::string> {
+            json page = json::parse(body.data(), body.data() + body.size(), nullptr, false);
+            if (page.is_discarded()) return absl::InternalError("pod list: not JSON");
+            for (const json& pod : page.value("items", json::array())) {
+              left.push_back(absl::StrCat(pod["metadata"].value("namespace", ""), "/",
+                                          pod["metadata"].value("name", "")));
+            }
+            return page["metadata"].value("continue", "");
+          });
+      if (!st.ok()) return st;
+    }
+    if (left.empty()) return absl::OkStatus();
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "GPU client pods still on node ", options_.node, " after ",
+          absl::FormatDuration(options_.client_timeout), ": ", absl::StrJoin(left, ", "),
+          "; their DaemonSets must keep off a node whose client label is ", kPausedForMigChange,
+          " (docs/MIG.md, \"mig manager\")"));
+    }
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(options_.poll_interval));
+  }
+}
+
+absl::Status MigManager::Change(const std::string& config_name) {
+  absl::StatusOr<MigConfigFile> file = ReadMigConfig(options_.config_file);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<std::vector<std::string>> differences = AssertConfig(library_, *file, config_name);
+  if (!differences.ok()) return differences.status();
+  if (differences->empty()) {
+    spdlog::info("node {}: has MIG config \"{}\" already", options_.node, config_name);
+    return ResumeClients();  // paused by a run that stopped half-way
+  }
+  // The plan first: a layout that cannot fit is refused with the clients still running.
+  absl::StatusOr<ApplyResult> plan = ApplyConfig(
+      library_, *file, config_name, ApplyOptions{.dry_run = true, .force = options_.force});
+  if (!plan.ok()) return plan.status();
+  if (absl::Status st = PauseClients(); !st.ok()) return st;
+  absl::Status changed = AwaitClientsGone();
+  if (changed.ok()) {
+    absl::StatusOr<ApplyResult> result =
+        ApplyConfig(library_, *file, config_name, ApplyOptions{.force = options_.force});
+    if (!result.ok()) {
+      changed = result.status();
+    } else {
+      for (const std::string& line : result->lines) spdlog::info("{}", line);
+      if (!result->pending.empty()) {
+        changed = absl::FailedPreconditionError(absl::StrJoin(result->pending, "; "));
+      }
+    }
+  }
+  // The clients come back whatever happened: the GPUs are in the new layout or the old one.
+  absl::Status resumed = ResumeClients();
+  return changed.ok() ? resumed : changed;
+}
+
+absl::Status MigManager::Reconcile(const std::string& config_name) {
+  spdlog::info("node {}: {}={}", options_.node, kMigConfigLabel, config_name);
+  if (absl::Status st = SetState("pending"); !st.ok()) return st;
+  absl::Status changed = Change(config_name);
+  if (!changed.ok()) {
+    spdlog::error("node {}: MIG config \"{}\": {}", options_.node, config_name, changed.message());
+  }
+  absl::Status state = SetState(changed.ok() ? "success" : "failed");
+  return changed.ok() ? state : changed;
+}
+
+}  // namespace gpunode::mig
