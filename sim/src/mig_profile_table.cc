@@ -51,11 +51,11 @@ constexpr std::array<GpuInstanceProfile, 7> kA100_80GB = {{
 
 // A30: four memory slices, four compute slices; media extensions on 1g and 2g.
 constexpr std::array<GpuInstanceProfile, 5> kA30_24GB = {{
-    {k1, 14, "1g.6gb", 1, 4, 5952, 14, 1, 0, 0, 0, 0, 1, kA30OneSliceStarts},
+    {k1, 14, "1g.6gb", 1, 4, 5952, 14, 1, 1, 0, 0, 0, 1, kA30OneSliceStarts},
     {k1Me, 21, "1g.6gb+me", 1, 1, 5952, 14, 1, 1, 0, 1, 1, 1, kA30OneSliceStarts},
-    {k2, 5, "2g.12gb", 2, 2, 12032, 28, 2, 2, 0, 0, 0, 2, kA30TwoSliceStarts},
-    {k2Me, 6, "2g.12gb+me", 2, 1, 12032, 28, 2, 2, 0, 1, 1, 2, kA30TwoSliceStarts},
-    {k4, 0, "4g.24gb", 4, 1, 24192, 56, 4, 4, 0, 1, 1, 4, kWholeStart},
+    {k2, 5, "2g.12gb", 2, 2, 11968, 28, 2, 2, 0, 0, 0, 2, kA30TwoSliceStarts},
+    {k2Me, 6, "2g.12gb+me", 2, 1, 11968, 28, 2, 2, 0, 1, 1, 2, kA30TwoSliceStarts},
+    {k4, 0, "4g.24gb", 4, 1, 24000, 56, 4, 4, 0, 1, 1, 4, kWholeStart},
 }};
 
 // Hopper GH100: every instance has NVDECs and JPEG decoders; OFA only on +me and 7g.
@@ -70,23 +70,23 @@ constexpr std::array<GpuInstanceProfile, 7> kH100_80GB = {{
 }};
 
 constexpr std::array<GpuInstanceProfile, 7> kH100_94GB = {{
-    {k1, 19, "1g.12gb", 1, 7, 11264, 16, 1, 1, 0, 1, 0, 1, kEighthStarts},
-    {k1Me, 20, "1g.12gb+me", 1, 1, 11264, 16, 1, 1, 0, 1, 1, 1, kEighthStarts},
-    {k1Double, 15, "1g.24gb", 1, 4, 22784, 26, 1, 1, 0, 1, 0, 2, kQuarterStarts},
-    {k2, 14, "2g.24gb", 2, 3, 22784, 32, 2, 2, 0, 2, 0, 2, kTwoSliceStarts},
-    {k3, 9, "3g.47gb", 3, 2, 45824, 60, 3, 3, 0, 3, 0, 4, kHalfStarts},
-    {k4, 5, "4g.47gb", 4, 1, 45824, 64, 4, 4, 0, 4, 0, 4, kWholeStart},
-    {k7, 0, "7g.94gb", 7, 1, 93184, 132, 8, 7, 0, 7, 1, 8, kWholeStart},
+    {k1, 19, "1g.12gb", 1, 7, 11008, 16, 1, 1, 0, 1, 0, 1, kEighthStarts},
+    {k1Me, 20, "1g.12gb+me", 1, 1, 11008, 16, 1, 1, 0, 1, 1, 1, kEighthStarts},
+    {k1Double, 15, "1g.24gb", 1, 4, 22144, 26, 1, 1, 0, 1, 0, 2, kQuarterStarts},
+    {k2, 14, "2g.24gb", 2, 3, 22144, 32, 2, 2, 0, 2, 0, 2, kTwoSliceStarts},
+    {k3, 9, "3g.47gb", 3, 2, 47488, 60, 3, 3, 0, 3, 0, 4, kHalfStarts},
+    {k4, 5, "4g.47gb", 4, 1, 47488, 64, 4, 4, 0, 4, 0, 4, kWholeStart},
+    {k7, 0, "7g.94gb", 7, 1, 95360, 132, 8, 7, 0, 7, 1, 8, kWholeStart},
 }};
 
 constexpr std::array<GpuInstanceProfile, 7> kH200_141GB = {{
-    {k1, 19, "1g.18gb", 1, 7, 16896, 16, 1, 1, 0, 1, 0, 1, kEighthStarts},
-    {k1Me, 20, "1g.18gb+me", 1, 1, 16896, 16, 1, 1, 0, 1, 1, 1, kEighthStarts},
-    {k1Double, 15, "1g.35gb", 1, 4, 33536, 26, 1, 1, 0, 1, 0, 2, kQuarterStarts},
-    {k2, 14, "2g.35gb", 2, 3, 33536, 32, 2, 2, 0, 2, 0, 2, kTwoSliceStarts},
-    {k3, 9, "3g.71gb", 3, 2, 67840, 60, 3, 3, 0, 3, 0, 4, kHalfStarts},
-    {k4, 5, "4g.71gb", 4, 1, 67840, 64, 4, 4, 0, 4, 0, 4, kWholeStart},
-    {k7, 0, "7g.141gb", 7, 1, 135936, 132, 8, 7, 0, 7, 1, 8, kWholeStart},
+    {k1, 19, "1g.18gb", 1, 7, 16384, 16, 1, 1, 0, 1, 0, 1, kEighthStarts},
+    {k1Me, 20, "1g.18gb+me", 1, 1, 16384, 16, 1, 1, 0, 1, 1, 1, kEighthStarts},
+    {k1Double, 15, "1g.35gb", 1, 4, 33024, 26, 1, 1, 0, 1, 0, 2, kQuarterStarts},
+    {k2, 14, "2g.35gb", 2, 3, 33024, 32, 2, 2, 0, 2, 0, 2, kTwoSliceStarts},
+    {k3, 9, "3g.71gb", 3, 2, 71168, 60, 3, 3, 0, 3, 0, 4, kHalfStarts},
+    {k4, 5, "4g.71gb", 4, 1, 71168, 64, 4, 4, 0, 4, 0, 4, kWholeStart},
+    {k7, 0, "7g.141gb", 7, 1, 143104, 132, 8, 7, 0, 7, 1, 8, kWholeStart},
 }};
 
 constexpr MigProductTable kTables[] = {

@@ -112,6 +112,16 @@ TEST(MigProfiles, ListEachTableWithPlacementsOnceMigIsOn) {
     for (const json& p : gpus[g]["profiles"]) listed.push_back(p["name"].get<std::string>());
     EXPECT_EQ(listed, names[g]) << "GPU " << g;
   }
+  // Memory of the smallest and the largest profile, as `nvidia-smi mig -lgip` prints them (GiB
+  // x 1024; sim/SOURCES.md names each table's source).
+  std::vector<std::pair<unsigned, unsigned>> memory = {
+      {4864, 40192}, {9728, 80896}, {5952, 24000}, {9984, 81152}, {11008, 95360}, {16384, 143104}};
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    const json& profiles = gpus[g]["profiles"];
+    EXPECT_EQ(profiles[0]["memory_mib"], memory[g].first) << "GPU " << g;
+    EXPECT_EQ(profiles[profiles.size() == 5 ? 2 : 4]["memory_mib"], memory[g].second)
+        << "GPU " << g;
+  }
   const json& h100_7g = gpus[3]["profiles"][4];
   EXPECT_EQ(h100_7g["id"], 0);
   EXPECT_EQ(h100_7g["multiprocessors"], 132);
