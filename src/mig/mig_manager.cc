@@ -1,5 +1,6 @@
 #include "mig/mig_manager.h"
 
+#include <functional>
 #include <thread>
 #include <utility>
 
@@ -36,37 +37,33 @@ absl::Status MigManager::SetState(const std::string& state) {
   return SetLabels({{kMigConfigStateLabel, state}});
 }
 
-absl::Status MigManager::PauseClients() {
+absl::Status MigManager::RelabelClients(const std::function<bool(const json* value)>& select,
+                                        const std::string& to) {
   absl::StatusOr<std::string> body = client_.Get(NodePath(options_.node));
   if (!body.ok()) return body.status();
   json node = json::parse(*body, nullptr, false);
   if (node.is_discarded()) return absl::InternalError("node " + options_.node + ": not JSON");
   const json labels = node["metadata"].value("labels", json::object());
-  std::vector<std::pair<std::string, std::string>> pause;
+  std::vector<std::pair<std::string, std::string>> changes;
   for (const std::string& key : options_.client_labels) {
-    // Unset counts as deployed: the DaemonSets' affinity only excludes the paused value.
-    if (!labels.contains(key) || labels[key] == "true")
-      pause.emplace_back(key, kPausedForMigChange);
+    if (select(labels.contains(key) ? &labels[key] : nullptr)) changes.emplace_back(key, to);
   }
-  if (pause.empty()) return absl::OkStatus();
-  for (const auto& [key, value] : pause) spdlog::info("node {}: {}={}", options_.node, key, value);
-  return SetLabels(pause);
+  if (changes.empty()) return absl::OkStatus();
+  for (const auto& [key, value] : changes) {
+    spdlog::info("node {}: {}={}", options_.node, key, value);
+  }
+  return SetLabels(changes);
+}
+
+absl::Status MigManager::PauseClients() {
+  // Unset counts as deployed: the DaemonSets' affinity only excludes the paused value.
+  return RelabelClients([](const json* value) { return value == nullptr || *value == "true"; },
+                        kPausedForMigChange);
 }
 
 absl::Status MigManager::ResumeClients() {
-  absl::StatusOr<std::string> body = client_.Get(NodePath(options_.node));
-  if (!body.ok()) return body.status();
-  json node = json::parse(*body, nullptr, false);
-  if (node.is_discarded()) return absl::InternalError("node " + options_.node + ": not JSON");
-  const json labels = node["metadata"].value("labels", json::object());
-  std::vector<std::pair<std::string, std::string>> resume;
-  for (const std::string& key : options_.client_labels) {
-    if (labels.contains(key) && labels[key] == kPausedForMigChange)
-      resume.emplace_back(key, "true");
-  }
-  if (resume.empty()) return absl::OkStatus();
-  for (const auto& [key, value] : resume) spdlog::info("node {}: {}={}", options_.node, key, value);
-  return SetLabels(resume);
+  return RelabelClients(
+      [](const json* value) { return value != nullptr && *value == kPausedForMigChange; }, "true");
 }
 
 absl::Status MigManager::AwaitClientsGone() {

@@ -15,12 +15,14 @@
 // The RBAC it needs: nodes get, watch (the label), patch (the labels); pods list.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "kube/client.h"
+#include "nlohmann/json_fwd.hpp"
 #include "nvml/library.h"
 
 namespace gpunode::mig {
@@ -53,6 +55,9 @@ class MigManager {
  private:
   absl::Status SetLabels(const std::vector<std::pair<std::string, std::string>>& labels);
   absl::Status SetState(const std::string& state);
+  // Sets each client label whose value (null when unset) `select` picks to `to`.
+  absl::Status RelabelClients(const std::function<bool(const nlohmann::json* value)>& select,
+                              const std::string& to);
   // Steps 4 and 6.
   absl::Status PauseClients();
   absl::Status ResumeClients();
