@@ -72,6 +72,10 @@ mig-configs:
     - devices: [0]
       mig-enabled: true
       mig-devices: {"3g.40gb": 3}
+  h200-1g:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"1g.18gb": 7}
 )";
 
 json Pod(const std::string& name, const std::string& app, const std::string& node) {
@@ -131,7 +135,7 @@ class MigManagerTest : public ::testing::Test {
   }
 
   void Start(std::vector<std::string> more = {}) {
-    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim",   kSpec, "--log-level", "info",
+    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim",   spec_, "--log-level", "info",
                                      "mig",          "manager", "-f",  config_};
     argv.insert(argv.end(), more.begin(), more.end());
     manager_ = std::make_unique<testing::BackgroundProcess>(
@@ -193,12 +197,13 @@ class MigManagerTest : public ::testing::Test {
   // `mig assert` of layout `config` in a process of its own: 0 when the GPUs have it.
   int Assert(const std::string& config) {
     testing::ProcessResult r = testing::RunProcess(
-        {GPUNODE_BINARY, "--sim", kSpec, "mig", "assert", "-f", config_, "--config", config},
+        {GPUNODE_BINARY, "--sim", spec_, "mig", "assert", "-f", config_, "--config", config},
         {"GPUNODE_SIM_STATE=" + state_});
     return r.exit_code;
   }
 
   testing::TempDir dir_{"gpunode-mig-manager"};
+  std::string spec_ = kSpec;
   std::string config_, state_, kubeconfig_;
   std::unique_ptr<testing::ApiServerDouble> api_;
   std::unique_ptr<testing::BackgroundProcess> manager_;
@@ -359,6 +364,31 @@ TEST_F(MigManagerTest, ClientsThatDoNotGoFailTheChangeAndAreResumed) {
   EXPECT_THAT(manager_->Log(),
               HasSubstr("GPU client pods still on node gpu-a after 2s: "
                         "gpunode-system/device-plugin-a, gpunode-system/exporter-a"));
+  EXPECT_EQ(manager_->Stop(SIGTERM), 0) << manager_->Log();
+}
+
+// On the H200 node process 2210 holds GPU 0. The clients are paused first (a GPU client may be
+// what holds a GPU), then the busy GPU is refused with its pid; forced, the mode change waits for
+// a GPU reset, which fails the change and says what to do. The clients are resumed each time.
+TEST_F(MigManagerTest, ABusyGpuIsRefusedAndAForcedModeChangeThatNeedsAResetFails) {
+  spec_ = "h200-1";
+  Label("h200-1g", {{kPluginLabel, "true"}});
+  Start();
+  size_t at = 0;
+  ASSERT_TRUE(AwaitPatch(kPluginLabel, "paused-for-mig-change", &at)) << manager_->Log();
+  ClientsGone();
+  ASSERT_TRUE(AwaitPatch(kState, "failed", &at)) << manager_->Log();
+  EXPECT_THAT(manager_->Log(), HasSubstr("GPU 0 (NVIDIA H200) is used by pid 2210"));
+  EXPECT_EQ(NodeLabel(kPluginLabel), "true");
+  EXPECT_EQ(manager_->Stop(SIGTERM), 0) << manager_->Log();
+
+  Start({"--force"});
+  ASSERT_TRUE(AwaitPatch(kPluginLabel, "paused-for-mig-change", &at)) << manager_->Log();
+  ClientsGone();
+  ASSERT_TRUE(AwaitPatch(kState, "failed", &at)) << manager_->Log();
+  EXPECT_THAT(manager_->Log(), HasSubstr("MIG mode enable is pending"));
+  EXPECT_THAT(manager_->Log(), HasSubstr("nvidia-smi -r -i 0"));
+  EXPECT_EQ(NodeLabel(kPluginLabel), "true");
   EXPECT_EQ(manager_->Stop(SIGTERM), 0) << manager_->Log();
 }
 
