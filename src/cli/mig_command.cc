@@ -186,13 +186,26 @@ int RunManager(const GlobalOptions& global, const MigOptions& options) {
   auto watch =
       kube::NodeLabelWatch::Start(std::move(*watch_client), options.node, mig::kMigConfigLabel);
   if (!watch.ok()) return ReportError(watch.status());
+  // A stop signal that comes during a change ends its wait for the clients (which are resumed)
+  // and then the loop.
+  bool stop = false;
+  auto stopping = [&signals, &stop] {
+    while (std::optional<int> signal = signals->Read()) {
+      if (*signal != SIGHUP) {
+        spdlog::info("received signal {}; stopping", *signal);
+        stop = true;
+      }
+    }
+    return stop;
+  };
   mig::MigManager manager(**library, **client,
                           mig::ManagerOptions{.node = options.node,
                                               .config_file = options.config_file,
                                               .client_labels = options.client_labels,
                                               .client_selectors = options.client_selectors,
                                               .client_timeout = *client_timeout,
-                                              .force = options.force});
+                                              .force = options.force,
+                                              .stopping = stopping});
   spdlog::info(
       "mig manager: node {}, label {}, config file {}, clients {} ({}), timeout {}", options.node,
       mig::kMigConfigLabel, options.config_file, absl::StrJoin(options.client_labels, ", "),
@@ -202,7 +215,7 @@ int RunManager(const GlobalOptions& global, const MigOptions& options) {
                  (*watch)->LastError());
   }
   std::optional<std::string> done;  // the layout last reconciled
-  while (true) {
+  while (!stopping()) {
     (*watch)->Clear();
     std::optional<std::string> wanted = (*watch)->Value();
     if (wanted && !wanted->empty() && wanted != done) {
@@ -214,12 +227,8 @@ int RunManager(const GlobalOptions& global, const MigOptions& options) {
     if (poll(fds, 2, -1) < 0 && errno != EINTR) {
       return ReportError(absl::InternalError(absl::StrCat("poll: ", std::strerror(errno))));
     }
-    if (std::optional<int> signal = signals->Read()) {
-      if (*signal == SIGHUP) continue;
-      spdlog::info("received signal {}; stopping", *signal);
-      return kExitOk;
-    }
   }
+  return kExitOk;
 }
 
 void AddConfigFlags(CLI::App* cmd, MigOptions& options) {

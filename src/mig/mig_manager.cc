@@ -95,6 +95,10 @@ absl::Status MigManager::AwaitClientsGone() {
           "; their DaemonSets must keep off a node whose client label is ", kPausedForMigChange,
           " (docs/MIG.md, \"mig manager\")"));
     }
+    if (options_.stopping()) {
+      return absl::CancelledError(absl::StrCat("stopped while waiting for the GPU client pods ",
+                                               absl::StrJoin(left, ", "), " to go"));
+    }
     std::this_thread::sleep_for(absl::ToChronoMilliseconds(options_.poll_interval));
   }
 }

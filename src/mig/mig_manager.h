@@ -41,6 +41,9 @@ struct ManagerOptions {
   absl::Duration client_timeout = absl::Minutes(5);
   absl::Duration poll_interval = absl::Seconds(1);
   bool force = false;  // change GPUs that processes still use
+  // Asked at every poll while the clients are awaited: true ends the wait (a stop signal), the
+  // clients are resumed and the change fails, instead of leaving them paused behind a SIGKILL.
+  std::function<bool()> stopping = [] { return false; };
 };
 
 class MigManager {

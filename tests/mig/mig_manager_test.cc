@@ -392,6 +392,22 @@ TEST_F(MigManagerTest, ABusyGpuIsRefusedAndAForcedModeChangeThatNeedsAResetFails
   EXPECT_EQ(manager_->Stop(SIGTERM), 0) << manager_->Log();
 }
 
+// SIGTERM while the clients are awaited (a pod deleted mid-change) ends the wait: the clients
+// are resumed, the change failed, the GPUs untouched, and the process exits 0 well before the
+// 20 s after which Stop kills it.
+TEST_F(MigManagerTest, SigtermWhileTheClientsAreAwaitedResumesThemAndStops) {
+  Label("a100-3g", {{kPluginLabel, "true"}});
+  Start();
+  size_t at = 0;
+  ASSERT_TRUE(AwaitPatch(kPluginLabel, "paused-for-mig-change", &at)) << manager_->Log();
+  EXPECT_EQ(manager_->Stop(SIGTERM), 0) << manager_->Log();
+  EXPECT_EQ(NodeLabel(kPluginLabel), "true");
+  EXPECT_EQ(NodeLabel(kExporterLabel), "true");
+  EXPECT_EQ(NodeLabel(kState), "failed");
+  EXPECT_EQ(Assert("all-disabled"), 0);
+  EXPECT_THAT(manager_->Log(), HasSubstr("stopped while waiting for the GPU client pods"));
+}
+
 TEST(MigManagerFlags, BadInputIsRefusedAtStartWithOneLine) {
   testing::TempDir dir("gpunode-mig-manager-flags");
   std::string config = dir.Write("config.yaml", kConfig);
