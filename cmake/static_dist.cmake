@@ -12,9 +12,10 @@
 #   libcurl load libz.so.1 beside it: zlib keeps no global state, and the binary exports none of its
 #   symbols, so each caller uses its own copy and no stream crosses between them.
 # - libcurl: libcurl.a needs nghttp2, rtmp, ssh2, psl, gssapi, ldap and zstd, none of which has an
-#   archive in Debian. The API client loads the shared libcurl on first use (src/kube/client.cc);
-#   the node daemons' small HTTP/1.1 transport loads the shared libssl instead
-#   (src/kube/openssl_api.cc), the same copy the HTTP module uses.
+#   archive in Debian. The API client loads the shared libcurl on first use (src/kube/client.cc).
+#   The node daemons' small HTTP/1.1 transport speaks TLS through mbedTLS, whose archives are
+#   linked in (src/kube/CMakeLists.txt), and loads the shared libssl, the copy the HTTP module
+#   uses, only where mbedTLS cannot serve (src/kube/tls_client.h).
 # - simdjson, cpp-httplib: Debian has no archives of them. (spdlog, fmt and toml++ have none
 #   either, but they can be compiled in from their headers: see below.)
 # - libstdc++: those C++ libraries (and the simulator) load the shared one anyway.

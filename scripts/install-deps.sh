@@ -9,7 +9,7 @@ packages=(
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libnghttp2-dev
   libyaml-cpp-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev
-  libcpp-httplib-dev libsimdjson-dev libcurl4-openssl-dev libssl-dev libpugixml-dev
+  libcpp-httplib-dev libsimdjson-dev libcurl4-openssl-dev libssl-dev libmbedtls-dev libpugixml-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev containerd prometheus jq
   # Go's gRPC, the kubelet's library, as a test peer of the device plugin (tests/h2grpc/go_peer)

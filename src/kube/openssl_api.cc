@@ -53,7 +53,6 @@ absl::StatusOr<const OpensslApi*> LoadOpenssl() {
     resolve(loaded.connect, "SSL_connect");
     resolve(loaded.read, "SSL_read");
     resolve(loaded.write, "SSL_write");
-    resolve(loaded.pending, "SSL_pending");
     resolve(loaded.get_error, "SSL_get_error");
     resolve(loaded.get_verify_result, "SSL_get_verify_result");
     resolve(loaded.shutdown, "SSL_shutdown");
@@ -66,7 +65,6 @@ absl::StatusOr<const OpensslApi*> LoadOpenssl() {
     resolve(loaded.store_add_cert, "X509_STORE_add_cert");
     resolve(loaded.param_set1_ip_asc, "X509_VERIFY_PARAM_set1_ip_asc");
     resolve(loaded.verify_error_string, "X509_verify_cert_error_string");
-    resolve(loaded.err_get_error, "ERR_get_error");
     resolve(loaded.err_peek_last_error, "ERR_peek_last_error");
     resolve(loaded.err_error_string_n, "ERR_error_string_n");
     resolve(loaded.err_clear_error, "ERR_clear_error");

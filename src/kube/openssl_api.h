@@ -1,5 +1,5 @@
-// OpenSSL's libssl (and the libcrypto it links), loaded when the first TLS connection to the API
-// server is made. The binary links no OpenSSL: the node daemons that never call the API server
+// OpenSSL's libssl (and the libcrypto it links), loaded when the node daemons' TLS needs it
+// (kube/tls_client.h says when). The binary links no OpenSSL: the node daemons that never need it
 // should not map it, and the HTTP module (src/http/) loads the same shared copy when it serves
 // TLS, so the process never holds two.
 //
@@ -39,7 +39,6 @@ struct OpensslApi {
   decltype(&SSL_connect) connect;
   decltype(&SSL_read) read;
   decltype(&SSL_write) write;
-  decltype(&SSL_pending) pending;
   decltype(&SSL_get_error) get_error;
   decltype(&SSL_get_verify_result) get_verify_result;
   decltype(&SSL_shutdown) shutdown;
@@ -53,7 +52,6 @@ struct OpensslApi {
   decltype(&X509_STORE_add_cert) store_add_cert;
   decltype(&X509_VERIFY_PARAM_set1_ip_asc) param_set1_ip_asc;
   decltype(&X509_verify_cert_error_string) verify_error_string;
-  decltype(&ERR_get_error) err_get_error;
   decltype(&ERR_peek_last_error) err_peek_last_error;
   decltype(&ERR_error_string_n) err_error_string_n;
   decltype(&ERR_clear_error) err_clear_error;

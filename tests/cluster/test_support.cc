@@ -18,13 +18,15 @@ std::string ReadText(const std::string& path) {
 
 std::string Base64(const std::string& data) { return absl::Base64Escape(data); }
 
-bool MakeTestCertificates(const std::string& dir) {
+bool MakeTestCertificates(const std::string& dir, CertificateKey key) {
   std::string ext = dir + "/ext.cnf";
   std::ofstream(ext) << "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
                         "basicConstraints=CA:FALSE\n"
                         "keyUsage=digitalSignature,keyEncipherment\n"
                         "extendedKeyUsage=serverAuth\n";
-  std::string curve = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
+  std::string curve = key == CertificateKey::kRsa
+                          ? "-newkey rsa:2048 -nodes "
+                          : "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
   std::string script =
       "set -e; cd '" + dir +
       "'; "

@@ -12,8 +12,10 @@
 namespace gpunode::testing {
 
 // ca.crt, tls.crt (signed by the CA, for localhost and 127.0.0.1) and tls.key under `dir`,
-// made with the openssl command. Returns false (and prints why) on failure.
-bool MakeTestCertificates(const std::string& dir);
+// made with the openssl command, with P-256 keys or RSA 2048 ones (kubeadm's). Returns false (and
+// prints why) on failure.
+enum class CertificateKey { kEcdsaP256, kRsa };
+bool MakeTestCertificates(const std::string& dir, CertificateKey key = CertificateKey::kEcdsaP256);
 
 std::string ReadText(const std::string& path);
 std::string Base64(const std::string& data);

@@ -179,8 +179,12 @@ class ApiServerDouble::Impl {
  public:
   explicit Impl(Options options) : options_(std::move(options)) {
     if (!options_.tls_cert.empty()) {
-      server_ =
+      auto tls =
           std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+      if (options_.tls13_only && tls->is_valid()) {
+        SSL_CTX_set_min_proto_version(tls->ssl_context(), TLS1_3_VERSION);
+      }
+      server_ = std::move(tls);
     } else {
       server_ = std::make_unique<httplib::Server>();
     }

@@ -29,6 +29,8 @@ class ApiServerDouble {
     // Serve HTTPS with this certificate and key when set; plain HTTP otherwise.
     std::string tls_cert = {};
     std::string tls_key = {};
+    // Refuse TLS 1.2, as an API server started with --tls-min-version=VersionTLS13 does.
+    bool tls13_only = false;
   };
 
   struct Request {
