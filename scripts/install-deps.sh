@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev lld
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libnghttp2-dev
   libyaml-cpp-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev
