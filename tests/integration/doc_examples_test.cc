@@ -70,9 +70,6 @@ const std::vector<NotRun> kNotRun = {
      "kubectl against a real cluster"},
     {"kubectl apply -k deploy/webhook", "kubectl against a real cluster"},
     {"kubectl apply -f deploy/webhook/cert-manager.yaml", "kubectl against a real cluster"},
-    {"kubectl plugin list", "kubectl, which the build does not need"},
-    {"kubectl gpunode cluster audit", "kubectl, which the build does not need"},
-    {"kubectl gpunode cluster audit -f snapshot.json", "kubectl, which the build does not need"},
     {"kubectl get nodes,pods -A -o json > snapshot.json", "kubectl against a real cluster"},
     {"kubectl get nodes,pods,jobs,cronjobs,events -A -o json > snapshot.json",
      "kubectl against a real cluster"},
@@ -99,12 +96,6 @@ const std::vector<NotRun> kNotRun = {
      "simulator as libnvidia-ml.so.1"},
     {"GPUNODE_SIM=dgx1-v100 LD_LIBRARY_PATH=/tmp/sim some-nvml-program",
      "some-nvml-program stands for the reader's own NVML program"},
-    {"jq -r 'reduce (.items[] | select(.kind == \"Pod\" and .spec.nodeName != null\n"
-     "    and .status.phase != \"Succeeded\" and .status.phase != \"Failed\")) as $p ({};\n"
-     "  .[$p.spec.nodeName] += ([$p.spec.containers[] | .resources.requests[\"nvidia.com/gpu\"] "
-     "// \"0\"\n    | tonumber] | add))\n  | to_entries[] | select(.value > 0) | "
-     "\"\\(.key) \\(.value)\"' snapshot.json",
-     "jq, which the build does not need"},
     {"for b in OLD/build-dist/gpunode build/gpunode build-dist/gpunode; do\n"
      "build/bench/plugin/plugin_process_bench \"$PWD/$b\"\n"
      "bench/metrics/measure_exporter.sh \"$b\" dgx-h100 100000\ndone",
@@ -210,8 +201,6 @@ const std::vector<Fixture> kFixtures = {
     {"/srv/driver", "tests/fixtures/doctor/pod", "cdi generate"},
     {"/", "tests/fixtures/doctor/pod", "cdi generate"},
     {"/etc/cdi/nvidia.yaml", "tests/fixtures/docs/cdi-spec.yaml"},
-    {"tls.crt", "tests/fixtures/docs/tls.crt"},
-    {"tls.key", "tests/fixtures/docs/tls.key"},
 };
 
 // Options a command leaves at the node's own paths, given explicitly so that it reads and writes
@@ -411,7 +400,8 @@ std::string UnderRoot(const std::string& command, const std::string& root) {
   std::string out;
   for (size_t i = 0; i < command.size(); ++i) {
     bool starts_word = i == 0 || std::string(" \t='\">").find(command[i - 1]) != std::string::npos;
-    if (command[i] == '/' && starts_word) out += root;
+    bool operator_slashes = i + 1 < command.size() && command[i + 1] == '/';  // jq's `//`
+    if (command[i] == '/' && starts_word && !operator_slashes) out += root;
     out += command[i];
   }
   return out;
@@ -633,10 +623,21 @@ TEST_P(DocExample, RunsAsWritten) {
   testing::TempDir dir("gpunode-doc");
   const fs::path work = fs::path(dir.path()) / "work";
   const fs::path root = fs::path(dir.path()) / "root";
-  const fs::path bin = fs::path(dir.path()) / "bin";
+  // Where the image and `cmake --install` put the binary and its kubectl plugin link.
+  const fs::path bin = root / "usr/local/bin";
   const fs::path results = fs::path(dir.path()) / "results";
   for (const fs::path& d : {work, root, bin, results}) fs::create_directories(d);
   fs::create_symlink(GPUNODE_BINARY, bin / "gpunode");
+  fs::create_symlink("gpunode", bin / "kubectl-gpunode");
+  if (block_text.find("tls.crt") != std::string::npos) {
+    // The webhook's serving certificate, made for the test rather than kept with the fixtures.
+    testing::ProcessResult made = testing::RunProcess(
+        {"/bin/sh", "-c",
+         "cd " + ShellQuoted(work.string()) +
+             " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-days 2 -subj /CN=gpunode-webhook.gpunode-system.svc -keyout tls.key -out tls.crt"});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
   for (const Fixture& fixture : kFixtures) {
     const std::string& when = fixture.when.empty() ? fixture.path : fixture.when;
     if (block_text.find(when) == std::string::npos) continue;
@@ -685,7 +686,12 @@ TEST_P(DocExample, RunsAsWritten) {
     if (!expected.output.empty()) {
       EXPECT_THAT(out + err, ::testing::HasSubstr(expected.output));
     }
-    std::vector<std::string> printed = Lines(out + err);
+    // Paths under the temporary root are printed as the doc shows them, without it.
+    std::string output = out + err;
+    for (size_t at; (at = output.find(root.string())) != std::string::npos;) {
+      output.erase(at, root.string().size());
+    }
+    std::vector<std::string> printed = Lines(output);
     for (const std::string& shown : command.shown_output) {
       EXPECT_THAT(printed, ::testing::Contains(shown.substr(0, shown.find_last_not_of(' ') + 1)))
           << "the doc shows a line the command does not print; it printed:\n"
