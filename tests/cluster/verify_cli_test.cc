@@ -12,6 +12,7 @@
 #include "cli_support.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
+#include "harness/gpu_cluster_objects.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
 
@@ -20,83 +21,12 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr char kPluginNs[] = "gpu-operator";
-constexpr char kPluginSet[] = "nvidia-device-plugin-daemonset";
-
-json Node(const std::string& name, int capacity, int allocatable, bool plugin_label = true) {
-  json labels = {{"nvidia.com/gpu.present", "true"},
-                 {"nvidia.com/gpu.count", std::to_string(capacity)},
-                 {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
-                 {"gpu.count", std::to_string(capacity)}};
-  if (plugin_label) labels["nvidia.com/gpu.deploy.device-plugin"] = "true";
-  return {
-      {"kind", "Node"},
-      {"apiVersion", "v1"},
-      {"metadata", {{"name", name}, {"labels", labels}}},
-      {"spec",
-       {{"taints", {{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}}}}},
-      {"status",
-       {{"capacity", {{"nvidia.com/gpu", std::to_string(capacity)}}},
-        {"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}},
-        {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-}
-
-json DevicePluginSet() {
-  return {
-      {"kind", "DaemonSet"},
-      {"apiVersion", "apps/v1"},
-      {"metadata", {{"name", kPluginSet}, {"namespace", kPluginNs}}},
-      {"spec",
-       {{"selector", {{"matchLabels", {{"app", kPluginSet}}}}},
-        {"template",
-         {{"metadata", {{"labels", {{"app", kPluginSet}}}}},
-          {"spec",
-           {{"nodeSelector", {{"nvidia.com/gpu.deploy.device-plugin", "true"}}},
-            {"tolerations", {{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}}},
-            {"containers",
-             {{{"name", "plugin"}, {"image", "nvcr.io/nvidia/k8s-device-plugin:v0.15.0"}}}}}}}}}}};
-}
-
-json DevicePluginPod(const std::string& node, bool ready = true) {
-  return {
-      {"kind", "Pod"},
-      {"apiVersion", "v1"},
-      {"metadata",
-       {{"name", std::string(kPluginSet) + "-" + node},
-        {"namespace", kPluginNs},
-        {"ownerReferences",
-         {{{"apiVersion", "apps/v1"},
-           {"kind", "DaemonSet"},
-           {"name", kPluginSet},
-           {"uid", "3b1c0000-0000-4000-8000-000000000001"},
-           {"controller", true}}}}}},
-      {"spec", {{"nodeName", node}, {"containers", {{{"name", "plugin"}, {"image", "plugin"}}}}}},
-      {"status",
-       {{"phase", "Running"},
-        {"conditions", {{{"type", "Ready"}, {"status", ready ? "True" : "False"}}}}}}};
-}
-
-std::string DoctorReport(const std::string& visible_status, const std::string& evidence = "") {
-  json report = {
-      {"findings",
-       {{{"layer", "container"},
-         {"id", "container.visible-devices"},
-         {"status", visible_status},
-         {"summary", visible_status == "ok" ? "sees exactly the 2 GPUs it was given"
-                                            : "sees GPUs it was not given"},
-         {"evidence", evidence},
-         {"fix", ""}}}},
-      {"summary",
-       {{"ok", visible_status == "ok" ? 1 : 0}, {"fail", visible_status == "ok" ? 0 : 1}}}};
-  return report.dump();
-}
-
 class VerifyCliTest : public LiveApiServerTest {
  protected:
   void SetUp() override {
     LiveApiServerTest::SetUp();
     if (HasFatalFailure()) return;
-    server_->AddObject(DevicePluginSet());
+    server_->AddObject(DevicePluginDaemonSet());
     // The kubelet: a smoke pod that is looked at ends as the test says.
     server_->OnRequest([this](const ApiServerDouble::Request& req) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -123,7 +53,7 @@ class VerifyCliTest : public LiveApiServerTest {
 
   // A node `gpunode cluster drain --cordon` left behind, with its device plugin running.
   void AddDrainedNode(const std::string& name) {
-    json node = Node(name, 8, 8);
+    json node = GpuNode(name, 8, 8);
     node["metadata"]["labels"]["nvidia.com/gpu.state"] = "draining";
     node["metadata"]["annotations"] = {{"gpunode.io/drain-cordoned", "true"}};
     node["spec"]["unschedulable"] = true;
@@ -161,9 +91,9 @@ const json* StepOf(const json& report, const std::string& node, const std::strin
 }
 
 TEST_F(VerifyCliTest, HealthyNodesPassAndEverySmokePodIsDeleted) {
-  server_->AddObject(Node("gpu-a", 8, 8));
-  server_->AddObject(Node("gpu-one", 1, 1));
-  server_->AddObject(Node("cpu-1", 0, 0));
+  server_->AddObject(GpuNode("gpu-a", 8, 8));
+  server_->AddObject(GpuNode("gpu-one", 1, 1));
+  server_->AddObject(GpuNode("cpu-1", 0, 0));
   // Only GPU nodes carry nvidia.com/gpu.present.
   json cpu = *server_->Node("cpu-1");
   cpu["metadata"]["labels"] = {{"kubernetes.io/hostname", "cpu-1"}};
@@ -176,8 +106,8 @@ TEST_F(VerifyCliTest, HealthyNodesPassAndEverySmokePodIsDeleted) {
                       {"metadata", {{"name", "gpunode-verify-gpu-a"}, {"namespace", "ml"}}},
                       {"spec", {{"containers", {{{"name", "smoke"}, {"image", "x"}}}}}},
                       {"status", {{"phase", "Running"}}}});
-  Finishes("gpu-a", "Succeeded", DoctorReport("ok"));
-  Finishes("gpu-one", "Succeeded", DoctorReport("ok"));
+  Finishes("gpu-a", "Succeeded", SmokeDoctorReport("ok"));
+  Finishes("gpu-one", "Succeeded", SmokeDoctorReport("ok"));
 
   ProcessResult r = Live({"cluster", "verify", "--selector", "nvidia.com/gpu.present=true", "-o",
                           "json", "--poll-interval", "10ms"});
@@ -232,12 +162,12 @@ TEST_F(VerifyCliTest, HealthyNodesPassAndEverySmokePodIsDeleted) {
 }
 
 TEST_F(VerifyCliTest, EachBrokenLinkIsItsOwnFailure) {
-  server_->AddObject(Node("gpu-uncovered", 8, 8, /*plugin_label=*/false));
-  server_->AddObject(Node("gpu-xid", 8, 7));
+  server_->AddObject(GpuNode("gpu-uncovered", 8, 8, /*plugin_label=*/false));
+  server_->AddObject(GpuNode("gpu-xid", 8, 7));
   server_->AddObject(DevicePluginPod("gpu-xid"));
-  server_->AddObject(Node("gpu-leaky", 8, 8));
+  server_->AddObject(GpuNode("gpu-leaky", 8, 8));
   server_->AddObject(DevicePluginPod("gpu-leaky"));
-  Finishes("gpu-leaky", "Failed", DoctorReport("fail", "8 GPUs visible, 2 allocated"));
+  Finishes("gpu-leaky", "Failed", SmokeDoctorReport("fail", "8 GPUs visible, 2 allocated"));
 
   ProcessResult r = Live({"cluster", "verify", "gpu-uncovered", "gpu-xid", "gpu-leaky", "-o",
                           "json", "--poll-interval", "10ms"});
@@ -279,7 +209,7 @@ TEST_F(VerifyCliTest, EachBrokenLinkIsItsOwnFailure) {
 }
 
 TEST_F(VerifyCliTest, ASmokePodThatNeverFinishesIsDeletedAtTheTimeout) {
-  server_->AddObject(Node("gpu-a", 8, 8));
+  server_->AddObject(GpuNode("gpu-a", 8, 8));
   server_->AddObject(DevicePluginPod("gpu-a"));
   ProcessResult r = Live({"cluster", "verify", "gpu-a", "-o", "json", "--timeout", "300ms",
                           "--poll-interval", "20ms"});
@@ -295,7 +225,7 @@ TEST_F(VerifyCliTest, ASmokePodThatNeverFinishesIsDeletedAtTheTimeout) {
 }
 
 TEST_F(VerifyCliTest, SigintDeletesTheSmokePodBeforeExiting) {
-  server_->AddObject(Node("gpu-a", 8, 8));
+  server_->AddObject(GpuNode("gpu-a", 8, 8));
   server_->AddObject(DevicePluginPod("gpu-a"));
   BackgroundProcess verify({kGpunodeBinary, "cluster", "verify", "gpu-a", "--timeout", "10m",
                             "--poll-interval", "1m", "--kubeconfig", kubeconfig_});
@@ -314,7 +244,7 @@ TEST_F(VerifyCliTest, SigintDeletesTheSmokePodBeforeExiting) {
 
 TEST_F(VerifyCliTest, RestoreVerifyRefusesANodeWhoseSmokePodFails) {
   AddDrainedNode("gpu-a");
-  Finishes("gpu-a", "Failed", DoctorReport("fail", "8 GPUs visible, 2 allocated"));
+  Finishes("gpu-a", "Failed", SmokeDoctorReport("fail", "8 GPUs visible, 2 allocated"));
   ProcessResult refused =
       Live({"cluster", "restore", "gpu-a", "--verify", "--poll-interval", "10ms"});
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
@@ -323,7 +253,7 @@ TEST_F(VerifyCliTest, RestoreVerifyRefusesANodeWhoseSmokePodFails) {
       << refused.err;
   EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
 
-  Finishes("gpu-a", "Succeeded", DoctorReport("ok"));
+  Finishes("gpu-a", "Succeeded", SmokeDoctorReport("ok"));
   ProcessResult restored =
       Live({"cluster", "restore", "gpu-a", "--verify", "--poll-interval", "10ms"});
   EXPECT_EQ(restored.exit_code, 0) << restored.out << restored.err;
@@ -347,9 +277,9 @@ TEST_F(VerifyCliTest, RestoreVerifyDryRunRunsNoSmokePod) {
 }
 
 TEST_F(VerifyCliTest, RequiredLabelsOfTheOperatorsScheme) {
-  server_->AddObject(Node("gpu-a", 8, 8));
+  server_->AddObject(GpuNode("gpu-a", 8, 8));
   server_->AddObject(DevicePluginPod("gpu-a"));
-  Finishes("gpu-a", "Succeeded", DoctorReport("ok"));
+  Finishes("gpu-a", "Succeeded", SmokeDoctorReport("ok"));
   // Each --require-label takes one value: the node name after it stays a node.
   ProcessResult r = Live({"cluster", "verify", "--require-label", "hardware-type=gpu",
                           "--require-label", "nvidia.com/gpu.product=NVIDIA-A100", "gpu-a", "-o",

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
+#include "harness/gpu_cluster_objects.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
 #include "temp_dir.h"
@@ -29,6 +30,12 @@ namespace gpunode {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::DevicePluginDaemonSet;
+using testing::DevicePluginPod;
+using testing::GpuNode;
+using testing::kDevicePluginNamespace;
+using testing::kDevicePluginSet;
+using testing::SmokeDoctorReport;
 using json = nlohmann::json;
 
 const fs::path kSource = GPUNODE_SOURCE_DIR;
@@ -439,66 +446,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-// The cluster the live cluster commands talk to, as objects the API server double serves: the
-// nodes, pods and workloads the examples name, healthy unless the example shows otherwise.
-json GpuNode(const std::string& name, int allocatable = 8, bool plugin_label = true) {
-  json labels = {{"nvidia.com/gpu.present", "true"},
-                 {"nvidia.com/gpu.count", "8"},
-                 {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
-                 {"gpu.count", "8"},
-                 {"kubernetes.io/hostname", name}};
-  if (plugin_label) labels["nvidia.com/gpu.deploy.device-plugin"] = "true";
-  return {
-      {"kind", "Node"},
-      {"apiVersion", "v1"},
-      {"metadata", {{"name", name}, {"labels", labels}}},
-      {"spec",
-       {{"taints", {{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}}}}},
-      {"status",
-       {{"capacity", {{"nvidia.com/gpu", "8"}, {"cpu", "96"}, {"memory", "1Ti"}, {"pods", "110"}}},
-        {"allocatable",
-         {{"nvidia.com/gpu", std::to_string(allocatable)},
-          {"cpu", "96"},
-          {"memory", "1Ti"},
-          {"pods", "110"}}},
-        {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-}
-
-constexpr char kPluginNamespace[] = "gpu-operator";
-constexpr char kPluginSet[] = "nvidia-device-plugin-daemonset";
-
-json DevicePluginSet() {
-  return {{"kind", "DaemonSet"},
-          {"apiVersion", "apps/v1"},
-          {"metadata", {{"name", kPluginSet}, {"namespace", kPluginNamespace}, {"generation", 1}}},
-          {"spec",
-           {{"selector", {{"matchLabels", {{"app", kPluginSet}}}}},
-            {"template",
-             {{"metadata", {{"labels", {{"app", kPluginSet}}}}},
-              {"spec",
-               {{"nodeSelector", {{"nvidia.com/gpu.deploy.device-plugin", "true"}}},
-                {"tolerations", {{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}}},
-                {"containers",
-                 {{{"name", "plugin"}, {"image", "nvcr.io/nvidia/k8s-device-plugin"}}}}}}}}}}};
-}
-
-json DevicePluginPod(const std::string& node) {
-  return {{"kind", "Pod"},
-          {"apiVersion", "v1"},
-          {"metadata",
-           {{"name", std::string(kPluginSet) + "-" + node},
-            {"namespace", kPluginNamespace},
-            {"ownerReferences",
-             {{{"apiVersion", "apps/v1"},
-               {"kind", "DaemonSet"},
-               {"name", kPluginSet},
-               {"uid", "3b1c0000-0000-4000-8000-000000000001"},
-               {"controller", true}}}}}},
-          {"spec", {{"nodeName", node}, {"containers", {{{"name", "plugin"}, {"image", "p"}}}}}},
-          {"status",
-           {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-}
-
+// A pod asking for 2 GPUs that the scheduler has not placed.
 json PendingGpuPod(const std::string& ns, const std::string& name) {
   return {
       {"kind", "Pod"},
@@ -515,34 +463,21 @@ json PendingGpuPod(const std::string& ns, const std::string& name) {
       {"status", {{"phase", "Pending"}}}};
 }
 
-// What `gpunode doctor --in-container -o json` logs in a smoke pod that got its GPUs.
-std::string PassingSmokeReport() {
-  return json{{"findings",
-               {{{"layer", "container"},
-                 {"id", "container.visible-devices"},
-                 {"status", "ok"},
-                 {"summary", "sees exactly the 2 GPUs it was given"},
-                 {"evidence", ""},
-                 {"fix", ""}}}},
-              {"summary", {{"ok", 1}, {"fail", 0}}}}
-      .dump();
-}
-
 // The cluster for one block: only the objects it names, so that one example's broken node does
 // not become another example's finding.
 void AddClusterFor(const std::string& block_text, testing::ApiServerDouble& server) {
   auto names = [&](const std::string& word) { return block_text.find(word) != std::string::npos; };
-  server.AddObject(DevicePluginSet());
+  server.AddObject(DevicePluginDaemonSet());
   for (const char* node : {"gpu-node-3", "gpu-a"}) {
     if (!names(node)) continue;
     server.AddObject(GpuNode(node));
     server.AddObject(DevicePluginPod(node));
   }
   // Not selected by the device plugin's DaemonSet.
-  if (names("gpu-b")) server.AddObject(GpuNode("gpu-b", 8, false));
+  if (names("gpu-b")) server.AddObject(GpuNode("gpu-b", 8, 8, false));
   // Drained, with two GPUs marked unhealthy since.
   if (names("gpu-xid")) {
-    json node = GpuNode("gpu-xid", 6);
+    json node = GpuNode("gpu-xid", 8, 6);
     node["metadata"]["labels"].erase("gpu.count");  // counted by GPU feature discovery's label
     node["metadata"]["labels"]["nvidia.com/gpu.state"] = "draining";
     node["metadata"]["annotations"] = {{"gpunode.io/drain-cordoned", "true"}};
@@ -579,7 +514,7 @@ class ClusterDouble {
       std::string pod = request.path.substr(pods + std::string("/pods/").size());
       if (!server_.Pod(ns, pod).has_value()) return;
       server_.SetPodPhase(ns, pod, "Succeeded");
-      server_.SetPodLog(ns, pod, PassingSmokeReport());
+      server_.SetPodLog(ns, pod, SmokeDoctorReport());
       return;
     }
     const std::string prepull = "/daemonsets/gpunode-prepull";
