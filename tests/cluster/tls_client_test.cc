@@ -1,6 +1,8 @@
 // The node daemons' TLS (kube/tls_client.h): each library against the same HTTPS API server
-// double, with P-256 and RSA certificates, verifying names and addresses as kubectl does; which
-// library a context picks; and the switch to OpenSSL for a server that refuses TLS 1.2.
+// double, with P-256 and RSA certificates, verifying names and addresses as kubectl does, and
+// against Go's crypto/tls with the API server's settings (go_tls_server/); which library a
+// context picks; and the switch to OpenSSL for a server that refuses TLS 1.2, the double's and
+// Go's.
 #include "kube/tls_client.h"
 
 #include <arpa/inet.h>
@@ -15,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "kube/http1_connection.h"
+#include "process.h"
 #include "temp_dir.h"
 #include "test_support.h"
 
@@ -22,6 +25,7 @@ namespace gpunode::kube {
 namespace {
 
 using gpunode::testing::ApiServerDouble;
+using gpunode::testing::BackgroundProcess;
 using gpunode::testing::CertificateKey;
 using gpunode::testing::ReadText;
 using gpunode::testing::TempDir;
@@ -79,6 +83,26 @@ absl::StatusOr<std::string> Fetch(const TlsLibrary& library, int port,
   return answer;
 }
 
+// tests/cluster/go_tls_server serving `dir`'s tls.crt and tls.key until the test ends.
+class GoTlsServer {
+ public:
+  GoTlsServer(const std::string& dir, bool tls13_only)
+      : process_(tls13_only
+                     ? std::vector<std::string>{GO_TLS_SERVER, dir + "/tls.crt", dir + "/tls.key",
+                                                "tls13-only"}
+                     : std::vector<std::string>{GO_TLS_SERVER, dir + "/tls.crt", dir + "/tls.key"},
+                 BackgroundProcess::Options{.stdout_pipe = true}) {
+    std::string line;
+    if (process_.ReadLine(line)) port_ = std::atoi(line.c_str());
+  }
+  int port() const { return port_; }  // 0 when it did not start
+  std::string log() const { return process_.Stderr(); }
+
+ private:
+  BackgroundProcess process_;
+  int port_ = 0;
+};
+
 class TlsLibraryTest : public ::testing::TestWithParam<std::tuple<Library, CertificateKey>> {
  protected:
   static void SetUpTestSuite() {
@@ -129,6 +153,21 @@ TEST_P(TlsLibraryTest, TalksToTheServerByNameAndByAddress) {
     EXPECT_EQ(answer->rfind("HTTP/1.1 200", 0), 0u) << *answer;
     EXPECT_NE(answer->find("\"items\""), std::string::npos) << *answer;  // the body, to its end
   }
+}
+
+TEST_P(TlsLibraryTest, TalksToGosTlsAsTheApiServerConfiguresIt) {
+  GoTlsServer go(dir(key()), false);
+  ASSERT_NE(go.port(), 0) << go.log();
+  std::shared_ptr<const TlsLibrary> tls = Make(Trusting());
+  ASSERT_NE(tls, nullptr);
+  for (const char* name : {"localhost", "127.0.0.1"}) {
+    absl::StatusOr<std::string> answer = Fetch(*tls, go.port(), name);
+    ASSERT_TRUE(answer.ok()) << name << ": " << answer.status();
+    EXPECT_EQ(answer->rfind("HTTP/1.1 200", 0), 0u) << *answer;
+    EXPECT_NE(answer->find("NodeList"), std::string::npos) << *answer;
+  }
+  absl::StatusOr<std::string> other = Fetch(*tls, go.port(), "api.gpunode.invalid");
+  EXPECT_TRUE(absl::IsPermissionDenied(other.status())) << other.status();
 }
 
 TEST_P(TlsLibraryTest, RefusesACertificateForAnotherNameOrAddress) {
@@ -250,6 +289,15 @@ TEST_F(TlsContextTest, AServerThatRefusesTls12IsReachedThroughOpenssl) {
     ASSERT_TRUE(read.ok()) << read.status();
     EXPECT_EQ(std::string(buffer, *read).rfind("HTTP/1.1 200", 0), 0u);
   }
+  // Go's crypto/tls refuses TLS 1.2 the same way.
+  GoTlsServer go(dir_->path(), true);
+  ASSERT_NE(go.port(), 0) << go.log();
+  absl::StatusOr<std::string> go_refused = Fetch(*first, go.port(), "localhost");
+  EXPECT_TRUE(absl::IsUnimplemented(go_refused.status())) << go_refused.status();
+  absl::StatusOr<std::string> go_answer = Fetch(*(*tls)->library(), go.port(), "localhost");
+  ASSERT_TRUE(go_answer.ok()) << go_answer.status();
+  EXPECT_NE(go_answer->find("NodeList"), std::string::npos) << *go_answer;
+
   // A switch asked for by a connection that used the old library changes nothing more.
   EXPECT_TRUE((*tls)->UseTls13(*first).ok());
   EXPECT_EQ((*tls)->library()->name(), "OpenSSL");
