@@ -589,14 +589,29 @@ TEST_P(DocExample, RunsAsWritten) {
   std::string kubeconfig = dir.Write("kubeconfig", cluster.Kubeconfig());
 
   // One shell for the block, each command's output and exit code to its own files.
-  std::string script = "cd " + ShellQuoted(work.string()) + "\n";
+  // A daemon is given its second from the moment it handles SIGTERM (blocked for its signalfd,
+  // or caught): before that a slow start, as under the sanitizers, would die of the signal.
+  std::string script =
+      "handles_sigterm() {\n"
+      "  for field in SigBlk SigCgt; do\n"
+      "    mask=$(sed -n \"s/^$field:[[:space:]]*//p\" /proc/$1/status 2>/dev/null)\n"
+      "    last4=${mask#\"${mask%????}\"}\n"
+      "    case ${last4%???} in [4567cdefCDEF]) return 0 ;; esac\n"  // bit 15: SIGTERM
+      "  done\n"
+      "  return 1\n"
+      "}\n"
+      "cd " +
+      ShellQuoted(work.string()) + "\n";
   std::vector<const Command*> run;
   for (const Command& command : block.commands) {
     if (FindNotRun(command.text) != nullptr) continue;
     std::string line = WithNodePaths(UnderRoot(command.text, root.string()), root.string());
     std::string files = (results / std::to_string(run.size())).string();
     if (kDaemons.count(command.text) != 0) {
-      line += " &\n  pid=$!; sleep 1; kill -TERM $pid 2>/dev/null; wait $pid";
+      line +=
+          " &\n  pid=$!\n"
+          "  until handles_sigterm $pid || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done\n"
+          "  sleep 1; kill -TERM $pid 2>/dev/null; wait $pid";
     }
     script += "{ " + line + "\n} >" + files + ".out 2>" + files + ".err </dev/null; echo $? >" +
               files + ".rc\n";
