@@ -61,12 +61,6 @@ const std::vector<NotRun> kNotRun = {
      "runs the TSan build's suites: minutes, and a build ctest does not make"},
     {"gpunode runtime status --socket /run/containerd/containerd.sock",
      "needs a running containerd; tests/runtime starts a real one for this"},
-    {"gpunode device-plugin --config-file /etc/nvidia-device-plugin/config.yaml",
-     "serves on the kubelet's own /var/lib/kubelet/device-plugins, which no path in the command "
-     "moves; tests/plugin runs it against a kubelet double"},
-    {"NODE_NAME=gpu-node-3 gpunode device-plugin --config-file /config",
-     "serves on the kubelet's own /var/lib/kubelet/device-plugins; tests/plugin runs the label "
-     "watch against an API server double"},
     {"kubectl label node gpu-node-3 nvidia.com/device-plugin.config=time-slicing-4 --overwrite",
      "kubectl against a real cluster"},
     {"kubectl label node gpu-node-3 nvidia.com/mig.config=all-balanced --overwrite",
@@ -86,13 +80,8 @@ const std::vector<NotRun> kNotRun = {
     {"kubectl exec -it my-training-pod -- gpunode doctor --in-container --cuda 12.4",
      "kubectl against a real cluster"},
     {"MPS_ROOT=/run/nvidia/mps gpunode mps-control-daemon --config-file config.yaml",
-     "starts NVIDIA's nvidia-cuda-mps-control, which only a real driver has"},
-    {"gpunode labels", "writes the host's NFD features.d/gfd, which no path in the command moves"},
-    {"gpunode labels --oneshot",
-     "writes the host's NFD features.d/gfd, which no path in the command moves"},
-    {"gpunode labels --config-file /config/config.yaml --mig-strategy mixed --stable-labels",
-     "relabels until stopped into the host's NFD features.d/gfd, which no path in the command "
-     "moves"},
+     "runs the driver's nvidia-cuda-mps-control, installed on a GPU node only; tests/plugin's "
+     "mps_test runs it from Debian's package extracted into a driver root"},
     {"gpunode cluster audit --slow-pull 60s --max-gpu-pod-age 6h --age-namespace ci --prometheus "
      "http://prometheus:9090 --idle-util 5 --idle-for 30m",
      "needs a Prometheus at http://prometheus:9090; tests/cluster serves one for --prometheus"},
@@ -171,6 +160,10 @@ const std::set<std::string> kDaemons = {
     "gpunode --host-root /host exporter",
     "gpunode webhook --tls-cert tls.crt --tls-key tls.key",
     "NODE_NAME=gpu-node-3 gpunode mig manager -f config.yaml",
+    "gpunode device-plugin --config-file /etc/nvidia-device-plugin/config.yaml",
+    "NODE_NAME=gpu-node-3 gpunode device-plugin --config-file /config",
+    "gpunode labels",
+    "gpunode labels --config-file /config/config.yaml --mig-strategy mixed --stable-labels",
 };
 
 // Files the commands name, laid down before a block runs: a relative path in the working
@@ -196,6 +189,7 @@ const std::vector<Fixture> kFixtures = {
     {"config.yaml", "tests/fixtures/mig/mig-parted-config-default.yaml", "mig apply"},
     {"/etc/nvidia-device-plugin/config.yaml", "tests/fixtures/plugin/time-slicing-4.yaml"},
     {"/config/config.yaml", "tests/fixtures/plugin/time-slicing-4.yaml"},
+    {"/config/config.yaml", "tests/fixtures/plugin/time-slicing-4.yaml", "--config-file /config"},
     {"/etc/containerd/config.toml", "tests/fixtures/containerd/debian-bookworm.toml", "runtime"},
     {"/path/to/tree", "tests/fixtures/doctor/healthy"},
     {"/", "tests/fixtures/doctor/healthy", "doctor"},
@@ -204,6 +198,8 @@ const std::vector<Fixture> kFixtures = {
     {"pod-tree", "tests/fixtures/doctor/pod"},
     {"pod-tree", "tests/fixtures/docs/pod-dev"},  // the device nodes the runtime injects
     {"/var/lib/node_exporter/textfile", ""},
+    // NFD's local source directory, which NFD's worker creates on a node.
+    {"/etc/kubernetes/node-feature-discovery/features.d", "", "gpunode labels"},
     {"/run/nvidia/driver", "tests/fixtures/doctor/pod", "cdi generate"},
     {"/srv/driver", "tests/fixtures/doctor/pod", "cdi generate"},
     {"/", "tests/fixtures/doctor/pod", "cdi generate"},
@@ -211,17 +207,24 @@ const std::vector<Fixture> kFixtures = {
 };
 
 // Options a command leaves at the node's own paths, given explicitly so that it reads and writes
-// the temporary root instead: `flag` is added after `command` when the line has no `flag`.
+// the temporary root instead: `flag` is added after `command` when the line has neither `flag`
+// nor one of its `aliases`.
 struct NodePath {
   std::string command;
   std::string flag;
   std::string path;  // under the temporary root
+  std::vector<std::string> aliases = {};
 };
 const std::vector<NodePath> kNodePaths = {
     {"gpunode runtime configure", "--config", "/etc/containerd/config.toml"},
     {"gpunode runtime revert", "--config", "/etc/containerd/config.toml"},
     {"gpunode doctor", "--host-root", "/"},
     {"gpunode cdi generate", "--driver-root", "/"},
+    {"gpunode labels",
+     "--output",
+     "/etc/kubernetes/node-feature-discovery/features.d/gfd",
+     {"-o", "--output-file"}},
+    {"gpunode device-plugin", "--kubelet-dir", "/var/lib/kubelet/device-plugins"},
 };
 
 struct Command {
@@ -417,7 +420,12 @@ std::string UnderRoot(const std::string& command, const std::string& root) {
 std::string WithNodePaths(std::string command, const std::string& root) {
   for (const NodePath& node : kNodePaths) {
     size_t at = command.find(node.command);
-    if (at == std::string::npos || command.find(node.flag + " ") != std::string::npos) continue;
+    if (at == std::string::npos) continue;
+    bool given = command.find(node.flag + " ") != std::string::npos;
+    for (const std::string& alias : node.aliases) {
+      given = given || command.find(" " + alias + " ") != std::string::npos;
+    }
+    if (given) continue;
     size_t end = at + node.command.size();
     if (end < command.size() && command[end] != ' ') continue;
     command.insert(end, " " + node.flag + " " + root + node.path);
