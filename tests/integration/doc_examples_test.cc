@@ -85,8 +85,6 @@ const std::vector<NotRun> kNotRun = {
     {"gpunode cluster audit --slow-pull 60s --max-gpu-pod-age 6h --age-namespace ci --prometheus "
      "http://prometheus:9090 --idle-util 5 --idle-for 30m",
      "needs a Prometheus at http://prometheus:9090; tests/cluster serves one for --prometheus"},
-    {"gpunode webhook ... --default-active-deadline 24h --default-ttl 1h",
-     "`...` stands for the options of the line above"},
     {"ln -s /path/to/build/libgpunode-sim.so /tmp/sim/libnvidia-ml.so.1",
      "/path/to/build and some-nvml-program stand for the reader's own; tests/sim loads the "
      "simulator as libnvidia-ml.so.1"},
@@ -159,6 +157,8 @@ const std::set<std::string> kDaemons = {
     "gpunode exporter --listen 127.0.0.1:9400 --interval 5s",
     "gpunode --host-root /host exporter",
     "gpunode webhook --tls-cert tls.crt --tls-key tls.key",
+    "gpunode webhook --tls-cert tls.crt --tls-key tls.key --default-active-deadline 24h "
+    "--default-ttl 1h",
     "NODE_NAME=gpu-node-3 gpunode mig manager -f config.yaml",
     "gpunode device-plugin --config-file /etc/nvidia-device-plugin/config.yaml",
     "NODE_NAME=gpu-node-3 gpunode device-plugin --config-file /config",
