@@ -260,6 +260,31 @@ TEST_F(TlsContextTest, PicksMbedtlsUnlessTheSystemTrustStoreIsNeeded) {
   EXPECT_EQ((*system)->library()->name(), "OpenSSL");
 }
 
+TEST_F(TlsContextTest, AClientCertificateMbedtlsCannotReadIsServedByOpenssl) {
+  // mbedTLS 2.28 has no Ed25519; OpenSSL, and so the API server's clients, do.
+  TempDir ed25519;
+  gpunode::testing::ProcessResult made = gpunode::testing::RunProcess(
+      {"/bin/sh", "-c",
+       "cd '" + ed25519.path() +
+           "' && openssl req -x509 -newkey ed25519 -nodes -days 2 -subj /CN=system:node:gpu-a "
+           "-keyout client.key -out client.crt"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  TlsSettings settings{.ca_pem = Ca(),
+                       .client_cert_pem = ReadText(ed25519.path() + "/client.crt"),
+                       .client_key_pem = ReadText(ed25519.path() + "/client.key")};
+  EXPECT_FALSE(MakeMbedtlsLibrary(settings).ok());
+  absl::StatusOr<std::shared_ptr<TlsContext>> tls = TlsContext::Make(settings);
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_EQ((*tls)->library()->name(), "OpenSSL");
+
+  // A key that matches neither is refused with OpenSSL's words, whichever library tried first.
+  settings.client_key_pem = ReadText(dir_->path() + "/tls.key");
+  absl::StatusOr<std::shared_ptr<TlsContext>> mismatched = TlsContext::Make(settings);
+  EXPECT_TRUE(absl::IsInvalidArgument(mismatched.status())) << mismatched.status();
+  EXPECT_NE(std::string(mismatched.status().message()).find("does not match"), std::string::npos)
+      << mismatched.status();
+}
+
 TEST_F(TlsContextTest, AServerThatRefusesTls12IsReachedThroughOpenssl) {
   ApiServerDouble::Options options = Serving();
   options.tls13_only = true;
