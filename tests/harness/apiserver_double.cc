@@ -232,6 +232,7 @@ class ApiServerDouble::Impl {
   std::map<std::string, json> events_;       // by namespace/name
   std::map<std::string, json> namespaces_;   // by name
   std::map<std::string, json> daemonsets_;   // by namespace/name
+  std::map<std::string, json> leases_;       // by namespace/name
   std::map<std::string, std::string> logs_;  // pod logs, by namespace/name
   int64_t next_uid_ = 1;
   int64_t resource_version_ = 1000;
@@ -516,6 +517,52 @@ class ApiServerDouble::Impl {
                              {"status", "Success"},
                              {"details", details}});
                     }));
+    server_->Post(R"(/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases)",
+                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                    CreateLease(req, res, req.matches[1]);
+                  }));
+    server_->Get(R"(/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases/([^/]+))",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   GetOne(res, leases_,
+                          std::string(req.matches[1]) + "/" + std::string(req.matches[2]),
+                          "leases.coordination.k8s.io", req.matches[2]);
+                 }));
+    server_->Put(R"(/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases/([^/]+))",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ReplaceLease(req, res, req.matches[1], req.matches[2]);
+                 }));
+    server_->Delete(
+        R"(/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases/([^/]+))",
+        Wrap([this](const httplib::Request& req, httplib::Response& res) {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto it = leases_.find(std::string(req.matches[1]) + "/" + std::string(req.matches[2]));
+          if (it == leases_.end()) {
+            Reply(res, 404, NotFound("leases.coordination.k8s.io", req.matches[2]));
+            return;
+          }
+          json gone = Deleted("leases.coordination.k8s.io", req.matches[2], it->second);
+          leases_.erase(it);
+          NextRv();
+          Reply(res, 200, gone);
+        }));
+    server_->Post(R"(/apis/batch/v1/namespaces/([^/]+)/jobs)",
+                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                    CreateJob(req, res, req.matches[1]);
+                  }));
+    server_->Get(R"(/apis/batch/v1/namespaces/([^/]+)/jobs)",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   ListOf(req, res, jobs_, "JobList", "batch/v1", req.matches[1]);
+                 }));
+    server_->Get(R"(/apis/batch/v1/namespaces/([^/]+)/jobs/([^/]+))",
+                 Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                   GetOne(res, jobs_,
+                          std::string(req.matches[1]) + "/" + std::string(req.matches[2]),
+                          "jobs.batch", req.matches[2]);
+                 }));
+    server_->Delete(R"(/apis/batch/v1/namespaces/([^/]+)/jobs/([^/]+))",
+                    Wrap([this](const httplib::Request& req, httplib::Response& res) {
+                      DeleteJob(req, res, req.matches[1], req.matches[2]);
+                    }));
     server_->Get(R"(/api/v1/nodes/([^/]+))",
                  Wrap([this](const httplib::Request& req, httplib::Response& res) {
                    GetOne(res, nodes_, req.matches[1], "nodes", req.matches[1]);
@@ -547,9 +594,57 @@ class ApiServerDouble::Impl {
     }
   }
 
+  // Status details name the group and the resource apart: "leases.coordination.k8s.io" is
+  // {"group": "coordination.k8s.io", "kind": "leases"}, "pods" has no group.
+  static json Details(const std::string& qualified, const std::string& name) {
+    size_t dot = qualified.find('.');
+    json details = {{"name", name}, {"kind", qualified.substr(0, dot)}};
+    if (dot != std::string::npos) details["group"] = qualified.substr(dot + 1);
+    return details;
+  }
+
   static json NotFound(const std::string& resource, const std::string& name) {
     return StatusObject(404, "NotFound", resource + " \"" + name + "\" not found",
-                        {{"name", name}, {"kind", resource}});
+                        Details(resource, name));
+  }
+
+  static json AlreadyExists(const std::string& resource, const std::string& name) {
+    return StatusObject(409, "AlreadyExists", resource + " \"" + name + "\" already exists",
+                        Details(resource, name));
+  }
+
+  static json Conflict(const std::string& resource, const std::string& name,
+                       const std::string& why) {
+    return StatusObject(
+        409, "Conflict",
+        "Operation cannot be fulfilled on " + resource + " \"" + name + "\": " + why,
+        Details(resource, name));
+  }
+
+  static constexpr const char* kModified =
+      "the object has been modified; please apply your changes to the latest version and try "
+      "again";
+
+  // A validation failure of one field, as the API server words it: `kind` is Kind.group for
+  // what the strategy validates ("Job.batch"), resource.group for the store's own resourceVersion
+  // check ("leases.coordination.k8s.io").
+  static json Invalid(const std::string& kind, const std::string& name, const std::string& field,
+                      const std::string& reason, const std::string& detail) {
+    json details = Details(kind, name);
+    details["causes"] = {{{"reason", reason}, {"message", detail}, {"field", field}}};
+    return StatusObject(422, "Invalid",
+                        kind + " \"" + name + "\" is invalid: " + field + ": " + detail, details);
+  }
+
+  // What a DELETE answers once the object is gone (no finalizers hold it).
+  static json Deleted(const std::string& resource, const std::string& name, const json& object) {
+    json details = Details(resource, name);
+    details["uid"] = StringAt(object, {"metadata", "uid"});
+    return {{"kind", "Status"},
+            {"apiVersion", "v1"},
+            {"metadata", json::object()},
+            {"status", "Success"},
+            {"details", details}};
   }
 
   // The checks of the API server's create path that a client can trip over.
@@ -701,6 +796,237 @@ class ApiServerDouble::Impl {
     replaced["metadata"]["resourceVersion"] = NextRv();
     stored = replaced;
     Reply(res, 200, stored);
+  }
+
+  // The checks of the decoder and of the create and update paths that a Lease can fail; the
+  // name is checked by the caller (a create and a replace word it differently).
+  std::optional<json> ReadLease(const httplib::Request& req, httplib::Response& res,
+                                const std::string& ns) {
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || body.value("kind", "") != "Lease" ||
+        body.value("apiVersion", "") != "coordination.k8s.io/v1") {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
+      return std::nullopt;
+    }
+    if (!body.contains("metadata") || !body["metadata"].is_object())
+      body["metadata"] = json::object();
+    std::string body_ns = StringAt(body, {"metadata", "namespace"});
+    if (!body_ns.empty() && body_ns != ns) {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest",
+                         "the namespace of the provided object does not match the namespace "
+                         "sent on the request"));
+      return std::nullopt;
+    }
+    body["metadata"]["namespace"] = ns;
+    return body;
+  }
+
+  // What the store fills in on create, with mu_ held.
+  json StoreNewLease(json lease, const std::string& ns, const std::string& name) {
+    lease["metadata"]["uid"] =
+        "1ea5e000-0000-4000-8000-" + std::to_string(100000000000 + next_uid_++);
+    lease["metadata"]["resourceVersion"] = NextRv();
+    lease["metadata"]["creationTimestamp"] = "2024-05-06T10:00:00Z";
+    leases_[ns + "/" + name] = lease;
+    return lease;
+  }
+
+  void CreateLease(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
+    std::optional<json> lease = ReadLease(req, res, ns);
+    if (!lease) return;
+    std::string name = StringAt(*lease, {"metadata", "name"});
+    if (name.empty()) {
+      Reply(res, 422,
+            Invalid("Lease.coordination.k8s.io", name, "metadata.name", "FieldValueRequired",
+                    "Required value: name or generateName is required"));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (leases_.count(ns + "/" + name)) {
+      Reply(res, 409, AlreadyExists("leases.coordination.k8s.io", name));
+      return;
+    }
+    Reply(res, 201, StoreNewLease(*lease, ns, name));
+  }
+
+  // A PUT with the store's optimistic concurrency: the resourceVersion the client read must still
+  // be the stored one. Unlike a DaemonSet, a Lease may be created by a PUT (the lease strategy
+  // allows create on update), unless the body names the uid of an object that is gone.
+  void ReplaceLease(const httplib::Request& req, httplib::Response& res, const std::string& ns,
+                    const std::string& name) {
+    std::optional<json> lease = ReadLease(req, res, ns);
+    if (!lease) return;
+    if (StringAt(*lease, {"metadata", "name"}) != name) {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest",
+                         "the name of the object (" + StringAt(*lease, {"metadata", "name"}) +
+                             ") does not match the name on the URL (" + name + ")"));
+      return;
+    }
+    const std::string resource = "leases.coordination.k8s.io";
+    std::string uid = StringAt(*lease, {"metadata", "uid"});
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = leases_.find(ns + "/" + name);
+    std::string stored_uid = it == leases_.end() ? "" : StringAt(it->second, {"metadata", "uid"});
+    if (!uid.empty() && uid != stored_uid) {
+      // The storage layer's precondition error, passed through as the Conflict's cause.
+      Reply(res, 409,
+            Conflict(resource, name,
+                     "StorageError: invalid object, Code: 4, Key: /registry/leases/" + ns + "/" +
+                         name +
+                         ", ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in "
+                         "precondition: " +
+                         uid + ", UID in object meta: " + stored_uid));
+      return;
+    }
+    if (it == leases_.end()) {
+      Reply(res, 201, StoreNewLease(*lease, ns, name));
+      return;
+    }
+    std::string rv = StringAt(*lease, {"metadata", "resourceVersion"});
+    if (rv.empty()) {
+      Reply(res, 422,
+            Invalid(resource, name, "metadata.resourceVersion", "FieldValueInvalid",
+                    "Invalid value: 0x0: must be specified for an update"));
+      return;
+    }
+    if (rv != StringAt(it->second, {"metadata", "resourceVersion"})) {
+      Reply(res, 409, Conflict(resource, name, kModified));
+      return;
+    }
+    json replaced = *lease;
+    replaced["metadata"]["uid"] = it->second["metadata"]["uid"];
+    replaced["metadata"]["creationTimestamp"] = it->second["metadata"]["creationTimestamp"];
+    replaced["metadata"]["resourceVersion"] = NextRv();
+    it->second = replaced;
+    Reply(res, 200, replaced);
+  }
+
+  // A Job as the create path stores it: defaulted, its pods selected by the controller-uid label
+  // the API server generates, and an empty status for the Job controller to fill.
+  void CreateJob(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
+    json job = json::parse(req.body, nullptr, false);
+    if (!job.is_object() || job.value("kind", "") != "Job" ||
+        job.value("apiVersion", "") != "batch/v1") {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
+      return;
+    }
+    if (!job.contains("metadata") || !job["metadata"].is_object()) job["metadata"] = json::object();
+    std::string body_ns = StringAt(job, {"metadata", "namespace"});
+    if (!body_ns.empty() && body_ns != ns) {
+      Reply(res, 400,
+            StatusObject(400, "BadRequest",
+                         "the namespace of the provided object does not match the namespace "
+                         "sent on the request"));
+      return;
+    }
+    std::string name = StringAt(job, {"metadata", "name"});
+    if (name.empty()) {
+      Reply(res, 422,
+            Invalid("Job.batch", name, "metadata.name", "FieldValueRequired",
+                    "Required value: name or generateName is required"));
+      return;
+    }
+    const json* containers = Find(job, {"spec", "template", "spec", "containers"});
+    if (!containers || !containers->is_array() || containers->empty()) {
+      Reply(res, 422,
+            Invalid("Job.batch", name, "spec.template.spec.containers", "FieldValueRequired",
+                    "Required value"));
+      return;
+    }
+    // An unset restartPolicy is defaulted to Always, which a Job refuses the same way.
+    std::string restart = StringAt(job, {"spec", "template", "spec", "restartPolicy"});
+    if (restart.empty() || restart == "Always") {
+      Reply(res, 422,
+            Invalid("Job.batch", name, "spec.template.spec.restartPolicy", "FieldValueRequired",
+                    "Required value: valid values: \"OnFailure\", \"Never\""));
+      return;
+    }
+    if (restart != "OnFailure" && restart != "Never") {
+      Reply(res, 422,
+            Invalid("Job.batch", name, "spec.template.spec.restartPolicy", "FieldValueNotSupported",
+                    "Unsupported value: " + json(restart).dump() +
+                        ": supported values: \"OnFailure\", \"Never\""));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (jobs_.count(ns + "/" + name)) {
+      Reply(res, 409, AlreadyExists("jobs.batch", name));
+      return;
+    }
+    std::string uid = "10b5a000-0000-4000-8000-" + std::to_string(100000000000 + next_uid_++);
+    json& spec = job["spec"];
+    json& pod_meta = spec["template"]["metadata"];
+    if (!pod_meta.is_object()) pod_meta = json::object();
+    if (!job["metadata"].contains("labels") && pod_meta.contains("labels"))
+      job["metadata"]["labels"] = pod_meta["labels"];
+    if (!spec.value("manualSelector", false)) {
+      pod_meta["labels"]["batch.kubernetes.io/controller-uid"] = uid;
+      pod_meta["labels"]["batch.kubernetes.io/job-name"] = name;
+      pod_meta["labels"]["controller-uid"] = uid;
+      pod_meta["labels"]["job-name"] = name;
+      spec["selector"] = {{"matchLabels", {{"batch.kubernetes.io/controller-uid", uid}}}};
+    }
+    for (const auto& [field, value] :
+         std::initializer_list<std::pair<const char*, json>>{{"backoffLimit", 6},
+                                                             {"completions", 1},
+                                                             {"parallelism", 1},
+                                                             {"completionMode", "NonIndexed"},
+                                                             {"suspend", false}}) {
+      if (!spec.contains(field)) spec[field] = value;
+    }
+    job["metadata"]["namespace"] = ns;
+    job["metadata"]["uid"] = uid;
+    job["metadata"]["resourceVersion"] = NextRv();
+    job["metadata"]["generation"] = 1;
+    job["metadata"]["creationTimestamp"] = "2024-05-06T10:00:00Z";
+    job["status"] = json::object();
+    jobs_[ns + "/" + name] = job;
+    Reply(res, 201, job);
+  }
+
+  // Without a propagationPolicy a batch/v1 Job's pods are orphaned, as the API server warns;
+  // Background and Foreground remove the pods that the Job owns (at once here, where the garbage
+  // collector would shortly after).
+  void DeleteJob(const httplib::Request& req, httplib::Response& res, const std::string& ns,
+                 const std::string& name) {
+    std::string policy = req.get_param_value("propagationPolicy");
+    json options = json::parse(req.body, nullptr, false);
+    if (policy.empty() && options.is_object()) policy = options.value("propagationPolicy", "");
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(ns + "/" + name);
+    if (it == jobs_.end()) {
+      Reply(res, 404, NotFound("jobs.batch", name));
+      return;
+    }
+    std::string uid = StringAt(it->second, {"metadata", "uid"});
+    if (policy.empty()) {
+      res.set_header("Warning",
+                     "299 - \"child pods are preserved by default when jobs are deleted; set "
+                     "propagationPolicy=Background to remove them or set propagationPolicy=Orphan "
+                     "to suppress this warning\"");
+    } else if (policy == "Background" || policy == "Foreground") {
+      for (auto pod = pods_.begin(); pod != pods_.end();) {
+        const json* owners = Find(pod->second, {"metadata", "ownerReferences"});
+        bool owned = StringAt(pod->second, {"metadata", "namespace"}) == ns && owners &&
+                     owners->is_array() &&
+                     std::any_of(owners->begin(), owners->end(),
+                                 [&](const json& o) { return o.value("uid", "") == uid; });
+        if (owned) {
+          logs_.erase(pod->first);
+          pod = pods_.erase(pod);
+        } else {
+          ++pod;
+        }
+      }
+    }
+    json gone = Deleted("jobs.batch", name, it->second);
+    jobs_.erase(it);
+    NextRv();
+    Reply(res, 200, gone);
   }
 
   // A node watch as the API server streams it: one JSON event per line ({"type": "MODIFIED",
@@ -939,6 +1265,8 @@ void ApiServerDouble::AddObject(nlohmann::json object) {
     impl_->namespaces_[name] = std::move(object);
   } else if (kind == "DaemonSet") {
     impl_->daemonsets_[ns + "/" + name] = std::move(object);
+  } else if (kind == "Lease") {
+    impl_->leases_[ns + "/" + name] = std::move(object);
   }
 }
 
@@ -1011,6 +1339,31 @@ void ApiServerDouble::SetDaemonSetStatus(const std::string& ns, const std::strin
   ds["status"]["updatedNumberScheduled"] = updated;
   ds["status"]["observedGeneration"] = ds["metadata"].value("generation", 1);
   ds["metadata"]["resourceVersion"] = impl_->NextRv();
+}
+
+std::optional<nlohmann::json> ApiServerDouble::Job(const std::string& ns,
+                                                   const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->jobs_.find(ns + "/" + name);
+  if (it == impl_->jobs_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ApiServerDouble::SetJobStatus(const std::string& ns, const std::string& name,
+                                   nlohmann::json status) {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->jobs_.find(ns + "/" + name);
+  if (it == impl_->jobs_.end()) return;
+  it->second["status"] = std::move(status);
+  it->second["metadata"]["resourceVersion"] = impl_->NextRv();
+}
+
+std::optional<nlohmann::json> ApiServerDouble::Lease(const std::string& ns,
+                                                     const std::string& name) const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  auto it = impl_->leases_.find(ns + "/" + name);
+  if (it == impl_->leases_.end()) return std::nullopt;
+  return it->second;
 }
 
 void ApiServerDouble::FailNext(const std::string& method, const std::string& path_prefix,

@@ -1,13 +1,16 @@
 // An in-process Kubernetes API server double that speaks the real wire format for what gpunode
 // uses: paginated lists (limit, continue tokens, remainingItemCount) with field and label
 // selectors, GET of single objects, node PATCH (merge, strategic merge, JSON patch), the
-// policy/v1 Eviction subresource answering 429 with the PodDisruptionBudget Status, batch/v1 Jobs
-// and CronJobs, core/v1 Events and Namespaces, apps/v1 DaemonSets (create 201 / 409 when it
-// exists, get, list, replace with resourceVersion checks, delete 404 when missing), pod create,
-// delete and log, bearer-token authentication, injected 429/5xx answers with Retry-After, and
-// node watches (?watch=true, newline-delimited events) that follow AddObject and node PATCH.
-// Nothing runs a created pod: tests play the scheduler and kubelet with SetPodPhase and
-// SetPodLog.
+// policy/v1 Eviction subresource answering 429 with the PodDisruptionBudget Status, batch/v1
+// CronJobs, core/v1 Events and Namespaces, apps/v1 DaemonSets (create 201 / 409 when it exists,
+// get, list, replace with resourceVersion checks, delete 404 when missing), batch/v1 Jobs (listed
+// cluster-wide and per namespace; create 201 / 409 / 422 for a restartPolicy other than Never or
+// OnFailure, get, delete with a propagationPolicy), coordination.k8s.io/v1 Leases (create, get,
+// replace with resourceVersion checks, delete), pod create, delete and log, bearer-token
+// authentication, injected 429/5xx answers with Retry-After, and node watches (?watch=true,
+// newline-delimited events) that follow AddObject and node PATCH.
+// Nothing runs a created pod or Job: tests play the scheduler, kubelet and Job controller with
+// SetPodPhase, SetPodLog and SetJobStatus.
 #pragma once
 
 #include <functional>
@@ -57,7 +60,7 @@ class ApiServerDouble {
   std::string PlainKubeconfig() const;
 
   // Objects, as the API server would return them (kind and apiVersion are filled in).
-  // Node, Pod, PodDisruptionBudget, Job, CronJob, Event, Namespace or DaemonSet.
+  // Node, Pod, PodDisruptionBudget, Job, CronJob, Event, Namespace, DaemonSet or Lease.
   void AddObject(nlohmann::json object);
   // Loads every object of those kinds in a `kubectl get -o json` List file.
   bool LoadList(const std::string& path);
@@ -73,6 +76,11 @@ class ApiServerDouble {
   // current generation.
   void SetDaemonSetStatus(const std::string& ns, const std::string& name, int desired, int ready,
                           int updated);
+  std::optional<nlohmann::json> Job(const std::string& ns, const std::string& name) const;
+  // What the Job controller would write, e.g. {"succeeded": 1, "conditions": [{"type":
+  // "Complete", "status": "True"}]}; replaces the status and bumps the resourceVersion.
+  void SetJobStatus(const std::string& ns, const std::string& name, nlohmann::json status);
+  std::optional<nlohmann::json> Lease(const std::string& ns, const std::string& name) const;
 
   // The next `count` requests with this method whose path starts with `path_prefix` get
   // `status` (a Status body), with a Retry-After header when retry_after_seconds >= 0.
