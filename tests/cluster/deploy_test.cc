@@ -1,7 +1,8 @@
-// deploy/webhook and deploy/cluster say what the code does: the opt-in defaults webhook is sent
-// only opted-in namespaces, on the path and label the webhook uses, and the RBAC grants no more
-// than the commands need.
+// deploy/webhook, deploy/cluster and deploy/upgrade say what the code does: the opt-in defaults
+// webhook is sent only opted-in namespaces, on the path and label the webhook uses, the RBAC grants
+// no more than the commands need, and the upgrade runs as one unprivileged copy.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +30,36 @@ std::set<std::string> Strings(const YAML::Node& list) {
   std::set<std::string> out;
   for (const YAML::Node& n : list) out.insert(n.as<std::string>());
   return out;
+}
+
+// Where `privileged: true` appears under `node`, as dotted paths.
+void FindPrivileged(const YAML::Node& node, const std::string& path,
+                    std::vector<std::string>& found) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      std::string key = path + "." + kv.first.as<std::string>();
+      if (kv.first.as<std::string>() == "privileged" && kv.second.IsScalar() &&
+          kv.second.as<std::string>() == "true") {
+        found.push_back(key);
+      }
+      FindPrivileged(kv.second, key, found);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      FindPrivileged(node[i], path + "[" + std::to_string(i) + "]", found);
+    }
+  }
+}
+
+// Every document of every file a kustomization lists.
+std::vector<YAML::Node> Kustomized(const std::string& dir) {
+  std::vector<YAML::Node> docs;
+  for (const YAML::Node& file : YAML::LoadFile(dir + "/kustomization.yaml")["resources"]) {
+    for (const YAML::Node& d : YAML::LoadAllFromFile(dir + "/" + file.as<std::string>())) {
+      if (d.IsMap()) docs.push_back(d);
+    }
+  }
+  return docs;
 }
 
 TEST(DeployTest, DefaultsWebhookIsOptInPerNamespace) {
@@ -97,6 +128,140 @@ TEST(DeployTest, WebhookDeploymentSetsTheDefaults) {
       Strings(deployment["spec"]["template"]["spec"]["containers"][0]["args"]);
   EXPECT_TRUE(args.count("--default-active-deadline=24h"));
   EXPECT_TRUE(args.count("--default-ttl=1h"));
+}
+
+TEST(DeployTest, UpgradeIsOneUnprivilegedCopyWithLeastPrivilege) {
+  std::vector<YAML::Node> docs = Kustomized(kDeploy + "/upgrade");
+  YAML::Node deployment = Find(docs, "Deployment", "gpunode-upgrade");
+  ASSERT_TRUE(deployment.IsMap());
+  const std::string ns = deployment["metadata"]["namespace"].as<std::string>();
+  EXPECT_EQ(ns, "gpunode-system");
+  // One copy, and never two at once during a rollout of the Deployment itself.
+  EXPECT_EQ(deployment["spec"]["replicas"].as<int>(), 1);
+  EXPECT_EQ(deployment["spec"]["strategy"]["type"].as<std::string>(), "Recreate");
+
+  YAML::Node pod = deployment["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["serviceAccountName"].as<std::string>(), "gpunode-upgrade");
+  EXPECT_TRUE(pod["automountServiceAccountToken"].as<bool>());
+  EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>());
+  EXPECT_EQ(pod["securityContext"]["runAsUser"].as<int>(), 65532);
+  EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"].as<std::string>(), "RuntimeDefault");
+  for (const char* host : {"hostPID", "hostNetwork", "hostIPC"}) EXPECT_FALSE(pod[host]) << host;
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  YAML::Node container = pod["containers"][0];
+  YAML::Node security = container["securityContext"];
+  EXPECT_FALSE(security["privileged"] && security["privileged"].as<bool>());
+  EXPECT_FALSE(security["allowPrivilegeEscalation"].as<bool>());
+  EXPECT_TRUE(security["readOnlyRootFilesystem"].as<bool>());
+  EXPECT_EQ(Strings(security["capabilities"]["drop"]), std::set<std::string>{"ALL"});
+  EXPECT_FALSE(security["capabilities"]["add"]);
+  EXPECT_TRUE(container["resources"]["limits"]["memory"]);
+
+  std::vector<std::string> args;
+  for (const YAML::Node& a : container["args"]) args.push_back(a.as<std::string>());
+  auto after = [&](const std::string& flag) -> std::string {
+    auto it = std::find(args.begin(), args.end(), flag);
+    return it == args.end() || it + 1 == args.end() ? "" : *(it + 1);
+  };
+  ASSERT_GE(args.size(), 2u);
+  EXPECT_EQ(args[0], "cluster");
+  EXPECT_EQ(args[1], "upgrade");
+  EXPECT_NE(std::find(args.begin(), args.end(), "--wait-for-lease"), args.end());
+  EXPECT_EQ(after("--identity"), "$(POD_NAME)");
+  EXPECT_EQ(after("--lease-namespace"), "$(POD_NAMESPACE)");
+  std::map<std::string, std::string> downward;
+  for (const YAML::Node& e : container["env"]) {
+    downward[e["name"].as<std::string>()] =
+        e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>();
+  }
+  EXPECT_EQ(downward["POD_NAME"], "metadata.name");
+  EXPECT_EQ(downward["POD_NAMESPACE"], "metadata.namespace");
+
+  // The ClusterRole: exactly what the command does, no wildcards, no secrets.
+  YAML::Node role = Find(docs, "ClusterRole", "gpunode-upgrade");
+  ASSERT_TRUE(role.IsMap());
+  std::set<std::string> granted;
+  for (const YAML::Node& rule : role["rules"]) {
+    EXPECT_FALSE(rule["resourceNames"]);
+    EXPECT_FALSE(rule["nonResourceURLs"]);
+    for (const std::string& group : Strings(rule["apiGroups"])) {
+      for (const std::string& resource : Strings(rule["resources"])) {
+        for (const std::string& verb : Strings(rule["verbs"])) {
+          EXPECT_EQ(group.find('*') + resource.find('*') + verb.find('*'), 3 * std::string::npos)
+              << group << "/" << resource << " " << verb;
+          granted.insert(group + "/" + resource + ":" + verb);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(granted, (std::set<std::string>{
+                         "/nodes:get", "/nodes:list", "/nodes:watch", "/nodes:patch", "/pods:get",
+                         "/pods:list", "/pods:create", "/pods:delete", "/pods/eviction:create",
+                         "/pods/log:get", "policy/poddisruptionbudgets:list", "apps/daemonsets:get",
+                         "apps/daemonsets:list", "/events:list", "batch/jobs:get",
+                         "batch/jobs:create", "batch/jobs:delete"}));
+  YAML::Node bound = Find(docs, "ClusterRoleBinding", "gpunode-upgrade");
+  ASSERT_TRUE(bound.IsMap());
+  EXPECT_EQ(bound["roleRef"]["name"].as<std::string>(), "gpunode-upgrade");
+  EXPECT_EQ(bound["subjects"][0]["name"].as<std::string>(), "gpunode-upgrade");
+
+  // The Lease: in the Deployment's namespace only, and no other Role or ClusterRole there.
+  YAML::Node lease_role;
+  for (const YAML::Node& d : docs) {
+    std::string kind = d["kind"].as<std::string>();
+    if (kind == "Role") {
+      ASSERT_FALSE(lease_role.IsMap()) << "a second Role";
+      lease_role = d;
+    } else {
+      EXPECT_TRUE(kind != "ClusterRole" ||
+                  d["metadata"]["name"].as<std::string>() == "gpunode-upgrade")
+          << "a second ClusterRole";
+    }
+  }
+  ASSERT_TRUE(lease_role.IsMap());
+  EXPECT_EQ(lease_role["metadata"]["namespace"].as<std::string>(), ns);
+  ASSERT_EQ(lease_role["rules"].size(), 1u);
+  EXPECT_EQ(Strings(lease_role["rules"][0]["apiGroups"]),
+            std::set<std::string>{"coordination.k8s.io"});
+  EXPECT_EQ(Strings(lease_role["rules"][0]["resources"]), std::set<std::string>{"leases"});
+  EXPECT_EQ(Strings(lease_role["rules"][0]["verbs"]),
+            (std::set<std::string>{"get", "create", "update"}));
+  YAML::Node lease_binding =
+      Find(docs, "RoleBinding", lease_role["metadata"]["name"].as<std::string>());
+  ASSERT_TRUE(lease_binding.IsMap());
+  EXPECT_EQ(lease_binding["metadata"]["namespace"].as<std::string>(), ns);
+  EXPECT_EQ(lease_binding["subjects"][0]["name"].as<std::string>(), "gpunode-upgrade");
+
+  // The maintenance Job template, mounted where --maintenance-job would read it: the one
+  // privileged thing of the rollout.
+  std::vector<std::string> privileged;
+  for (const YAML::Node& d : docs) FindPrivileged(d, d["kind"].as<std::string>(), privileged);
+  EXPECT_EQ(privileged, std::vector<std::string>{});
+  YAML::Node config = Find(docs, "ConfigMap", "gpunode-upgrade-maintenance");
+  ASSERT_TRUE(config.IsMap());
+  YAML::Node job = YAML::Load(config["data"]["maintenance-job.yaml"].as<std::string>());
+  EXPECT_EQ(job["apiVersion"].as<std::string>(), "batch/v1");
+  EXPECT_EQ(job["kind"].as<std::string>(), "Job");
+  EXPECT_EQ(job["spec"]["backoffLimit"].as<int>(), 0);
+  EXPECT_EQ(job["spec"]["template"]["spec"]["restartPolicy"].as<std::string>(), "Never");
+  FindPrivileged(job, "Job", privileged);
+  EXPECT_EQ(privileged, std::vector<std::string>{
+                            "Job.spec.template.spec.containers[0].securityContext.privileged"});
+  bool mounted = false;
+  for (const YAML::Node& volume : pod["volumes"]) {
+    if (!volume["configMap"] ||
+        volume["configMap"]["name"].as<std::string>() != "gpunode-upgrade-maintenance") {
+      continue;
+    }
+    for (const YAML::Node& mount : container["volumeMounts"]) {
+      if (mount["name"].as<std::string>() == volume["name"].as<std::string>()) {
+        EXPECT_EQ(mount["mountPath"].as<std::string>(), "/etc/gpunode/upgrade");
+        EXPECT_TRUE(mount["readOnly"].as<bool>());
+        mounted = true;
+      }
+    }
+  }
+  EXPECT_TRUE(mounted);
 }
 
 }  // namespace
