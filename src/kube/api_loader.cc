@@ -31,6 +31,7 @@ absl::StatusOr<ClusterSnapshot> LoadFromApi(Client& client, const ApiQuery& quer
   if (query.pods) {
     ListOptions pods = all;
     pods.field_selector = query.pod_field_selector;
+    pods.label_selector = query.pod_label_selector;
     RETURN_IF_ERROR(client.List("/api/v1/pods", pods, into_builder));
   }
   if (query.pdbs) {

@@ -18,6 +18,7 @@ struct ApiQuery {
   std::string node_label_selector;  // with all_nodes: only the nodes it selects
   bool pods = true;
   std::string pod_field_selector;  // e.g. spec.nodeName=gpu-a
+  std::string pod_label_selector;  // e.g. app=train
   bool pdbs = false;
   // batch/v1 Jobs and CronJobs, and the kubelet's image pull events (core/v1 Events of pods). A
   // 403 on these leaves them out and is reported in `skipped`: audit still runs.

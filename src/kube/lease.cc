@@ -1,0 +1,163 @@
+#include "kube/lease.h"
+
+#include <utility>
+
+#include "core/json_field.h"
+#include "core/status_macros.h"
+#include "core/text.h"
+
+namespace gpunode::kube {
+namespace {
+
+using json = nlohmann::json;
+using core::StrCat;
+
+// metav1.MicroTime, as client-go writes renewTime and acquireTime.
+std::string MicroTime(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", t, absl::UTCTimeZone());
+}
+
+absl::Time ParseMicroTime(const std::string& text) {
+  absl::Time t;
+  std::string error;
+  if (!absl::ParseTime(absl::RFC3339_full, text, &t, &error)) return absl::InfinitePast();
+  return t;
+}
+
+LeaseHolder HolderOf(const json& lease) {
+  LeaseHolder holder;
+  holder.identity = core::JsonStringAt(lease, {"spec", "holderIdentity"});
+  holder.renewed = ParseMicroTime(core::JsonStringAt(lease, {"spec", "renewTime"}));
+  const json* spec = lease.contains("spec") ? &lease["spec"] : nullptr;
+  if (spec != nullptr && spec->is_object()) {
+    holder.duration = absl::Seconds(core::JsonInteger(*spec, "leaseDurationSeconds", 0));
+  }
+  return holder;
+}
+
+std::string Ago(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(std::max(d, absl::ZeroDuration()), absl::Seconds(1)));
+}
+
+}  // namespace
+
+std::string LeaseHolder::Describe(absl::Time now) const {
+  if (renewed == absl::InfinitePast()) return StrCat("held by ", identity);
+  return StrCat("held by ", identity, " (renewed ", Ago(now - renewed), " ago, free in ",
+                Ago(renewed + duration - now), " if it stops renewing)");
+}
+
+LeaseLock::LeaseLock(Client& client, LeaseSettings settings)
+    : client_(client), settings_(std::move(settings)) {}
+
+std::string LeaseLock::Path() const {
+  return StrCat("/apis/coordination.k8s.io/v1/namespaces/", UrlEncode(settings_.ns), "/leases/",
+                UrlEncode(settings_.name));
+}
+
+absl::StatusOr<std::optional<json>> LeaseLock::Read() {
+  absl::StatusOr<std::string> body = client_.Get(Path());
+  if (absl::IsNotFound(body.status())) return std::nullopt;
+  if (!body.ok()) return body.status();
+  json lease = json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (!lease.is_object()) {
+    return absl::InternalError(StrCat("GET ", Path(), ": the answer is not a Lease object"));
+  }
+  return lease;
+}
+
+absl::StatusOr<bool> LeaseLock::Write(const json& lease) {
+  HttpRequest request{
+      .method = "PUT", .path = Path(), .content_type = "application/json", .body = lease.dump()};
+  ASSIGN_OR_RETURN(HttpResponse response, client_.Send(request));
+  if (response.status == 409) return false;
+  if (response.status / 100 != 2) return StatusFromResponse(request, response);
+  json written = json::parse(response.body, nullptr, false);
+  held_ = written.is_object() ? written : lease;
+  return true;
+}
+
+absl::StatusOr<std::optional<LeaseHolder>> LeaseLock::TryAcquire(absl::Time now) {
+  const int seconds = static_cast<int>(absl::ToInt64Seconds(settings_.duration));
+  // Two rounds: a create or an update that loses a race reads the winner's lease again.
+  for (int round = 0; round < 2; ++round) {
+    ASSIGN_OR_RETURN(std::optional<json> current, Read());
+    if (!current) {
+      json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                    {"kind", "Lease"},
+                    {"metadata", {{"name", settings_.name}, {"namespace", settings_.ns}}},
+                    {"spec",
+                     {{"holderIdentity", settings_.identity},
+                      {"leaseDurationSeconds", seconds},
+                      {"acquireTime", MicroTime(now)},
+                      {"renewTime", MicroTime(now)},
+                      {"leaseTransitions", 0}}}};
+      HttpRequest request{.method = "POST",
+                          .path = StrCat("/apis/coordination.k8s.io/v1/namespaces/",
+                                         UrlEncode(settings_.ns), "/leases"),
+                          .content_type = "application/json",
+                          .body = lease.dump()};
+      ASSIGN_OR_RETURN(HttpResponse response, client_.Send(request));
+      if (response.status == 409) continue;
+      if (response.status / 100 != 2) return StatusFromResponse(request, response);
+      json created = json::parse(response.body, nullptr, false);
+      held_ = created.is_object() ? created : lease;
+      return std::nullopt;
+    }
+    LeaseHolder holder = HolderOf(*current);
+    bool ours = holder.identity == settings_.identity;
+    bool free = holder.identity.empty() || holder.renewed + holder.duration < now;
+    if (!ours && !free) return holder;
+    json lease = *current;
+    if (!ours) {
+      lease["spec"]["acquireTime"] = MicroTime(now);
+      lease["spec"]["leaseTransitions"] =
+          core::JsonInteger(lease["spec"], "leaseTransitions", 0) + 1;
+    }
+    lease["spec"]["holderIdentity"] = settings_.identity;
+    lease["spec"]["leaseDurationSeconds"] = seconds;
+    lease["spec"]["renewTime"] = MicroTime(now);
+    ASSIGN_OR_RETURN(bool written, Write(lease));
+    if (written) return std::nullopt;
+  }
+  ASSIGN_OR_RETURN(std::optional<json> current, Read());
+  if (!current) return absl::UnavailableError(StrCat("lease ", settings_.name, " keeps changing"));
+  return HolderOf(*current);
+}
+
+absl::Status LeaseLock::Renew(absl::Time now) {
+  if (held_.is_null()) {
+    return absl::FailedPreconditionError(
+        StrCat("lease ", settings_.ns, "/", settings_.name, " is not held"));
+  }
+  json lease = held_;
+  lease["spec"]["renewTime"] = MicroTime(now);
+  ASSIGN_OR_RETURN(bool written, Write(lease));
+  if (written) return absl::OkStatus();
+  // Someone wrote the lease since our last renewal: it is ours only if it still names us.
+  ASSIGN_OR_RETURN(std::optional<json> current, Read());
+  if (current && HolderOf(*current).identity == settings_.identity) {
+    json retry = *current;
+    retry["spec"]["renewTime"] = MicroTime(now);
+    ASSIGN_OR_RETURN(written, Write(retry));
+    if (written) return absl::OkStatus();
+  }
+  held_ = nullptr;
+  std::string holder = current ? HolderOf(*current).identity : std::string("nobody (deleted)");
+  return absl::FailedPreconditionError(
+      StrCat("lost lease ", settings_.ns, "/", settings_.name, " to ", holder, "; stopping"));
+}
+
+absl::Status LeaseLock::Release(absl::Time now) {
+  if (held_.is_null()) return absl::OkStatus();
+  json lease = held_;
+  lease["spec"]["holderIdentity"] = "";
+  lease["spec"]["leaseDurationSeconds"] = 1;
+  lease["spec"]["renewTime"] = MicroTime(now);
+  ASSIGN_OR_RETURN(bool written, Write(lease));
+  held_ = nullptr;
+  (void)written;  // a lease someone else took meanwhile is theirs to keep
+  return absl::OkStatus();
+}
+
+}  // namespace gpunode::kube
