@@ -140,26 +140,26 @@ EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const Drain
   return answer;
 }
 
-std::string PatchBody(const DrainOptions& options, const DrainPlan& plan,
-                      const kube::NodeView& node, absl::Time now) {
+}  // namespace
+
+nlohmann::json DrainNodePatch(const kube::NodeView& node, bool cordon, absl::Time now) {
   nlohmann::json metadata = {
       {"labels", {{std::string(kube::kGpuStateLabel), std::string(kube::kGpuStateDraining)}}}};
   // Keep the original start time when a drain is rerun, so audit still spots pods that arrived
   // after it began.
-  if (!plan.already_draining) {
+  if (kube::FindLabel(node.labels, kube::kGpuStateLabel) !=
+      std::optional<std::string_view>(kube::kGpuStateDraining)) {
     metadata["annotations"] = {{std::string(kube::kDrainStartedAnnotation),
                                 absl::FormatTime(absl::RFC3339_sec, now, absl::UTCTimeZone())}};
   }
   // Only a cordon this drain sets is recorded, so restore leaves one a person set in place.
-  if (options.cordon && !node.unschedulable) {
+  if (cordon && !node.unschedulable) {
     metadata["annotations"][std::string(kube::kDrainCordonedAnnotation)] = "true";
   }
   nlohmann::json patch = {{"metadata", metadata}};
-  if (options.cordon) patch["spec"] = {{"unschedulable", true}};
-  return patch.dump();
+  if (cordon) patch["spec"] = {{"unschedulable", true}};
+  return patch;
 }
-
-}  // namespace
 
 bool DrainPlan::Refused() const {
   return std::any_of(pods.begin(), pods.end(), [](const PlannedPod& p) {
@@ -306,7 +306,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
 
   RETURN_IF_ERROR(client.Patch(StrCat("/api/v1/nodes/", kube::UrlEncode(options.node)),
                                "application/merge-patch+json",
-                               PatchBody(options, plan, *node, clock.now())));
+                               DrainNodePatch(*node, options.cordon, clock.now()).dump()));
   out << "node " << options.node << " labelled " << kube::kGpuStateLabel << "="
       << kube::kGpuStateDraining << (options.cordon ? " and cordoned" : "") << "\n";
 

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "kube/client.h"
 #include "kube/cluster_snapshot.h"
+#include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
 
@@ -58,6 +59,11 @@ struct DrainPlan {
 // Decides what happens to each pod on the node. `snapshot` holds the node's pods with details.
 DrainPlan PlanDrain(const kube::ClusterSnapshot& snapshot, const kube::NodeView& node,
                     const DrainOptions& options);
+
+// The node's side of a drain as a JSON merge patch: nvidia.com/gpu.state=draining, when it began
+// (kept from a drain already under way), and with `cordon` the cordon, recorded as the drain's
+// only when the node was schedulable (so restore leaves a person's cordon in place).
+nlohmann::json DrainNodePatch(const kube::NodeView& node, bool cordon, absl::Time now);
 
 // Prints what a drain would do, without doing it.
 void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream& out);

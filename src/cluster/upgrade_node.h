@@ -1,0 +1,39 @@
+// One node's way through a driver upgrade: what each in-progress state waits for and does, and
+// the label and annotation changes that move the node on. Every step reads the node afresh and
+// is safe to repeat, so a rollout killed anywhere resumes from the labels.
+#pragma once
+
+#include <ostream>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "cluster/upgrade.h"
+#include "cluster/upgrade_fleet.h"
+#include "cluster/upgrade_state.h"
+#include "kube/client.h"
+#include "nlohmann/json.hpp"
+
+namespace gpunode::cluster {
+
+struct StepContext {
+  kube::Client& client;
+  const UpgradeOptions& options;
+  const UpgradeClock& clock;
+  std::ostream& out;
+};
+
+// The merge patch that puts a node in `next`, stamped `now`.
+nlohmann::json StatePatch(UpgradeState next, absl::Time now);
+
+// Moves `node` to `next`, merging `patch` (more labels, annotations, spec) into the change.
+absl::Status MoveNode(StepContext& ctx, const FleetNode& node, UpgradeState next,
+                      nlohmann::json patch = nlohmann::json::object());
+
+// upgrade-failed, with the reason in kUpgradeFailureAnnotation and on `ctx.out`.
+absl::Status FailNode(StepContext& ctx, const FleetNode& node, std::string_view why);
+
+// Does the work of the node's state, from cordon-required to uncordon-required. Returns whether
+// the node changed state; false means it waits (for its jobs, its maintenance, its GPUs).
+absl::StatusOr<bool> StepNode(StepContext& ctx, const FleetNode& node);
+
+}  // namespace gpunode::cluster

@@ -1,0 +1,150 @@
+#include "cluster/upgrade_soak.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include "absl/strings/str_join.h"
+#include "cluster/prometheus_query.h"
+#include "cluster/verify.h"
+#include "core/json_field.h"
+#include "core/status_macros.h"
+#include "core/text.h"
+#include "nlohmann/json.hpp"
+
+namespace gpunode::cluster {
+namespace {
+
+using json = nlohmann::json;
+using core::StrCat;
+
+constexpr absl::Duration kPrometheusTimeout = absl::Seconds(30);
+
+bool MentionsXid(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return lower.find("xid") != std::string::npos;
+}
+
+// When the event last happened: series and lastTimestamp (core/v1), eventTime (events.k8s.io),
+// else when it was created.
+absl::Time EventTime(const json& event) {
+  for (std::initializer_list<const char*> path :
+       {std::initializer_list<const char*>{"series", "lastObservedTime"},
+        {"lastTimestamp"},
+        {"eventTime"},
+        {"firstTimestamp"},
+        {"metadata", "creationTimestamp"}}) {
+    std::string text = core::JsonStringAt(event, path);
+    absl::Time t;
+    std::string error;
+    if (!text.empty() && absl::ParseTime(absl::RFC3339_full, text, &t, &error)) return t;
+  }
+  return absl::InfinitePast();
+}
+
+absl::Status XidsFromPrometheus(const FleetPool& pool, absl::Time since,
+                                const UpgradeOptions& options, const UpgradeClock& clock,
+                                std::vector<Regression>& found) {
+  absl::Duration window = std::max(clock.now() - since, absl::Seconds(1));
+  ASSIGN_OR_RETURN(std::vector<PromSample> samples,
+                   QueryPrometheus(options.prometheus, XidQuery(window), kPrometheusTimeout));
+  std::map<std::string, std::vector<std::string>> by_node;
+  for (const PromSample& s : samples) {
+    if (s.value <= 0) continue;
+    auto host = s.labels.find("Hostname");
+    if (host == s.labels.end()) continue;
+    auto xid = s.labels.find("xid");
+    by_node[host->second].push_back(StrCat("XID ",
+                                           xid == s.labels.end() ? std::string("?") : xid->second,
+                                           " x", static_cast<long long>(s.value + 0.5)));
+  }
+  for (const FleetNode* node : pool.nodes) {
+    auto it = by_node.find(node->name);
+    if (it == by_node.end()) continue;
+    found.push_back({node->name, StrCat("XID errors during the soak (gpunode_xid_errors_total): ",
+                                        absl::StrJoin(it->second, ", "))});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status XidsFromEvents(kube::Client& client, const FleetPool& pool, absl::Time since,
+                            std::vector<Regression>& found) {
+  for (const FleetNode* node : pool.nodes) {
+    std::string selector = StrCat("involvedObject.kind=Node,involvedObject.name=", node->name);
+    std::vector<std::string> seen;
+    kube::ListOptions list;
+    list.field_selector = selector;
+    RETURN_IF_ERROR(client.List(
+        "/api/v1/events", list,
+        [&](simdjson::padded_string_view body,
+            std::string_view source) -> absl::StatusOr<std::string> {
+          json page = json::parse(std::string_view(body.data(), body.size()), nullptr, false);
+          if (!page.is_object()) {
+            return absl::InternalError(StrCat(source, ": the answer is not an EventList"));
+          }
+          if (page.contains("items") && page["items"].is_array()) {
+            for (const json& event : page["items"]) {
+              std::string reason = core::JsonString(event, "reason");
+              std::string message = core::JsonString(event, "message");
+              if (!MentionsXid(reason) && !MentionsXid(message)) continue;
+              if (EventTime(event) < since) continue;
+              seen.push_back(StrCat(reason, ": ", message));
+            }
+          }
+          return core::JsonStringAt(page, {"metadata", "continue"});
+        }));
+    if (!seen.empty()) {
+      found.push_back({node->name, StrCat("XID errors during the soak (node events): ",
+                                          absl::StrJoin(seen, "; "))});
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string XidQuery(absl::Duration window) {
+  std::string range = StrCat("[", absl::ToInt64Seconds(window), "s]");
+  return StrCat("sum by (Hostname, xid) (increase(gpunode_xid_errors_total", range,
+                ")) > 0 or sum by (Hostname, xid) (gpunode_xid_errors_total unless "
+                "gpunode_xid_errors_total offset ",
+                absl::ToInt64Seconds(window), "s)");
+}
+
+absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const FleetPool& pool,
+                                                  absl::Time since, const UpgradeOptions& options,
+                                                  const UpgradeClock& clock, std::ostream& out) {
+  std::vector<Regression> found;
+  if (!options.prometheus.empty()) {
+    RETURN_IF_ERROR(XidsFromPrometheus(pool, since, options, clock, found));
+  } else {
+    RETURN_IF_ERROR(XidsFromEvents(client, pool, since, found));
+  }
+  // verify covers Ready, the labels, the device plugin and every GPU healthy (allocatable =
+  // capacity = the physical count); without its smoke pod, since the pool's GPUs are the
+  // workloads' now.
+  VerifyOptions verify = options.verify;
+  verify.selector.clear();
+  verify.nodes.clear();
+  for (const FleetNode* node : pool.nodes) verify.nodes.push_back(node->name);
+  verify.count_label = options.count_label;
+  verify.run_smoke_pod = false;
+  VerifyClock verify_clock{
+      .now = clock.now, .sleep = clock.sleep, .interrupted = clock.interrupted};
+  ASSIGN_OR_RETURN(VerifyReport report, RunVerify(client, verify, verify_clock, out));
+  for (const NodeVerdict& verdict : report.nodes) {
+    std::vector<std::string> failed;
+    for (const VerifyStep& step : verdict.steps) {
+      if (step.result == StepResult::kFail)
+        failed.push_back(StrCat(step.step, ": ", step.evidence));
+    }
+    if (!failed.empty()) {
+      found.push_back({verdict.node, StrCat("cluster verify: ", absl::StrJoin(failed, "; "))});
+    }
+  }
+  return found;
+}
+
+}  // namespace gpunode::cluster

@@ -1,0 +1,620 @@
+// `cluster upgrade` against the API server double on a simulated clock: sleeping only advances
+// time, and the test plays the rest of the cluster as time passes (a node in maintenance
+// reboots and comes back on the new driver; the kubelet runs smoke pods). 3 pools of 12 nodes.
+#include "cluster/upgrade.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "cluster/maintenance_job.h"
+#include "gtest/gtest.h"
+#include "harness/apiserver_double.h"
+#include "harness/gpu_cluster_objects.h"
+#include "kube/lease.h"
+#include "nlohmann/json.hpp"
+
+namespace gpunode::cluster {
+namespace {
+
+using json = nlohmann::json;
+using gpunode::testing::ApiServerDouble;
+
+constexpr char kOldDriver[] = "535.129.03";
+constexpr char kNewDriver[] = "550.90.07";
+constexpr char kNamespace[] = "gpu-ops";
+const std::vector<std::string> kPools = {"canary", "training", "inference"};
+constexpr int kNodesPerPool = 12;
+constexpr int kMaxUnavailable = 3;
+constexpr absl::Duration kReboot = absl::Minutes(4);
+
+std::string NodeName(const std::string& pool, int i) { return pool + "-" + std::to_string(i); }
+
+std::string Label(const json& node, const std::string& key) {
+  const json& labels = node["metadata"].value("labels", json::object());
+  return labels.value(key, "");
+}
+
+std::string Annotation(const json& node, const std::string& key) {
+  const json& annotations = node["metadata"].value("annotations", json::object());
+  return annotations.value(key, "");
+}
+
+bool Unschedulable(const json& node) {
+  return node.contains("spec") && node["spec"].value("unschedulable", false);
+}
+
+bool Ready(const json& node) {
+  for (const json& c : node["status"]["conditions"]) {
+    if (c["type"] == "Ready") return c["status"] == "True";
+  }
+  return false;
+}
+
+class UpgradeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ApiServerDouble::Options options;
+    options.token = "";
+    server_ = std::make_unique<ApiServerDouble>(options);
+    ASSERT_TRUE(server_->Start());
+    server_->AddObject(gpunode::testing::DevicePluginDaemonSet());
+    for (const std::string& pool : kPools) {
+      for (int i = 0; i < kNodesPerPool; ++i) {
+        std::string name = NodeName(pool, i);
+        json node = gpunode::testing::GpuNode(name);
+        node["metadata"]["labels"]["pool"] = pool;
+        node["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = kOldDriver;
+        server_->AddObject(node);
+        server_->AddObject(gpunode::testing::DevicePluginPod(name));
+      }
+    }
+    kube::ClusterAccess access;
+    access.server = server_->url();
+    access.description = "double";
+    absl::StatusOr<std::unique_ptr<kube::Client>> client =
+        kube::NewClient(access, kube::TransportOptions{});
+    ASSERT_TRUE(client.ok());
+    client_ = std::move(*client);
+
+    options_.driver_version = kNewDriver;
+    options_.pools = kPools;
+    options_.max_unavailable.count = kMaxUnavailable;
+    options_.soak = absl::Hours(2);
+    options_.soak_check_interval = absl::Minutes(20);
+    options_.poll_interval = absl::Seconds(10);
+    options_.maintenance_timeout = absl::Minutes(30);
+    options_.job_namespace = kNamespace;
+    options_.verify.ns = kNamespace;
+    options_.verify.poll_interval = absl::Seconds(2);
+    options_.lease.ns = kNamespace;
+    options_.lease.identity = "upgrader-a";
+
+    clock_.now = [this] { return Now(); };
+    clock_.sleep = [this](absl::Duration d) { Advance(d); };
+    clock_.interrupted = [this] { return interrupt_ && interrupt_(); };
+
+    // The kubelet: a smoke pod that is looked at has run and printed what it saw. And the
+    // invariant every test holds: before any change, no pool has more nodes out of service
+    // than --max-unavailable allows.
+    server_->OnRequest([this](const ApiServerDouble::Request& req) {
+      const std::string smoke =
+          std::string("/api/v1/namespaces/") + kNamespace + "/pods/gpunode-verify-";
+      if (req.method == "GET" && req.path.rfind(smoke, 0) == 0 &&
+          req.path.find("/log") == std::string::npos) {
+        std::string pod = req.path.substr(smoke.size() - std::string("gpunode-verify-").size());
+        if (server_->Pod(kNamespace, pod)) {
+          server_->SetPodLog(kNamespace, pod, gpunode::testing::SmokeDoctorReport());
+          server_->SetPodPhase(kNamespace, pod, "Succeeded");
+        }
+      }
+      if (req.method == "PATCH") {
+        CheckAvailability();
+        RecordState(req);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fail_next_request_) {
+        fail_next_request_ = false;
+        server_->FailNext(req.method, req.path, 403, 1);
+      }
+    });
+  }
+
+  void TearDown() override {
+    server_->OnRequest(nullptr);
+    CheckAvailability();
+  }
+
+  absl::Time Now() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return now_;
+  }
+
+  // Time passes, and the cluster moves: a node that entered maintenance reboots (NotReady) and
+  // comes back on the new driver after kReboot, unless the test says it never returns.
+  void Advance(absl::Duration d) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      now_ += d;
+    }
+    for (const std::string& pool : kPools) {
+      for (int i = 0; i < kNodesPerPool; ++i) {
+        std::string name = NodeName(pool, i);
+        json node = *server_->Node(name);
+        if (Label(node, std::string(kUpgradeStateLabel)) != "node-maintenance-required") continue;
+        if (never_returns_.count(name)) continue;
+        absl::Time since;
+        std::string error;
+        ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full,
+                                    Annotation(node, std::string(kUpgradeMaintenanceAnnotation)),
+                                    &since, &error));
+        bool up = Now() - since >= kReboot;
+        bool upgraded = Label(node, "nvidia.com/cuda.driver-version.full") == kNewDriver;
+        if (up && !upgraded) {
+          node["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = kNewDriver;
+          node["status"]["conditions"] = {{{"type", "Ready"}, {"status", "True"}}};
+          server_->AddObject(node);
+        } else if (!up && Ready(node)) {
+          node["status"]["conditions"] = {{{"type", "Ready"}, {"status", "False"}}};
+          server_->AddObject(node);
+        }
+      }
+    }
+  }
+
+  int MaxUnavailable() const { return options_.max_unavailable.For(kNodesPerPool); }
+
+  void CheckAvailability() {
+    for (const std::string& pool : kPools) {
+      int out = 0;
+      for (int i = 0; i < kNodesPerPool; ++i) {
+        std::optional<json> node = server_->Node(NodeName(pool, i));
+        if (node && (Unschedulable(*node) || !Ready(*node))) ++out;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      max_seen_out_[pool] = std::max(max_seen_out_[pool], out);
+    }
+  }
+
+  // The order in which nodes entered each state, from the PATCHes that moved them.
+  void RecordState(const ApiServerDouble::Request& req) {
+    json patch = json::parse(req.body, nullptr, false);
+    if (!patch.is_object() || !patch.contains("metadata")) return;
+    const json& metadata = patch["metadata"];
+    std::string state;
+    if (metadata.contains("labels")) {
+      state = metadata["labels"].value(std::string(kUpgradeStateLabel), "");
+    }
+    // The start of a pool's soak is a state of the rollout too.
+    if (metadata.contains("annotations") &&
+        metadata["annotations"]
+            .value(std::string(kUpgradeSoakStartedAnnotation), json())
+            .is_string()) {
+      state = "soak";
+    }
+    if (state.empty()) return;
+    std::string node = req.path.substr(std::string("/api/v1/nodes/").size());
+    std::lock_guard<std::mutex> lock(mu_);
+    transitions_.push_back({node, state, now_});
+    if (state == interrupt_on_state_ && !interrupt_armed_) {
+      interrupt_armed_ = true;
+      if (crash_instead_) fail_next_request_ = true;
+    }
+  }
+
+  absl::StatusOr<UpgradeResult> Run() { return RunUpgrade(*client_, options_, clock_, out_); }
+
+  // Runs to the end, resuming after every interruption or injected crash.
+  UpgradeResult RunToEnd() {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      absl::StatusOr<UpgradeResult> result = Run();
+      if (result.ok() && result->outcome != UpgradeResult::kInterrupted) return *result;
+      ++restarts_;
+    }
+    ADD_FAILURE() << "the rollout never finished";
+    return {};
+  }
+
+  json Node(const std::string& name) { return *server_->Node(name); }
+
+  struct Transition {
+    std::string node, state;
+    absl::Time at;
+  };
+
+  // When a node of `pool` first entered `state`, or when the last one did.
+  absl::Time First(const std::string& pool, const std::string& state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Transition& t : transitions_) {
+      if (t.node.rfind(pool + "-", 0) == 0 && t.state == state) return t.at;
+    }
+    return absl::InfiniteFuture();
+  }
+  absl::Time Last(const std::string& pool, const std::string& state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Time last = absl::InfinitePast();
+    for (const Transition& t : transitions_) {
+      if (t.node.rfind(pool + "-", 0) == 0 && t.state == state) last = t.at;
+    }
+    return last;
+  }
+
+  void ExpectAllUpgraded() {
+    for (const std::string& pool : kPools) {
+      for (int i = 0; i < kNodesPerPool; ++i) {
+        json node = Node(NodeName(pool, i));
+        SCOPED_TRACE(NodeName(pool, i));
+        EXPECT_EQ(Label(node, std::string(kUpgradeStateLabel)), "upgrade-done");
+        EXPECT_EQ(Label(node, "nvidia.com/cuda.driver-version.full"), kNewDriver);
+        EXPECT_EQ(Label(node, "nvidia.com/gpu.state"), "");
+        EXPECT_NE(Annotation(node, std::string(kUpgradeSoakPassedAnnotation)), "");
+      }
+    }
+  }
+
+  std::unique_ptr<ApiServerDouble> server_;
+  std::unique_ptr<kube::Client> client_;
+  UpgradeOptions options_;
+  UpgradeClock clock_;
+  std::ostringstream out_;
+  std::function<bool()> interrupt_;
+  std::set<std::string> never_returns_;
+  int restarts_ = 0;
+
+  std::mutex mu_;
+  absl::Time now_ = absl::FromUnixSeconds(1793523600);  // 2026-11-02
+  std::map<std::string, int> max_seen_out_;
+  std::vector<Transition> transitions_;
+  std::string interrupt_on_state_;
+  bool interrupt_armed_ = false;
+  bool crash_instead_ = false;
+  bool fail_next_request_ = false;
+};
+
+TEST_F(UpgradeTest, RollsOutPoolByPoolWithASoakBetween) {
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kDone) << result->summary;
+  ExpectAllUpgraded();
+  for (const std::string& pool : kPools) {
+    EXPECT_FALSE(Unschedulable(Node(NodeName(pool, 0))));
+    EXPECT_LE(max_seen_out_[pool], kMaxUnavailable) << pool;
+    EXPECT_GE(max_seen_out_[pool], 2) << pool << ": the nodes went one by one";
+  }
+  // No node of a pool is touched before the pool before it is done and soaked.
+  for (size_t i = 1; i < kPools.size(); ++i) {
+    absl::Time prev_done = Last(kPools[i - 1], "upgrade-done");
+    absl::Time next_start = First(kPools[i], "cordon-required");
+    EXPECT_GE(next_start - prev_done, options_.soak) << kPools[i];
+  }
+  // Every node went through the operator's states in order.
+  std::vector<std::string> want = {"upgrade-required",
+                                   "cordon-required",
+                                   "wait-for-jobs-required",
+                                   "pod-deletion-required",
+                                   "drain-required",
+                                   "node-maintenance-required",
+                                   "post-maintenance-required",
+                                   "validation-required",
+                                   "uncordon-required",
+                                   "upgrade-done",
+                                   "soak"};
+  std::vector<std::string> seen;
+  for (const Transition& t : transitions_) {
+    if (t.node == "training-7") seen.push_back(t.state);
+  }
+  EXPECT_EQ(seen, want);
+  // The lease was given up at the end.
+  std::optional<json> lease = server_->Lease(kNamespace, "gpunode-upgrade");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ((*lease)["spec"].value("holderIdentity", "x"), "");
+  // Run again: nothing to do.
+  size_t before = transitions_.size();
+  result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kDone);
+  EXPECT_EQ(transitions_.size(), before);
+}
+
+TEST_F(UpgradeTest, ANodeThatNeverReturnsFailsAndStopsThePool) {
+  never_returns_ = {"training-4"};
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kHalted);
+  EXPECT_NE(result->summary.find("training-4"), std::string::npos) << result->summary;
+  EXPECT_NE(result->summary.find("pools not started: inference"), std::string::npos)
+      << result->summary;
+  json failed = Node("training-4");
+  EXPECT_EQ(Label(failed, std::string(kUpgradeStateLabel)), "upgrade-failed");
+  EXPECT_NE(
+      Annotation(failed, std::string(kUpgradeFailureAnnotation)).find("--maintenance-timeout"),
+      std::string::npos);
+  EXPECT_TRUE(Unschedulable(failed)) << "a failed node stays out of service";
+  // Nothing started after the failure; the pool's other nodes were not all upgraded.
+  absl::Time failed_at = First("training", "upgrade-failed");
+  EXPECT_GT(First("training", "upgrade-failed"), absl::InfinitePast());
+  for (const Transition& t : transitions_) {
+    if (t.state == "cordon-required") {
+      EXPECT_LT(t.at, failed_at) << t.node;
+    }
+  }
+  for (int i = 0; i < kNodesPerPool; ++i) {
+    json node = Node(NodeName("inference", i));
+    EXPECT_EQ(Label(node, std::string(kUpgradeStateLabel)), "") << "inference is untouched";
+    EXPECT_FALSE(Unschedulable(node));
+  }
+  // Run again: still halted, and nothing changes.
+  size_t before = transitions_.size();
+  result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kHalted);
+  EXPECT_EQ(transitions_.size(), before);
+}
+
+TEST_F(UpgradeTest, AnXidDuringTheSoakHaltsTheRollout) {
+  bool posted = false;
+  clock_.sleep = [&](absl::Duration d) {
+    Advance(d);
+    // An hour into the canary pool's soak, a GPU of canary-3 falls off the bus.
+    absl::Time soak_from = Last("canary", "upgrade-done");
+    if (!posted && soak_from != absl::InfinitePast() && Now() - soak_from >= absl::Hours(1)) {
+      posted = true;
+      server_->AddObject(
+          {{"kind", "Event"},
+           {"apiVersion", "v1"},
+           {"metadata", {{"name", "canary-3.xid"}, {"namespace", "default"}}},
+           {"involvedObject", {{"kind", "Node"}, {"name", "canary-3"}}},
+           {"reason", "NVRMXid"},
+           {"message", "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus"},
+           {"type", "Warning"},
+           {"lastTimestamp", absl::FormatTime(absl::RFC3339_sec, Now(), absl::UTCTimeZone())}});
+    }
+  };
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(posted);
+  EXPECT_EQ(result->outcome, UpgradeResult::kHalted);
+  EXPECT_NE(result->summary.find("canary-3"), std::string::npos) << result->summary;
+  EXPECT_NE(result->summary.find("Xid"), std::string::npos) << result->summary;
+  EXPECT_NE(result->summary.find("pools not started: training, inference"), std::string::npos)
+      << result->summary;
+  EXPECT_EQ(Label(Node("canary-3"), std::string(kUpgradeStateLabel)), "upgrade-failed");
+  EXPECT_EQ(First("training", "cordon-required"), absl::InfiniteFuture());
+  for (int i = 0; i < kNodesPerPool; ++i) {
+    EXPECT_EQ(Label(Node(NodeName("training", i)), std::string(kUpgradeStateLabel)), "");
+  }
+}
+
+TEST_F(UpgradeTest, AnAlreadyCordonedNodeStaysCordonedAndTakesNoSlot) {
+  json node = Node("canary-5");
+  node["spec"]["unschedulable"] = true;
+  server_->AddObject(node);
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kDone) << result->summary;
+  ExpectAllUpgraded();
+  EXPECT_TRUE(Unschedulable(Node("canary-5"))) << "a person cordoned it; it stays so";
+  EXPECT_FALSE(Unschedulable(Node("canary-6")));
+  // It went first, as it was out of service anyway.
+  auto first_start = std::find_if(transitions_.begin(), transitions_.end(),
+                                  [](const Transition& t) { return t.state == "cordon-required"; });
+  ASSERT_NE(first_start, transitions_.end());
+  EXPECT_EQ(first_start->node, "canary-5");
+  EXPECT_LE(max_seen_out_["canary"], kMaxUnavailable);
+}
+
+// The process stops in a state (or as a pool's soak begins) and is started again, and the rollout
+// finishes: stopped between steps (SIGTERM), or crashed in the middle of one (the request that
+// moves the node into the state fails, as if the process died as it sent it).
+class UpgradeResumeTest : public UpgradeTest,
+                          public ::testing::WithParamInterface<std::tuple<const char*, bool>> {};
+
+TEST_P(UpgradeResumeTest, FinishesAfterAStopInTheState) {
+  auto [state, crash] = GetParam();
+  options_.soak = absl::Minutes(30);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    interrupt_on_state_ = state;
+    crash_instead_ = crash;
+  }
+  interrupt_ = [this, crash = crash] {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool stop = !crash && interrupt_armed_ && !interrupt_on_state_.empty();
+    if (stop) interrupt_on_state_.clear();  // once
+    return stop;
+  };
+  UpgradeResult result = RunToEnd();
+  EXPECT_EQ(result.outcome, UpgradeResult::kDone) << result.summary;
+  EXPECT_EQ(restarts_, 1) << "it was stopped once";
+  ExpectAllUpgraded();
+  for (const std::string& pool : kPools) EXPECT_LE(max_seen_out_[pool], kMaxUnavailable) << pool;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryState, UpgradeResumeTest,
+    ::testing::Combine(::testing::Values("upgrade-required", "cordon-required",
+                                         "wait-for-jobs-required", "pod-deletion-required",
+                                         "drain-required", "node-maintenance-required",
+                                         "post-maintenance-required", "validation-required",
+                                         "uncordon-required", "upgrade-done", "soak"),
+                       ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<const char*, bool>>& info) {
+      std::string name = std::get<0>(info.param);
+      name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
+      return name + (std::get<1>(info.param) ? "Crash" : "Stop");
+    });
+
+TEST_F(UpgradeTest, DryRunPrintsThePlanAndChangesNothing) {
+  options_.dry_run = true;
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kPlanned);
+  EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
+  EXPECT_EQ(server_->CountRequests("POST", "/"), 0);
+  EXPECT_NE(result->summary.find("canary (12 of 12 node(s) to upgrade, 3 at a time"),
+            std::string::npos)
+      << result->summary;
+  EXPECT_EQ(result->nodes.size(), kPools.size() * kNodesPerPool);
+}
+
+TEST_F(UpgradeTest, ASecondCopyFindsTheLeaseHeld) {
+  kube::LeaseLock other(*client_, {.ns = kNamespace,
+                                   .name = "gpunode-upgrade",
+                                   .identity = "upgrader-b",
+                                   .duration = absl::Seconds(60)});
+  ASSERT_TRUE(other.TryAcquire(Now()).ok());
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kLeaseHeld);
+  EXPECT_NE(result->summary.find("upgrader-b"), std::string::npos) << result->summary;
+  EXPECT_EQ(server_->CountRequests("PATCH", "/api/v1/nodes"), 0);
+  // With --wait-for-lease it waits until the holder stops renewing, then takes over.
+  options_.wait_for_lease = true;
+  options_.soak = absl::ZeroDuration();
+  result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kDone) << result->summary;
+  EXPECT_EQ(other.Renew(Now()).code(), absl::StatusCode::kFailedPrecondition)
+      << "the first holder learns it lost the lease";
+}
+
+TEST_F(UpgradeTest, MaintenanceJobRunsPinnedToEachNode) {
+  absl::StatusOr<json> job_template = ParseMaintenanceJob(R"(
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: driver-install
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      containers:
+        - name: install
+          image: registry.example/driver-installer:550
+          securityContext:
+            privileged: true
+)",
+                                                          "job.yaml");
+  ASSERT_TRUE(job_template.ok()) << job_template.status();
+  options_.maintenance_job = *job_template;
+  options_.pools = {"canary"};
+  options_.soak = absl::ZeroDuration();
+  never_returns_ = {"canary-0", "canary-1", "canary-2", "canary-3", "canary-4",  "canary-5",
+                    "canary-6", "canary-7", "canary-8", "canary-9", "canary-10", "canary-11"};
+  // The Job controller: a maintenance Job succeeds and the node reports the new driver, except
+  // on canary-2 where the installer fails.
+  clock_.sleep = [&](absl::Duration d) {
+    Advance(d);
+    for (int i = 0; i < kNodesPerPool; ++i) {
+      std::string node = NodeName("canary", i);
+      std::optional<json> job = server_->Job(kNamespace, MaintenanceJobName(node));
+      if (!job || !(*job)["status"].empty()) continue;
+      json pod_spec = (*job)["spec"]["template"]["spec"];
+      EXPECT_EQ(pod_spec["nodeName"], node);
+      EXPECT_EQ(pod_spec["tolerations"].back(), json({{"operator", "Exists"}}));
+      EXPECT_EQ(pod_spec["containers"][0]["env"],
+                json({{{"name", "GPUNODE_NODE_NAME"}, {"value", node}},
+                      {{"name", "GPUNODE_TARGET_DRIVER_VERSION"}, {"value", kNewDriver}}}));
+      EXPECT_TRUE(Unschedulable(Node(node)));
+      if (node == "canary-2") {
+        server_->SetJobStatus(kNamespace, MaintenanceJobName(node),
+                              {{"failed", 1},
+                               {"conditions",
+                                {{{"type", "Failed"},
+                                  {"status", "True"},
+                                  {"reason", "BackoffLimitExceeded"},
+                                  {"message", "Job has reached the specified backoff limit"}}}}});
+        continue;
+      }
+      server_->SetJobStatus(
+          kNamespace, MaintenanceJobName(node),
+          {{"succeeded", 1}, {"conditions", {{{"type", "Complete"}, {"status", "True"}}}}});
+      json n = Node(node);
+      n["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = kNewDriver;
+      server_->AddObject(n);
+    }
+  };
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kHalted) << result->summary;
+  EXPECT_NE(result->summary.find("canary-2 (pool canary): maintenance Job gpu-ops/"
+                                 "gpunode-upgrade-canary-2 failed (BackoffLimitExceeded"),
+            std::string::npos)
+      << result->summary;
+  EXPECT_TRUE(server_->Job(kNamespace, "gpunode-upgrade-canary-2").has_value())
+      << "a failed Job is kept for its logs";
+  EXPECT_FALSE(server_->Job(kNamespace, "gpunode-upgrade-canary-0").has_value())
+      << "a Job that succeeded is deleted";
+  EXPECT_EQ(Label(Node("canary-0"), std::string(kUpgradeStateLabel)), "upgrade-done");
+}
+
+TEST_F(UpgradeTest, RefusesLabelsItCannotActOn) {
+  json node = Node("canary-1");
+  node["metadata"]["labels"][std::string(kUpgradeStateLabel)] = "upgrading";
+  server_->AddObject(node);
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("canary-1"), std::string::npos);
+
+  node["metadata"]["labels"][std::string(kUpgradeStateLabel)] = "drain-required";
+  node["metadata"]["annotations"] = {{std::string(kUpgradeTargetAnnotation), "545.23.08"}};
+  server_->AddObject(node);
+  result = Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("mid-upgrade (drain-required) to driver 545.23.08"),
+            std::string::npos)
+      << result.status();
+
+  node["metadata"]["labels"].erase(std::string(kUpgradeStateLabel));
+  server_->AddObject(node);
+  options_.pools = {"canary", "trainin"};
+  result = Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("pool trainin has no GPU nodes"), std::string::npos)
+      << result.status();
+  EXPECT_EQ(server_->CountRequests("PATCH", "/api/v1/nodes"), 0);
+}
+
+TEST(MaxUnavailableTest, CountOrPercentRoundedUp) {
+  EXPECT_EQ(ParseMaxUnavailable("25%")->For(12), 3);
+  EXPECT_EQ(ParseMaxUnavailable("10%")->For(12), 2);
+  EXPECT_EQ(ParseMaxUnavailable("1%")->For(12), 1);
+  EXPECT_EQ(ParseMaxUnavailable("4")->For(3), 4);
+  for (const char* bad : {"0", "-1", "x", "150%", "%", ""}) {
+    EXPECT_FALSE(ParseMaxUnavailable(bad).ok()) << bad;
+  }
+}
+
+TEST(MaintenanceJobTest, RefusesWhatCannotRunAsAJob) {
+  struct Case {
+    const char* yaml;
+    const char* field;
+  } cases[] = {
+      {"kind: Pod\napiVersion: v1\n", "kind"},
+      {"kind: Job\napiVersion: batch/v1\nspec: {}\n", "spec.template.spec.containers"},
+      {"kind: Job\napiVersion: batch/v1\nspec:\n  template:\n    spec:\n      restartPolicy: "
+       "Always\n      containers: [{name: a, image: b}]\n",
+       "restartPolicy"},
+      {"kind: Job\napiVersion: batch/v1\nspec:\n  template:\n    spec:\n      nodeName: x\n"
+       "      containers: [{name: a, image: b}]\n",
+       "gpunode pins"},
+      {"kind: [\n", "not YAML or JSON"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<json> job = ParseMaintenanceJob(c.yaml, "job.yaml");
+    ASSERT_FALSE(job.ok()) << c.yaml;
+    EXPECT_NE(job.status().message().find("job.yaml"), std::string::npos) << job.status();
+    EXPECT_NE(job.status().message().find(c.field), std::string::npos) << job.status() << c.yaml;
+  }
+  EXPECT_EQ(MaintenanceJobName("gpu-a.example.com"), "gpunode-upgrade-gpu-a-example-com");
+  std::string long_a = MaintenanceJobName(std::string(80, 'a') + "1");
+  std::string long_b = MaintenanceJobName(std::string(80, 'a') + "2");
+  EXPECT_LE(long_a.size(), 63u);
+  EXPECT_NE(long_a, long_b);
+}
+
+}  // namespace
+}  // namespace gpunode::cluster
