@@ -1,5 +1,5 @@
-// `gpunode cluster audit | why-pending | drain | restore | verify | prepull`: the cluster-side GPU
-// tools, live
+// `gpunode cluster audit | why-pending | drain | restore | verify | prepull` (and `upgrade`, in
+// cluster_upgrade_command.cc): the cluster-side GPU tools, live
 // against the API server or offline on a `kubectl get nodes,pods -A -o json` snapshot.
 #include <iostream>
 #include <memory>
@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "cli/cluster_flags.h"
 #include "cli/command.h"
 #include "cli/report_error.h"
 #include "cli/stop_signals.h"
@@ -35,62 +36,6 @@
 
 namespace gpunode::cli {
 namespace {
-
-struct ConnectionOptions {
-  std::string snapshot;  // -f FILE or - (stdin)
-  std::string kubeconfig;
-  std::string context;
-  std::string request_timeout = "30s";
-  std::string output = "table";
-};
-
-void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, bool with_output) {
-  cmd->add_option("-f,--filename", o.snapshot,
-                  "read a snapshot (what `kubectl get nodes,pods -A -o json` prints; - for "
-                  "stdin) instead of the API server");
-  cmd->add_option("--kubeconfig", o.kubeconfig,
-                  "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster "
-                  "service account)");
-  cmd->add_option("--context", o.context, "kubeconfig context (default: current-context)");
-  cmd->add_option("--request-timeout", o.request_timeout,
-                  "timeout of each API request, e.g. 30s or 2m")
-      ->capture_default_str();
-  if (with_output) {
-    cmd->add_option("-o,--output", o.output, "table or json")
-        ->check(CLI::IsMember({"table", "json"}))
-        ->capture_default_str();
-  }
-}
-
-// The operator's own GPU count label, named as `gpunode labels --stable-labels` names it.
-void AddCountLabelOptions(CLI::App* cmd, cluster::CountLabel& label) {
-  cmd->add_option("--count-label", label.key,
-                  "your own node label holding the physical GPU count; read instead of "
-                  "nvidia.com/gpu.count when present (a disagreement is a finding)")
-      ->capture_default_str();
-  cmd->add_option("--stable-label-prefix", label.prefix,
-                  "prefix of --count-label, as given to `gpunode labels` (default none: the "
-                  "bare key, or NFD's feature.node.kubernetes.io/ one)");
-}
-
-struct Connection {
-  kube::ClusterAccess access;
-  std::unique_ptr<kube::Client> client;
-};
-
-absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
-  kube::AccessSources sources = kube::SourcesFromEnvironment();
-  sources.kubeconfig_flag = o.kubeconfig;
-  sources.context = o.context;
-  // The flag first: a bad value is reported whether or not the kubeconfig is found.
-  kube::TransportOptions transport;
-  ASSIGN_OR_RETURN(transport.request_timeout,
-                   core::ParseDuration("--request-timeout", o.request_timeout));
-  Connection c;
-  ASSIGN_OR_RETURN(c.access, kube::ResolveAccess(sources));
-  ASSIGN_OR_RETURN(c.client, kube::NewClient(c.access, transport));
-  return c;
-}
 
 struct AuditFlags {
   cluster::CountLabel count_label;
@@ -131,26 +76,6 @@ absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& 
     options.hygiene.idle = std::move(idle);
   }
   return options;
-}
-
-// What an API server's answer means for the exit code: an object the user named that is not
-// there, credentials that do not work or a request refused as given is an input error (2, as a
-// bad flag); a cluster that cannot be reached or fails the request (5xx, timeout) is a failure
-// (1).
-absl::Status FromCluster(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kUnauthenticated:
-    case absl::StatusCode::kPermissionDenied:
-      return AsInputError(status);
-    default:
-      return status;
-  }
-}
-
-// A snapshot file is what the user named: any problem reading it is an input error.
-absl::Status FromSnapshotOrCluster(const ConnectionOptions& o, const absl::Status& status) {
-  return o.snapshot.empty() ? FromCluster(status) : AsInputError(status);
 }
 
 int RunAudit(const ConnectionOptions& o, const AuditFlags& flags) {
@@ -316,79 +241,6 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
   std::cerr << "gpunode: " << outcome->summary << "\n";
   return kExitFailures;
 }
-
-struct VerifyFlags {
-  cluster::VerifyOptions verify;
-  std::string command;  // split at spaces
-  std::string timeout = "5m";
-  std::string poll_interval = "2s";
-};
-
-// The smoke pod's options, shared by `verify` and `restore --verify`.
-void AddSmokePodOptions(CLI::App* cmd, VerifyFlags& f) {
-  cmd->add_option("-n,--namespace", f.verify.ns,
-                  "namespace of the smoke pod (default: the context's)");
-  cmd->add_option("--image", f.verify.image,
-                  "the smoke pod's image; gpunode's own runs `gpunode doctor --in-container -o "
-                  "json`, any other its entrypoint (or --command)")
-      ->capture_default_str();
-  cmd->add_option("--command", f.command, "the smoke pod's command, split at spaces");
-  cmd->add_option("--runtime-class", f.verify.runtime_class,
-                  "runtimeClassName of the smoke pod (e.g. nvidia; default: none)");
-  cmd->add_option("--require-label", f.verify.require_labels,
-                  "a label KEY or KEY=VALUE every node must carry (repeatable; e.g. "
-                  "hardware-type=gpu)")
-      ->allow_extra_args(false);
-  cmd->add_option("--device-plugin", f.verify.device_plugin,
-                  "NAMESPACE/NAME of the device plugin DaemonSet (default: found by name)");
-  cmd->add_option("--timeout", f.timeout, "how long a smoke pod may take, image pull included")
-      ->capture_default_str();
-  cmd->add_option("--poll-interval", f.poll_interval, "how often to look at the smoke pod")
-      ->capture_default_str();
-}
-
-// Completes the options from the flags, before connecting, so that a bad flag is reported
-// first; the namespace comes from the context after (UseContextNamespace).
-absl::Status VerifyOptionsFromFlags(VerifyFlags& f) {
-  cluster::VerifyOptions& v = f.verify;
-  ASSIGN_OR_RETURN(v.timeout, core::ParseDuration("--timeout", f.timeout));
-  ASSIGN_OR_RETURN(v.poll_interval, core::ParseDuration("--poll-interval", f.poll_interval));
-  if (v.poll_interval <= absl::ZeroDuration()) v.poll_interval = absl::Milliseconds(100);
-  for (absl::string_view word : absl::StrSplit(f.command, ' ', absl::SkipEmpty())) {
-    v.command.emplace_back(word);
-  }
-  if (!v.device_plugin.empty() && v.device_plugin.find('/') == std::string::npos) {
-    return absl::InvalidArgumentError(core::StrCat("--device-plugin ", v.device_plugin,
-                                                   ": use NAMESPACE/NAME, e.g. gpu-operator/"
-                                                   "nvidia-device-plugin-daemonset"));
-  }
-  return absl::OkStatus();
-}
-
-void UseContextNamespace(VerifyFlags& f, const Connection& c) {
-  if (f.verify.ns.empty()) f.verify.ns = c.access.default_namespace;
-}
-
-// SIGINT and SIGTERM stay pending (blocked) while verify talks to the API server; its waits
-// end early when one arrives, so the smoke pod is deleted before the command exits.
-struct InterruptibleClock {
-  sigset_t signals = BlockStopSignals();
-  int received = 0;
-
-  bool Poll(absl::Duration wait) {
-    if (received != 0) return true;
-    timespec ts = absl::ToTimespec(std::max(wait, absl::ZeroDuration()));
-    int sig = sigtimedwait(&signals, nullptr, &ts);
-    if (sig > 0) received = sig;
-    return received != 0;
-  }
-  cluster::VerifyClock Clock() {
-    cluster::VerifyClock clock;
-    clock.sleep = [this](absl::Duration d) { Poll(d); };
-    clock.interrupted = [this] { return Poll(absl::ZeroDuration()); };
-    return clock;
-  }
-};
 
 int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
   cluster::VerifyOptions& v = flags.verify;
@@ -695,6 +547,8 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   AddConnectionOptions(verify_cmd, verify->first, true);
   verify_cmd->callback(
       [&run, verify] { run = [verify] { return RunVerify(verify->first, verify->second); }; });
+
+  AddClusterUpgradeCommand(cluster, run);
 }
 
 }  // namespace gpunode::cli

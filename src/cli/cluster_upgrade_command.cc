@@ -1,0 +1,196 @@
+// `gpunode cluster upgrade`: a staged driver rollout, pool by pool, with a soak between pools.
+// Progress goes to stderr as it happens; the nodes' states and the outcome to stdout at the end.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_split.h"
+#include "cli/cluster_flags.h"
+#include "cli/report_error.h"
+#include "cluster/maintenance_job.h"
+#include "cluster/upgrade.h"
+#include "core/duration.h"
+#include "core/status_macros.h"
+#include "core/text.h"
+
+namespace gpunode::cli {
+namespace {
+
+struct UpgradeFlags {
+  cluster::UpgradeOptions upgrade;
+  std::string pools;  // comma-separated
+  std::string max_unavailable = "1";
+  std::string wait_for_jobs_timeout = "10m";
+  std::string drain_timeout = "10m";
+  std::string maintenance_job;
+  std::string maintenance_timeout = "30m";
+  std::string soak = "24h";
+  std::string soak_check_interval = "5m";
+  std::string poll_interval = "10s";
+  std::string lease_duration = "60s";
+  VerifyFlags smoke;
+};
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return core::StrCat(host[0] != '\0' ? host : "gpunode", "-", static_cast<long long>(getpid()));
+}
+
+// Everything that can be checked before connecting, so a bad flag changes nothing.
+absl::Status OptionsFromFlags(UpgradeFlags& f) {
+  cluster::UpgradeOptions& u = f.upgrade;
+  if (u.driver_version.empty()) {
+    return absl::InvalidArgumentError(
+        "--driver-version is required: the driver the nodes should run, as their "
+        "nvidia.com/cuda.driver-version.full label says it (e.g. 550.90.07)");
+  }
+  for (absl::string_view pool : absl::StrSplit(f.pools, ',', absl::SkipWhitespace())) {
+    u.pools.emplace_back(pool);
+  }
+  ASSIGN_OR_RETURN(u.max_unavailable, cluster::ParseMaxUnavailable(f.max_unavailable));
+  const core::DurationRange positive{.min = absl::Milliseconds(1)};
+  for (auto [flag, text, out, range] :
+       {std::tuple{"--wait-for-jobs-timeout", &f.wait_for_jobs_timeout, &u.wait_for_jobs_timeout,
+                   core::DurationRange{}},
+        std::tuple{"--drain-timeout", &f.drain_timeout, &u.drain_timeout, core::DurationRange{}},
+        std::tuple{"--maintenance-timeout", &f.maintenance_timeout, &u.maintenance_timeout,
+                   positive},
+        std::tuple{"--soak", &f.soak, &u.soak, core::DurationRange{}},
+        std::tuple{"--soak-check-interval", &f.soak_check_interval, &u.soak_check_interval,
+                   positive},
+        std::tuple{"--poll-interval", &f.poll_interval, &u.poll_interval, positive},
+        std::tuple{"--lease-duration", &f.lease_duration, &u.lease.duration,
+                   core::DurationRange{.min = absl::Seconds(3)}}}) {
+    ASSIGN_OR_RETURN(*out, core::ParseDuration(flag, *text, range));
+  }
+  if (!f.maintenance_job.empty()) {
+    ASSIGN_OR_RETURN(u.maintenance_job, cluster::ReadMaintenanceJob(f.maintenance_job));
+  }
+  RETURN_IF_ERROR(VerifyOptionsFromFlags(f.smoke));
+  u.verify = f.smoke.verify;
+  if (u.lease.identity.empty()) u.lease.identity = DefaultIdentity();
+  return absl::OkStatus();
+}
+
+int RunUpgrade(const ConnectionOptions& o, UpgradeFlags flags) {
+  if (!o.snapshot.empty()) {
+    return ReportError(AsInputError(absl::InvalidArgumentError(
+        "upgrade acts on the cluster and keeps its state there; -f (a snapshot) does not apply")));
+  }
+  if (absl::Status st = OptionsFromFlags(flags); !st.ok()) return ReportError(AsInputError(st));
+  cluster::UpgradeOptions& u = flags.upgrade;
+  InterruptibleClock signals;
+  absl::StatusOr<Connection> c = Connect(o);
+  if (!c.ok()) return ReportError(AsInputError(c.status()));
+  UseContextNamespace(flags.smoke, *c);
+  u.verify.ns = flags.smoke.verify.ns;
+  u.job_namespace = u.verify.ns;
+  if (u.lease.ns.empty()) u.lease.ns = u.verify.ns;
+  cluster::UpgradeClock clock;
+  clock.sleep = [&signals](absl::Duration d) { signals.Poll(d); };
+  clock.interrupted = [&signals] { return signals.Poll(absl::ZeroDuration()); };
+  absl::StatusOr<cluster::UpgradeResult> result =
+      cluster::RunUpgrade(*c->client, u, clock, std::cerr);
+  if (!result.ok()) {
+    absl::Status st = result.status();
+    return ReportError(absl::IsInvalidArgument(st) ? st : FromCluster(st));
+  }
+  if (o.output == "json") {
+    std::cout << cluster::UpgradeJson(*result);
+  } else {
+    cluster::PrintUpgradeTable(*result, std::cout);
+  }
+  switch (result->outcome) {
+    case cluster::UpgradeResult::kDone:
+    case cluster::UpgradeResult::kPlanned:
+      return kExitOk;
+    case cluster::UpgradeResult::kInterrupted:
+      return signals.received != 0 ? 128 + signals.received : kExitFailures;
+    case cluster::UpgradeResult::kHalted:
+    case cluster::UpgradeResult::kLeaseHeld:
+      return kExitFailures;
+  }
+  return kExitFailures;
+}
+
+}  // namespace
+
+void AddClusterUpgradeCommand(CLI::App* cluster, CommandRunner& run) {
+  auto upgrade = std::make_shared<std::pair<ConnectionOptions, UpgradeFlags>>();
+  CLI::App* cmd = cluster->add_subcommand(
+      "upgrade",
+      "roll a driver out pool by pool: per node cordon, wait for jobs, drain, maintenance, "
+      "verify, uncordon (the GPU Operator's states); then soak the pool before the next");
+  UpgradeFlags& f = upgrade->second;
+  cluster::UpgradeOptions& u = f.upgrade;
+  cmd->add_option("--driver-version", u.driver_version,
+                  "the target driver, as nvidia.com/cuda.driver-version.full reports it");
+  cmd->add_option("--pool-label", u.pool_label, "the node label that names each node's pool")
+      ->capture_default_str();
+  cmd->add_option("--pools", f.pools,
+                  "the pools in rollout order, comma-separated (default: every pool, by name)");
+  cmd->add_option("--selector", u.selector, "only the GPU nodes this label selector selects");
+  cmd->add_option("--max-unavailable", f.max_unavailable,
+                  "nodes of a pool out of service at once: a count, or a percentage rounded up")
+      ->capture_default_str();
+  cmd->add_option("--wait-for-jobs", u.wait_for_jobs,
+                  "a pod label selector: the node waits for these pods to finish before "
+                  "evictions (default: its GPU pods)");
+  cmd->add_option("--wait-for-jobs-timeout", f.wait_for_jobs_timeout,
+                  "how long jobs get to finish before their pods are evicted")
+      ->capture_default_str();
+  cmd->add_option("--drain-timeout", f.drain_timeout,
+                  "how long evictions may take (PodDisruptionBudgets) before the node fails")
+      ->capture_default_str();
+  cmd->add_flag("--all-pods", u.all_pods,
+                "drain-required evicts every pod except DaemonSet and static pods, not only GPU "
+                "pods");
+  cmd->add_flag("--delete-emptydir-data", u.delete_emptydir_data,
+                "evict pods with emptyDir volumes (their data is lost)");
+  cmd->add_flag("--force", u.force, "evict pods that no controller will recreate");
+  cmd->add_option("--maintenance-job", f.maintenance_job,
+                  "a batch/v1 Job manifest run on each node as its maintenance (pinned to the "
+                  "node; privileged only if the manifest says so); default: wait until the node "
+                  "reports --driver-version");
+  cmd->add_option("--maintenance-timeout", f.maintenance_timeout,
+                  "how long a node has from maintenance to being back with all its GPUs")
+      ->capture_default_str();
+  cmd->add_option("--soak", f.soak, "how long an upgraded pool is watched before the next")
+      ->capture_default_str();
+  cmd->add_option("--soak-check-interval", f.soak_check_interval,
+                  "how often the soaking pool is looked at")
+      ->capture_default_str();
+  cmd->add_option("--prometheus", u.prometheus,
+                  "Prometheus URL: XID errors from gpunode_xid_errors_total (default: the nodes' "
+                  "events)");
+  cmd->add_option("--poll-interval", f.poll_interval, "how often the nodes are looked at")
+      ->capture_default_str();
+  cmd->add_flag("--dry-run", u.dry_run, "print the plan; change nothing");
+  cmd->add_option("--lease-name", u.lease.name, "the Lease that keeps two copies from acting")
+      ->capture_default_str();
+  cmd->add_option("--lease-namespace", u.lease.ns,
+                  "namespace of the Lease (default: the context's, as -n)");
+  cmd->add_option("--lease-duration", f.lease_duration,
+                  "how long the Lease outlives a copy that stops renewing it")
+      ->capture_default_str();
+  cmd->add_option("--identity", u.lease.identity,
+                  "this copy's name in the Lease (default: HOSTNAME-PID; a Deployment passes its "
+                  "pod name)");
+  cmd->add_flag("--wait-for-lease", u.wait_for_lease,
+                "wait while another copy holds the Lease, instead of exiting 1");
+  f.smoke.timeout_flag = "--smoke-timeout";
+  f.smoke.poll_interval_flag = "--smoke-poll-interval";
+  AddSmokePodOptions(cmd, f.smoke);
+  AddCountLabelOptions(cmd, u.count_label);
+  AddConnectionOptions(cmd, upgrade->first, true);
+  cmd->callback(
+      [&run, upgrade] { run = [upgrade] { return RunUpgrade(upgrade->first, upgrade->second); }; });
+}
+
+}  // namespace gpunode::cli
