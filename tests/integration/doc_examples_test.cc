@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -145,6 +146,9 @@ const std::vector<Expectation> kExpectations = {
     {"gpunode cluster verify gpu-a gpu-b -n gpunode-system", 1, ""},
     {"gpunode cluster audit -f snapshot.json -o json", 0, "\"gpu_nodes\""},
     {"gpunode cluster why-pending train-0 -n ml", 0, "fits-now"},
+    {"gpunode cluster upgrade --driver-version 550.90.07 --pools training,inference "
+     "--max-unavailable 25% --dry-run",
+     0, "training (1 of 2 node(s) to upgrade, 1 at a time, then a 24h soak)"},
 };
 
 // Commands that run until stopped: each must still run a second after it starts (a bad flag or
@@ -494,6 +498,18 @@ void AddClusterFor(const std::string& block_text, testing::ApiServerDouble& serv
     server.AddObject(DevicePluginPod("gpu-xid"));
   }
   if (names("train-0")) server.AddObject(PendingGpuPod("ml", "train-0"));
+  // Two pools for `cluster upgrade`: one node of training already runs the target driver.
+  if (names("cluster upgrade")) {
+    for (auto [node, pool, driver] : {std::tuple{"gpu-train-0", "training", "535.129.03"},
+                                      std::tuple{"gpu-train-1", "training", "550.90.07"},
+                                      std::tuple{"gpu-infer-0", "inference", "535.129.03"}}) {
+      json gpu_node = GpuNode(node);
+      gpu_node["metadata"]["labels"]["pool"] = pool;
+      gpu_node["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = driver;
+      server.AddObject(gpu_node);
+      server.AddObject(DevicePluginPod(node));
+    }
+  }
   if (names("finetune-0")) {
     server.LoadList((kSource / "tests/fixtures/cluster/pending-taint.json").string());
   }
