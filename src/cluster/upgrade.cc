@@ -40,6 +40,18 @@ class Rollout {
         ctx_{client, options, clock, out} {}
 
   absl::StatusOr<UpgradeResult> Run() {
+    absl::StatusOr<UpgradeResult> result = RunHoldingLease();
+    // An error ends the command as an outcome does: the next copy need not wait out the lease.
+    if (!result.ok() && lease_) {
+      absl::Status released = lease_->Release(clock_.now());
+      if (!released.ok()) out_ << "could not release the lease: " << released.message() << "\n";
+      lease_.reset();
+    }
+    return result;
+  }
+
+ private:
+  absl::StatusOr<UpgradeResult> RunHoldingLease() {
     if (!options_.dry_run) {
       lease_.emplace(client_, options_.lease);
       ASSIGN_OR_RETURN(std::optional<UpgradeResult> refused, AcquireLease());
@@ -54,7 +66,6 @@ class Rollout {
     }
   }
 
- private:
   // One look at the fleet: a result when the rollout ends here, nothing when it goes on.
   absl::StatusOr<std::optional<UpgradeResult>> Tick(Fleet& fleet) {
     FleetPool* active = nullptr;
