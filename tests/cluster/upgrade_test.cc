@@ -1,6 +1,6 @@
 // `cluster upgrade` against the API server double on a simulated clock: sleeping only advances
 // time, and the test plays the rest of the cluster as time passes (a node in maintenance
-// reboots and comes back on the new driver; the kubelet runs smoke pods). 3 pools of 12 nodes.
+// reboots and comes back on the new driver; the kubelet runs smoke pods). 3 pools, 12 nodes.
 #include "cluster/upgrade.h"
 
 #include <algorithm>
@@ -26,8 +26,8 @@ constexpr char kOldDriver[] = "535.129.03";
 constexpr char kNewDriver[] = "550.90.07";
 constexpr char kNamespace[] = "gpu-ops";
 const std::vector<std::string> kPools = {"canary", "training", "inference"};
-constexpr int kNodesPerPool = 12;
-constexpr int kMaxUnavailable = 3;
+constexpr int kNodesPerPool = 4;
+constexpr int kMaxUnavailable = 2;
 constexpr absl::Duration kReboot = absl::Minutes(4);
 
 std::string NodeName(const std::string& pool, int i) { return pool + "-" + std::to_string(i); }
@@ -91,6 +91,7 @@ class UpgradeTest : public ::testing::Test {
     options_.verify.poll_interval = absl::Seconds(2);
     options_.lease.ns = kNamespace;
     options_.lease.identity = "upgrader-a";
+    options_.lease.duration = absl::Minutes(15);
 
     clock_.now = [this] { return Now(); };
     clock_.sleep = [this](absl::Duration d) { Advance(d); };
@@ -303,7 +304,7 @@ TEST_F(UpgradeTest, RollsOutPoolByPoolWithASoakBetween) {
                                    "soak"};
   std::vector<std::string> seen;
   for (const Transition& t : transitions_) {
-    if (t.node == "training-7") seen.push_back(t.state);
+    if (t.node == "training-3") seen.push_back(t.state);
   }
   EXPECT_EQ(seen, want);
   // The lease was given up at the end.
@@ -319,14 +320,14 @@ TEST_F(UpgradeTest, RollsOutPoolByPoolWithASoakBetween) {
 }
 
 TEST_F(UpgradeTest, ANodeThatNeverReturnsFailsAndStopsThePool) {
-  never_returns_ = {"training-4"};
+  never_returns_ = {"training-2"};
   absl::StatusOr<UpgradeResult> result = Run();
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->outcome, UpgradeResult::kHalted);
-  EXPECT_NE(result->summary.find("training-4"), std::string::npos) << result->summary;
+  EXPECT_NE(result->summary.find("training-2"), std::string::npos) << result->summary;
   EXPECT_NE(result->summary.find("pools not started: inference"), std::string::npos)
       << result->summary;
-  json failed = Node("training-4");
+  json failed = Node("training-2");
   EXPECT_EQ(Label(failed, std::string(kUpgradeStateLabel)), "upgrade-failed");
   EXPECT_NE(
       Annotation(failed, std::string(kUpgradeFailureAnnotation)).find("--maintenance-timeout"),
@@ -388,20 +389,20 @@ TEST_F(UpgradeTest, AnXidDuringTheSoakHaltsTheRollout) {
 }
 
 TEST_F(UpgradeTest, AnAlreadyCordonedNodeStaysCordonedAndTakesNoSlot) {
-  json node = Node("canary-5");
+  json node = Node("canary-1");
   node["spec"]["unschedulable"] = true;
   server_->AddObject(node);
   absl::StatusOr<UpgradeResult> result = Run();
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->outcome, UpgradeResult::kDone) << result->summary;
   ExpectAllUpgraded();
-  EXPECT_TRUE(Unschedulable(Node("canary-5"))) << "a person cordoned it; it stays so";
-  EXPECT_FALSE(Unschedulable(Node("canary-6")));
+  EXPECT_TRUE(Unschedulable(Node("canary-1"))) << "a person cordoned it; it stays so";
+  EXPECT_FALSE(Unschedulable(Node("canary-2")));
   // It went first, as it was out of service anyway.
   auto first_start = std::find_if(transitions_.begin(), transitions_.end(),
                                   [](const Transition& t) { return t.state == "cordon-required"; });
   ASSERT_NE(first_start, transitions_.end());
-  EXPECT_EQ(first_start->node, "canary-5");
+  EXPECT_EQ(first_start->node, "canary-1");
   EXPECT_LE(max_seen_out_["canary"], kMaxUnavailable);
 }
 
@@ -453,7 +454,7 @@ TEST_F(UpgradeTest, DryRunPrintsThePlanAndChangesNothing) {
   EXPECT_EQ(result->outcome, UpgradeResult::kPlanned);
   EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
   EXPECT_EQ(server_->CountRequests("POST", "/"), 0);
-  EXPECT_NE(result->summary.find("canary (12 of 12 node(s) to upgrade, 3 at a time"),
+  EXPECT_NE(result->summary.find("canary (4 of 4 node(s) to upgrade, 2 at a time"),
             std::string::npos)
       << result->summary;
   EXPECT_EQ(result->nodes.size(), kPools.size() * kNodesPerPool);
@@ -501,8 +502,7 @@ spec:
   options_.maintenance_job = *job_template;
   options_.pools = {"canary"};
   options_.soak = absl::ZeroDuration();
-  never_returns_ = {"canary-0", "canary-1", "canary-2", "canary-3", "canary-4",  "canary-5",
-                    "canary-6", "canary-7", "canary-8", "canary-9", "canary-10", "canary-11"};
+  for (int i = 0; i < kNodesPerPool; ++i) never_returns_.insert(NodeName("canary", i));
   // The Job controller: a maintenance Job succeeds and the node reports the new driver, except
   // on canary-2 where the installer fails.
   clock_.sleep = [&](absl::Duration d) {
