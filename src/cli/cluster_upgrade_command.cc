@@ -33,6 +33,8 @@ struct UpgradeFlags {
   std::string soak_check_interval = "5m";
   std::string poll_interval = "10s";
   std::string lease_duration = "60s";
+  std::string regression = "unhealthy-gpus,xid,verify";
+  std::vector<int> ignore_xids;
   VerifyFlags smoke;
 };
 
@@ -54,6 +56,8 @@ absl::Status OptionsFromFlags(UpgradeFlags& f) {
     u.pools.emplace_back(pool);
   }
   ASSIGN_OR_RETURN(u.max_unavailable, cluster::ParseMaxUnavailable(f.max_unavailable));
+  RETURN_IF_ERROR(cluster::ParseRegressions(f.regression, u));
+  u.ignore_xids = f.ignore_xids;
   const core::DurationRange positive{.min = absl::Milliseconds(1)};
   for (auto [flag, text, out, range] :
        {std::tuple{"--wait-for-jobs-timeout", &f.wait_for_jobs_timeout, &u.wait_for_jobs_timeout,
@@ -169,6 +173,15 @@ void AddClusterUpgradeCommand(CLI::App* cluster, CommandRunner& run) {
   cmd->add_option("--prometheus", u.prometheus,
                   "Prometheus URL: XID errors from gpunode_xid_errors_total (default: the nodes' "
                   "events)");
+  cmd->add_option("--regression", f.regression,
+                  "what halts the rollout during the soak: unhealthy-gpus (allocatable below "
+                  "capacity, NotReady), xid, verify (labels, device plugin), comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--ignore-xid", f.ignore_xids,
+                  "an XID the soak does not count (repeatable; e.g. 13, 31, 43, which "
+                  "applications usually cause)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 9999));
   cmd->add_option("--poll-interval", f.poll_interval, "how often the nodes are looked at")
       ->capture_default_str();
   cmd->add_flag("--dry-run", u.dry_run, "print the plan; change nothing");

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cluster/upgrade_fleet.h"
 #include "cluster/upgrade_node.h"
 #include "cluster/upgrade_soak.h"
@@ -409,6 +410,28 @@ absl::StatusOr<MaxUnavailable> ParseMaxUnavailable(std::string_view text) {
                                              "percentage of the pool, e.g. 2 or 25%"));
   }
   return m;
+}
+
+absl::Status ParseRegressions(std::string_view text, UpgradeOptions& options) {
+  options.regress_on_gpus = options.regress_on_xids = options.regress_on_verify = false;
+  for (absl::string_view word :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), ',', absl::SkipWhitespace())) {
+    if (word == "unhealthy-gpus") {
+      options.regress_on_gpus = true;
+    } else if (word == "xid") {
+      options.regress_on_xids = true;
+    } else if (word == "verify") {
+      options.regress_on_verify = true;
+    } else {
+      return absl::InvalidArgumentError(StrCat("--regression ", text, ": \"", core::View(word),
+                                               "\" is none of unhealthy-gpus, xid, verify"));
+    }
+  }
+  if (!options.regress_on_gpus && !options.regress_on_xids && !options.regress_on_verify) {
+    return absl::InvalidArgumentError(
+        StrCat("--regression ", text, ": name at least one of unhealthy-gpus, xid, verify"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<UpgradeResult> RunUpgrade(kube::Client& client, const UpgradeOptions& options,

@@ -57,6 +57,12 @@ struct UpgradeOptions {
   absl::Duration soak = absl::Hours(24);
   absl::Duration soak_check_interval = absl::Minutes(5);
   std::string prometheus;  // XID errors from gpunode_xid_errors_total; else node events
+  // What the soak counts as a regression: GPUs unhealthy or gone (verify's ready and capacity
+  // steps), XID errors (except those in ignore_xids), the rest of verify (labels, device plugin).
+  bool regress_on_gpus = true;
+  bool regress_on_xids = true;
+  bool regress_on_verify = true;
+  std::vector<int> ignore_xids;  // e.g. 13, 31, 43: errors applications cause
   absl::Duration poll_interval = absl::Seconds(10);
   VerifyOptions verify;  // validation-required and the soak; nodes are filled in
   CountLabel count_label;
@@ -68,6 +74,9 @@ struct UpgradeOptions {
       .duration = absl::Seconds(60)};
   bool wait_for_lease = false;  // wait while another copy holds the lease, instead of exiting
 };
+
+// --regression: a comma-separated subset of unhealthy-gpus, xid, verify, set into `options`.
+absl::Status ParseRegressions(std::string_view text, UpgradeOptions& options);
 
 // How the rollout waits and knows the time: real time in the binary; tests run a simulated
 // clock. `interrupted` is true once the command was asked to stop (SIGINT/SIGTERM): it stops

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "cluster/prometheus_query.h"
 #include "cluster/verify.h"
@@ -19,6 +20,29 @@ using json = nlohmann::json;
 using core::StrCat;
 
 constexpr absl::Duration kPrometheusTimeout = absl::Seconds(30);
+
+// The XID an NVRM message names: "NVRM: Xid (PCI:0000:3b:00): 79, pid=..." gives 79; -1 when
+// the text names none.
+int XidIn(std::string_view text) {
+  size_t at = text.find("Xid");
+  if (at == std::string_view::npos) return -1;
+  size_t colon = text.find("):", at);
+  if (colon == std::string_view::npos) return -1;
+  size_t i = colon + 2;
+  while (i < text.size() && text[i] == ' ') ++i;
+  int xid = 0;
+  size_t digits = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && digits < 4) {
+    xid = xid * 10 + (text[i++] - '0');
+    ++digits;
+  }
+  return digits > 0 ? xid : -1;
+}
+
+bool Ignored(const UpgradeOptions& options, int xid) {
+  return xid >= 0 && std::find(options.ignore_xids.begin(), options.ignore_xids.end(), xid) !=
+                         options.ignore_xids.end();
+}
 
 bool MentionsXid(std::string_view text) {
   std::string lower(text);
@@ -56,6 +80,9 @@ absl::Status XidsFromPrometheus(const FleetPool& pool, absl::Time since,
     auto host = s.labels.find("Hostname");
     if (host == s.labels.end()) continue;
     auto xid = s.labels.find("xid");
+    int number = -1;
+    if (xid != s.labels.end() && !absl::SimpleAtoi(xid->second, &number)) number = -1;
+    if (Ignored(options, number)) continue;
     by_node[host->second].push_back(StrCat("XID ",
                                            xid == s.labels.end() ? std::string("?") : xid->second,
                                            " x", static_cast<long long>(s.value + 0.5)));
@@ -70,7 +97,7 @@ absl::Status XidsFromPrometheus(const FleetPool& pool, absl::Time since,
 }
 
 absl::Status XidsFromEvents(kube::Client& client, const FleetPool& pool, absl::Time since,
-                            std::vector<Regression>& found) {
+                            const UpgradeOptions& options, std::vector<Regression>& found) {
   for (const FleetNode* node : pool.nodes) {
     std::string selector = StrCat("involvedObject.kind=Node,involvedObject.name=", node->name);
     std::vector<std::string> seen;
@@ -89,7 +116,7 @@ absl::Status XidsFromEvents(kube::Client& client, const FleetPool& pool, absl::T
               std::string reason = core::JsonString(event, "reason");
               std::string message = core::JsonString(event, "message");
               if (!MentionsXid(reason) && !MentionsXid(message)) continue;
-              if (EventTime(event) < since) continue;
+              if (EventTime(event) < since || Ignored(options, XidIn(message))) continue;
               seen.push_back(StrCat(reason, ": ", message));
             }
           }
@@ -117,11 +144,12 @@ absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const Fl
                                                   absl::Time since, const UpgradeOptions& options,
                                                   const UpgradeClock& clock, std::ostream& out) {
   std::vector<Regression> found;
-  if (!options.prometheus.empty()) {
+  if (options.regress_on_xids && !options.prometheus.empty()) {
     RETURN_IF_ERROR(XidsFromPrometheus(pool, since, options, clock, found));
-  } else {
-    RETURN_IF_ERROR(XidsFromEvents(client, pool, since, found));
+  } else if (options.regress_on_xids) {
+    RETURN_IF_ERROR(XidsFromEvents(client, pool, since, options, found));
   }
+  if (!options.regress_on_gpus && !options.regress_on_verify) return found;
   // verify covers Ready, the labels, the device plugin and every GPU healthy (allocatable =
   // capacity = the physical count); without its smoke pod, since the pool's GPUs are the
   // workloads' now.
@@ -137,8 +165,11 @@ absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const Fl
   for (const NodeVerdict& verdict : report.nodes) {
     std::vector<std::string> failed;
     for (const VerifyStep& step : verdict.steps) {
-      if (step.result == StepResult::kFail)
+      if (step.result != StepResult::kFail) continue;
+      bool gpus = step.step == "ready" || step.step == "capacity";
+      if (gpus ? options.regress_on_gpus : options.regress_on_verify) {
         failed.push_back(StrCat(step.step, ": ", step.evidence));
+      }
     }
     if (!failed.empty()) {
       found.push_back({verdict.node, StrCat("cluster verify: ", absl::StrJoin(failed, "; "))});

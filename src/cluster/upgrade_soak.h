@@ -24,9 +24,10 @@ struct Regression {
 // and XID; the second arm counts a series born during the window, which increase() misses.
 std::string XidQuery(absl::Duration window);
 
-// Looks at `pool` once: `cluster verify` without its smoke pod on every node, and XIDs. XIDs come
-// from Prometheus (options.prometheus) or, without it, from the nodes' events whose reason or
-// message names an Xid, since the soak began.
+// Looks at `pool` once for what options.regress_on_* count: `cluster verify` without its smoke
+// pod on every node, and XIDs since the soak began (but options.ignore_xids) from Prometheus
+// (options.prometheus) or, without it, from the nodes' events whose reason or message names an
+// Xid.
 absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const FleetPool& pool,
                                                   absl::Time since, const UpgradeOptions& options,
                                                   const UpgradeClock& clock, std::ostream& out);

@@ -354,28 +354,35 @@ TEST_F(UpgradeTest, ANodeThatNeverReturnsFailsAndStopsThePool) {
   EXPECT_EQ(transitions_.size(), before);
 }
 
-TEST_F(UpgradeTest, AnXidDuringTheSoakHaltsTheRollout) {
-  bool posted = false;
-  clock_.sleep = [&](absl::Duration d) {
-    Advance(d);
-    // An hour into the canary pool's soak, a GPU of canary-3 falls off the bus.
-    absl::Time soak_from = Last("canary", "upgrade-done");
-    if (!posted && soak_from != absl::InfinitePast() && Now() - soak_from >= absl::Hours(1)) {
-      posted = true;
-      server_->AddObject(
-          {{"kind", "Event"},
-           {"apiVersion", "v1"},
-           {"metadata", {{"name", "canary-3.xid"}, {"namespace", "default"}}},
-           {"involvedObject", {{"kind", "Node"}, {"name", "canary-3"}}},
-           {"reason", "NVRMXid"},
-           {"message", "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus"},
-           {"type", "Warning"},
-           {"lastTimestamp", absl::FormatTime(absl::RFC3339_sec, Now(), absl::UTCTimeZone())}});
-    }
-  };
+// An hour into the canary pool's soak, node-problem-detector reports an XID on canary-3.
+class UpgradeSoakTest : public UpgradeTest {
+ protected:
+  void PostXidDuringTheSoak(int xid, const std::string& what) {
+    clock_.sleep = [this, xid, what](absl::Duration d) {
+      Advance(d);
+      absl::Time soak_from = Last("canary", "upgrade-done");
+      if (!posted_ && soak_from != absl::InfinitePast() && Now() - soak_from >= absl::Hours(1)) {
+        posted_ = true;
+        server_->AddObject(
+            {{"kind", "Event"},
+             {"apiVersion", "v1"},
+             {"metadata", {{"name", "canary-3.xid"}, {"namespace", "default"}}},
+             {"involvedObject", {{"kind", "Node"}, {"name", "canary-3"}}},
+             {"reason", "NVRMXid"},
+             {"message", "NVRM: Xid (PCI:0000:3b:00): " + std::to_string(xid) + ", " + what},
+             {"type", "Warning"},
+             {"lastTimestamp", absl::FormatTime(absl::RFC3339_sec, Now(), absl::UTCTimeZone())}});
+      }
+    };
+  }
+  bool posted_ = false;
+};
+
+TEST_F(UpgradeSoakTest, AnXidDuringTheSoakHaltsTheRollout) {
+  PostXidDuringTheSoak(79, "GPU has fallen off the bus");
   absl::StatusOr<UpgradeResult> result = Run();
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_TRUE(posted);
+  ASSERT_TRUE(posted_);
   EXPECT_EQ(result->outcome, UpgradeResult::kHalted);
   EXPECT_NE(result->summary.find("canary-3"), std::string::npos) << result->summary;
   EXPECT_NE(result->summary.find("Xid"), std::string::npos) << result->summary;
@@ -386,6 +393,46 @@ TEST_F(UpgradeTest, AnXidDuringTheSoakHaltsTheRollout) {
   for (int i = 0; i < kNodesPerPool; ++i) {
     EXPECT_EQ(Label(Node(NodeName("training", i)), std::string(kUpgradeStateLabel)), "");
   }
+}
+
+// What counts as a regression is the operator's: an XID applications cause, or XIDs altogether.
+TEST_F(UpgradeSoakTest, XidsThatDoNotCountLetItGoOn) {
+  PostXidDuringTheSoak(13, "Graphics SM Warp Exception");
+  options_.ignore_xids = {13, 31, 43};
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(posted_);
+  EXPECT_EQ(result->outcome, UpgradeResult::kDone) << result->summary;
+  ExpectAllUpgraded();
+}
+
+TEST_F(UpgradeSoakTest, WithoutXidAsARegressionItGoesOn) {
+  PostXidDuringTheSoak(79, "GPU has fallen off the bus");
+  ASSERT_TRUE(ParseRegressions("unhealthy-gpus,verify", options_).ok());
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(posted_);
+  EXPECT_EQ(result->outcome, UpgradeResult::kDone) << result->summary;
+}
+
+TEST_F(UpgradeSoakTest, AGpuLostDuringTheSoakHaltsIt) {
+  clock_.sleep = [this](absl::Duration d) {
+    Advance(d);
+    absl::Time soak_from = Last("canary", "upgrade-done");
+    if (!posted_ && soak_from != absl::InfinitePast() && Now() - soak_from >= absl::Hours(1)) {
+      posted_ = true;
+      json node = Node("canary-0");
+      node["status"]["allocatable"]["nvidia.com/gpu"] = "7";  // one GPU turned unhealthy
+      server_->AddObject(node);
+    }
+  };
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kHalted);
+  EXPECT_NE(result->summary.find("canary-0 (pool canary): regression during the soak of pool "
+                                 "canary: cluster verify: capacity"),
+            std::string::npos)
+      << result->summary;
 }
 
 TEST_F(UpgradeTest, AnAlreadyCordonedNodeStaysCordonedAndTakesNoSlot) {
@@ -576,6 +623,20 @@ TEST_F(UpgradeTest, RefusesLabelsItCannotActOn) {
   EXPECT_NE(result.status().message().find("pool trainin has no GPU nodes"), std::string::npos)
       << result.status();
   EXPECT_EQ(server_->CountRequests("PATCH", "/api/v1/nodes"), 0);
+}
+
+TEST(RegressionTest, NamesWhatCounts) {
+  UpgradeOptions options;
+  ASSERT_TRUE(ParseRegressions("xid", options).ok());
+  EXPECT_TRUE(options.regress_on_xids);
+  EXPECT_FALSE(options.regress_on_gpus);
+  EXPECT_FALSE(options.regress_on_verify);
+  absl::Status bad = ParseRegressions("xid,gpus", options);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("\"gpus\" is none of unhealthy-gpus, xid, verify"),
+            std::string::npos)
+      << bad;
+  EXPECT_FALSE(ParseRegressions("", options).ok());
 }
 
 TEST(MaxUnavailableTest, CountOrPercentRoundedUp) {
