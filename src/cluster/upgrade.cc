@@ -19,12 +19,6 @@ namespace {
 using json = nlohmann::json;
 using core::StrCat;
 
-std::string Rfc3339(absl::Time t) {
-  return absl::FormatTime(absl::RFC3339_sec, t, absl::UTCTimeZone());
-}
-
-std::string Dur(absl::Duration d) { return absl::FormatDuration(absl::Trunc(d, absl::Seconds(1))); }
-
 std::string StateOf(const FleetNode& node) {
   return node.state ? std::string(UpgradeStateName(*node.state)) : std::string("(none)");
 }
@@ -183,7 +177,7 @@ class Rollout {
       if (started == absl::InfiniteFuture()) {
         started = clock_.now();
         out_ << "pool " << pool.name << " is on driver " << options_.driver_version
-             << "; soaking for " << Dur(options_.soak) << "\n";
+             << "; soaking for " << Seconds(options_.soak) << "\n";
       }
       RETURN_IF_ERROR(Annotate(unstamped, kUpgradeSoakStartedAnnotation, started));
       return std::nullopt;
@@ -210,7 +204,8 @@ class Rollout {
       }
       if (final_check) {
         RETURN_IF_ERROR(Annotate(pool.nodes, kUpgradeSoakPassedAnnotation, now));
-        out_ << "pool " << pool.name << " soaked " << Dur(options_.soak) << " with no regression\n";
+        out_ << "pool " << pool.name << " soaked " << Seconds(options_.soak)
+             << " with no regression\n";
         return std::nullopt;
       }
     }
@@ -336,7 +331,7 @@ class Rollout {
       }
       steps.push_back(StrCat(pool.name, " (", to_upgrade, " of ", pool.nodes.size(),
                              " node(s) to upgrade, ", max, " at a time, then a ",
-                             Dur(options_.soak), " soak)"));
+                             Seconds(options_.soak), " soak)"));
     }
     for (const std::string& outside : fleet.outside) {
       out_ << "left alone: " << outside << "\n";

@@ -19,12 +19,6 @@ namespace {
 using json = nlohmann::json;
 using core::StrCat;
 
-std::string Rfc3339(absl::Time t) {
-  return absl::FormatTime(absl::RFC3339_sec, t, absl::UTCTimeZone());
-}
-
-std::string Dur(absl::Duration d) { return absl::FormatDuration(absl::Trunc(d, absl::Seconds(1))); }
-
 // Merges the JSON merge patch `extra` into `patch`.
 void Merge(json& patch, const json& extra) {
   for (const auto& [key, value] : extra.items()) {
@@ -91,7 +85,7 @@ absl::StatusOr<bool> DrainRound(StepContext& ctx, const FleetNode& node, bool al
   } else if (TimedOut(ctx, node, ctx.options.drain_timeout)) {
     RETURN_IF_ERROR(FailNode(ctx, node,
                              StrCat("not drained within --drain-timeout ",
-                                    Dur(ctx.options.drain_timeout), ": ", outcome.summary)));
+                                    Seconds(ctx.options.drain_timeout), ": ", outcome.summary)));
   }
   return false;
 }
@@ -102,8 +96,8 @@ absl::StatusOr<bool> WaitForJobs(StepContext& ctx, const FleetNode& node) {
   if (!pods.empty()) {
     ctx.out << "node " << node.name << ": " << pods.size()
             << " pod(s) still running after --wait-for-jobs-timeout "
-            << Dur(ctx.options.wait_for_jobs_timeout) << ", evicting: " << absl::StrJoin(pods, ", ")
-            << "\n";
+            << Seconds(ctx.options.wait_for_jobs_timeout)
+            << ", evicting: " << absl::StrJoin(pods, ", ") << "\n";
   }
   RETURN_IF_ERROR(MoveNode(ctx, node, UpgradeState::kPodDeletionRequired));
   return true;
@@ -209,7 +203,7 @@ absl::StatusOr<bool> Maintain(StepContext& ctx, const FleetNode& node) {
     RETURN_IF_ERROR(
         FailNode(ctx, node,
                  StrCat("did not report driver ", ctx.options.driver_version,
-                        " within --maintenance-timeout ", Dur(ctx.options.maintenance_timeout),
+                        " within --maintenance-timeout ", Seconds(ctx.options.maintenance_timeout),
                         " (", kDriverVersionLabel, "=",
                         node.driver.empty() ? std::string("absent") : node.driver, ")")));
   }
@@ -231,10 +225,10 @@ absl::StatusOr<bool> CheckBack(StepContext& ctx, const FleetNode& node) {
     return true;
   }
   if (MaintenanceTimedOut(ctx, node)) {
-    RETURN_IF_ERROR(
-        FailNode(ctx, node,
-                 StrCat("not back within --maintenance-timeout ",
-                        Dur(ctx.options.maintenance_timeout), ": ", absl::StrJoin(missing, "; "))));
+    RETURN_IF_ERROR(FailNode(
+        ctx, node,
+        StrCat("not back within --maintenance-timeout ", Seconds(ctx.options.maintenance_timeout),
+               ": ", absl::StrJoin(missing, "; "))));
   }
   return false;
 }
@@ -279,6 +273,14 @@ absl::StatusOr<bool> Uncordon(StepContext& ctx, const FleetNode& node) {
 }
 
 }  // namespace
+
+std::string Rfc3339(absl::Time t) {
+  return absl::FormatTime(absl::RFC3339_sec, t, absl::UTCTimeZone());
+}
+
+std::string Seconds(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(d, absl::Seconds(1)));
+}
 
 json StatePatch(UpgradeState next, absl::Time now) {
   return {{"metadata",

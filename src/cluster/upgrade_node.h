@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,10 @@ struct StepContext {
   const UpgradeClock& clock;
   std::ostream& out;
 };
+
+// Times in annotations, RFC 3339 to the second; durations in messages, to the second.
+std::string Rfc3339(absl::Time t);
+std::string Seconds(absl::Duration d);
 
 // The merge patch that puts a node in `next`, stamped `now`.
 nlohmann::json StatePatch(UpgradeState next, absl::Time now);

@@ -64,18 +64,11 @@ TEST(DrainPlanTest, ClassifiesEveryPodOnTheNode) {
 class DrainLiveTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ApiServerDouble::Options options;
-    options.token = "";
-    server_ = std::make_unique<ApiServerDouble>(options);
-    ASSERT_TRUE(server_->Start());
+    server_ = gpunode::testing::StartPlainApiServer();
+    ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
-    kube::ClusterAccess access;
-    access.server = server_->url();
-    access.description = "double";
-    absl::StatusOr<std::unique_ptr<kube::Client>> client =
-        kube::NewClient(access, kube::TransportOptions{});
-    ASSERT_TRUE(client.ok());
-    client_ = std::move(*client);
+    client_ = gpunode::testing::ClientFor(*server_);
+    ASSERT_NE(client_, nullptr);
     clock_.now = [this] { return now_; };
     clock_.sleep = [this](absl::Duration d) { now_ += d; };
     options_.node = "gpu-a";

@@ -93,4 +93,28 @@ void TlsApiServerTest::SetUp() {
   ASSERT_TRUE(server_->Start());
 }
 
+std::unique_ptr<ApiServerDouble> StartPlainApiServer() {
+  ApiServerDouble::Options options;
+  options.token = "";
+  auto server = std::make_unique<ApiServerDouble>(options);
+  if (!server->Start()) {
+    ADD_FAILURE() << "the API server double did not start";
+    return nullptr;
+  }
+  return server;
+}
+
+std::unique_ptr<kube::Client> ClientFor(const ApiServerDouble& server) {
+  kube::ClusterAccess access;
+  access.server = server.url();
+  access.description = "double";
+  absl::StatusOr<std::unique_ptr<kube::Client>> client =
+      kube::NewClient(access, kube::TransportOptions{});
+  if (!client.ok()) {
+    ADD_FAILURE() << client.status();
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
 }  // namespace gpunode::testing

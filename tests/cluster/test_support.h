@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
+#include "kube/client.h"
 #include "temp_dir.h"
 
 namespace gpunode::testing {
@@ -24,6 +25,12 @@ std::string Base64(const std::string& data);
 // at `ca_path` (embedded as certificate-authority-data).
 std::string KubeconfigYaml(const std::string& server, const std::string& ca_path,
                            const std::string& token, const std::string& ns = "default");
+
+// The API server double over plain HTTP without authentication, started (null, with the failure
+// reported, if it cannot be), and an API client for it with the default retries: what the
+// in-process tests of the cluster commands talk to.
+std::unique_ptr<ApiServerDouble> StartPlainApiServer();
+std::unique_ptr<kube::Client> ClientFor(const ApiServerDouble& server);
 
 // The API server double over TLS with a bearer token: certificates made once per suite under
 // dir_, a fresh server per test.

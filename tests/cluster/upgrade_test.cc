@@ -15,6 +15,7 @@
 #include "harness/gpu_cluster_objects.h"
 #include "kube/lease.h"
 #include "nlohmann/json.hpp"
+#include "test_support.h"
 
 namespace gpunode::cluster {
 namespace {
@@ -56,10 +57,8 @@ bool Ready(const json& node) {
 class UpgradeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ApiServerDouble::Options options;
-    options.token = "";
-    server_ = std::make_unique<ApiServerDouble>(options);
-    ASSERT_TRUE(server_->Start());
+    server_ = gpunode::testing::StartPlainApiServer();
+    ASSERT_NE(server_, nullptr);
     server_->AddObject(gpunode::testing::DevicePluginDaemonSet());
     for (const std::string& pool : kPools) {
       for (int i = 0; i < kNodesPerPool; ++i) {
@@ -71,13 +70,8 @@ class UpgradeTest : public ::testing::Test {
         server_->AddObject(gpunode::testing::DevicePluginPod(name));
       }
     }
-    kube::ClusterAccess access;
-    access.server = server_->url();
-    access.description = "double";
-    absl::StatusOr<std::unique_ptr<kube::Client>> client =
-        kube::NewClient(access, kube::TransportOptions{});
-    ASSERT_TRUE(client.ok());
-    client_ = std::move(*client);
+    client_ = gpunode::testing::ClientFor(*server_);
+    ASSERT_NE(client_, nullptr);
 
     options_.driver_version = kNewDriver;
     options_.pools = kPools;

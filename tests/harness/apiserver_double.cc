@@ -647,12 +647,13 @@ class ApiServerDouble::Impl {
             {"details", details}};
   }
 
-  // The checks of the API server's create path that a client can trip over.
-  std::optional<json> ReadDaemonSet(const httplib::Request& req, httplib::Response& res,
-                                    const std::string& ns) {
+  // The decoder's checks of a body POSTed or PUT to namespace `ns`: JSON of the right kind and
+  // apiVersion, and no other namespace. The object comes back with metadata and its namespace.
+  std::optional<json> Decode(const httplib::Request& req, httplib::Response& res,
+                             const std::string& ns, const char* kind, const char* api_version) {
     json body = json::parse(req.body, nullptr, false);
-    if (!body.is_object() || body.value("kind", "") != "DaemonSet" ||
-        body.value("apiVersion", "") != "apps/v1") {
+    if (!body.is_object() || body.value("kind", "") != kind ||
+        body.value("apiVersion", "") != api_version) {
       Reply(res, 400,
             StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
       return std::nullopt;
@@ -667,6 +668,44 @@ class ApiServerDouble::Impl {
                          "sent on the request"));
       return std::nullopt;
     }
+    body["metadata"]["namespace"] = ns;
+    return body;
+  }
+
+  // A PUT's body names the object of its URL.
+  bool NameMatches(httplib::Response& res, const json& body, const std::string& name) {
+    if (StringAt(body, {"metadata", "name"}) == name) return true;
+    Reply(res, 400,
+          StatusObject(400, "BadRequest",
+                       "the name of the object (" + StringAt(body, {"metadata", "name"}) +
+                           ") does not match the name on the URL (" + name + ")"));
+    return false;
+  }
+
+  // The store's optimistic concurrency on update: the resourceVersion the client read must still
+  // be the stored one.
+  bool VersionCurrent(httplib::Response& res, const json& body, const json& stored,
+                      const std::string& resource, const std::string& name) {
+    std::string rv = StringAt(body, {"metadata", "resourceVersion"});
+    if (rv.empty()) {
+      Reply(res, 422,
+            Invalid(resource, name, "metadata.resourceVersion", "FieldValueInvalid",
+                    "Invalid value: 0x0: must be specified for an update"));
+      return false;
+    }
+    if (rv != StringAt(stored, {"metadata", "resourceVersion"})) {
+      Reply(res, 409, Conflict(resource, name, kModified));
+      return false;
+    }
+    return true;
+  }
+
+  // The checks of the API server's create path that a client can trip over.
+  std::optional<json> ReadDaemonSet(const httplib::Request& req, httplib::Response& res,
+                                    const std::string& ns) {
+    std::optional<json> decoded = Decode(req, res, ns, "DaemonSet", "apps/v1");
+    if (!decoded) return std::nullopt;
+    json& body = *decoded;
     std::string name = StringAt(body, {"metadata", "name"});
     const json* template_labels = Find(body, {"spec", "template", "metadata", "labels"});
     const json* selector = Find(body, {"spec", "selector", "matchLabels"});
@@ -688,7 +727,6 @@ class ApiServerDouble::Impl {
         return std::nullopt;
       }
     }
-    body["metadata"]["namespace"] = ns;
     return body;
   }
 
@@ -753,37 +791,14 @@ class ApiServerDouble::Impl {
   void ReplaceDaemonSet(const httplib::Request& req, httplib::Response& res, const std::string& ns,
                         const std::string& name) {
     std::optional<json> ds = ReadDaemonSet(req, res, ns);
-    if (!ds) return;
-    if (StringAt(*ds, {"metadata", "name"}) != name) {
-      Reply(res, 400,
-            StatusObject(400, "BadRequest",
-                         "the name of the object (" + StringAt(*ds, {"metadata", "name"}) +
-                             ") does not match the name on the URL (" + name + ")"));
-      return;
-    }
+    if (!ds || !NameMatches(res, *ds, name)) return;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = daemonsets_.find(ns + "/" + name);
     if (it == daemonsets_.end()) {
       Reply(res, 404, NotFound("daemonsets.apps", name));
       return;
     }
-    std::string rv = StringAt(*ds, {"metadata", "resourceVersion"});
-    if (rv.empty()) {
-      Reply(res, 422,
-            StatusObject(422, "Invalid",
-                         "DaemonSet.apps \"" + name +
-                             "\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must "
-                             "be specified for an update"));
-      return;
-    }
-    if (rv != StringAt(it->second, {"metadata", "resourceVersion"})) {
-      Reply(res, 409,
-            StatusObject(409, "Conflict",
-                         "Operation cannot be fulfilled on daemonsets.apps \"" + name +
-                             "\": the object has been modified; please apply your changes to "
-                             "the latest version and try again"));
-      return;
-    }
+    if (!VersionCurrent(res, *ds, it->second, "daemonsets.apps", name)) return;
     json& stored = it->second;
     // A PUT of the main resource changes spec and metadata; status belongs to the controller.
     bool spec_changed = stored["spec"] != (*ds)["spec"];
@@ -798,31 +813,6 @@ class ApiServerDouble::Impl {
     Reply(res, 200, stored);
   }
 
-  // The checks of the decoder and of the create and update paths that a Lease can fail; the
-  // name is checked by the caller (a create and a replace word it differently).
-  std::optional<json> ReadLease(const httplib::Request& req, httplib::Response& res,
-                                const std::string& ns) {
-    json body = json::parse(req.body, nullptr, false);
-    if (!body.is_object() || body.value("kind", "") != "Lease" ||
-        body.value("apiVersion", "") != "coordination.k8s.io/v1") {
-      Reply(res, 400,
-            StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
-      return std::nullopt;
-    }
-    if (!body.contains("metadata") || !body["metadata"].is_object())
-      body["metadata"] = json::object();
-    std::string body_ns = StringAt(body, {"metadata", "namespace"});
-    if (!body_ns.empty() && body_ns != ns) {
-      Reply(res, 400,
-            StatusObject(400, "BadRequest",
-                         "the namespace of the provided object does not match the namespace "
-                         "sent on the request"));
-      return std::nullopt;
-    }
-    body["metadata"]["namespace"] = ns;
-    return body;
-  }
-
   // What the store fills in on create, with mu_ held.
   json StoreNewLease(json lease, const std::string& ns, const std::string& name) {
     lease["metadata"]["uid"] =
@@ -834,7 +824,7 @@ class ApiServerDouble::Impl {
   }
 
   void CreateLease(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
-    std::optional<json> lease = ReadLease(req, res, ns);
+    std::optional<json> lease = Decode(req, res, ns, "Lease", "coordination.k8s.io/v1");
     if (!lease) return;
     std::string name = StringAt(*lease, {"metadata", "name"});
     if (name.empty()) {
@@ -856,15 +846,8 @@ class ApiServerDouble::Impl {
   // allows create on update), unless the body names the uid of an object that is gone.
   void ReplaceLease(const httplib::Request& req, httplib::Response& res, const std::string& ns,
                     const std::string& name) {
-    std::optional<json> lease = ReadLease(req, res, ns);
-    if (!lease) return;
-    if (StringAt(*lease, {"metadata", "name"}) != name) {
-      Reply(res, 400,
-            StatusObject(400, "BadRequest",
-                         "the name of the object (" + StringAt(*lease, {"metadata", "name"}) +
-                             ") does not match the name on the URL (" + name + ")"));
-      return;
-    }
+    std::optional<json> lease = Decode(req, res, ns, "Lease", "coordination.k8s.io/v1");
+    if (!lease || !NameMatches(res, *lease, name)) return;
     const std::string resource = "leases.coordination.k8s.io";
     std::string uid = StringAt(*lease, {"metadata", "uid"});
     std::lock_guard<std::mutex> lock(mu_);
@@ -885,17 +868,7 @@ class ApiServerDouble::Impl {
       Reply(res, 201, StoreNewLease(*lease, ns, name));
       return;
     }
-    std::string rv = StringAt(*lease, {"metadata", "resourceVersion"});
-    if (rv.empty()) {
-      Reply(res, 422,
-            Invalid(resource, name, "metadata.resourceVersion", "FieldValueInvalid",
-                    "Invalid value: 0x0: must be specified for an update"));
-      return;
-    }
-    if (rv != StringAt(it->second, {"metadata", "resourceVersion"})) {
-      Reply(res, 409, Conflict(resource, name, kModified));
-      return;
-    }
+    if (!VersionCurrent(res, *lease, it->second, resource, name)) return;
     json replaced = *lease;
     replaced["metadata"]["uid"] = it->second["metadata"]["uid"];
     replaced["metadata"]["creationTimestamp"] = it->second["metadata"]["creationTimestamp"];
@@ -907,22 +880,9 @@ class ApiServerDouble::Impl {
   // A Job as the create path stores it: defaulted, its pods selected by the controller-uid label
   // the API server generates, and an empty status for the Job controller to fill.
   void CreateJob(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
-    json job = json::parse(req.body, nullptr, false);
-    if (!job.is_object() || job.value("kind", "") != "Job" ||
-        job.value("apiVersion", "") != "batch/v1") {
-      Reply(res, 400,
-            StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
-      return;
-    }
-    if (!job.contains("metadata") || !job["metadata"].is_object()) job["metadata"] = json::object();
-    std::string body_ns = StringAt(job, {"metadata", "namespace"});
-    if (!body_ns.empty() && body_ns != ns) {
-      Reply(res, 400,
-            StatusObject(400, "BadRequest",
-                         "the namespace of the provided object does not match the namespace "
-                         "sent on the request"));
-      return;
-    }
+    std::optional<json> decoded = Decode(req, res, ns, "Job", "batch/v1");
+    if (!decoded) return;
+    json& job = *decoded;
     std::string name = StringAt(job, {"metadata", "name"});
     if (name.empty()) {
       Reply(res, 422,
@@ -978,7 +938,6 @@ class ApiServerDouble::Impl {
                                                              {"suspend", false}}) {
       if (!spec.contains(field)) spec[field] = value;
     }
-    job["metadata"]["namespace"] = ns;
     job["metadata"]["uid"] = uid;
     job["metadata"]["resourceVersion"] = NextRv();
     job["metadata"]["generation"] = 1;
