@@ -32,7 +32,8 @@ class Rollout {
         options_(options),
         clock_(clock),
         out_(out),
-        ctx_{client, options, clock, out} {}
+        step_clock_(StepClock()),
+        ctx_{client, options, step_clock_, out} {}
 
   absl::StatusOr<UpgradeResult> Run() {
     absl::StatusOr<UpgradeResult> result = RunHoldingLease();
@@ -89,6 +90,7 @@ class Rollout {
         if (!node->state || !InProgress(*node->state)) continue;
         if (clock_.interrupted()) return Finish(UpgradeResult::kInterrupted, Interrupted(), &fleet);
         ASSIGN_OR_RETURN(bool changed, StepNode(ctx_, *node));
+        RETURN_IF_ERROR(lease_error_);
         moved = moved || changed;
       }
     }
@@ -188,7 +190,8 @@ class Rollout {
     if (final_check || soak_checked_pool_ != pool.name ||
         now - soak_checked_at_ >= options_.soak_check_interval) {
       ASSIGN_OR_RETURN(std::vector<Regression> regressions,
-                       CheckSoak(client_, pool, started, options_, clock_, out_));
+                       CheckSoak(client_, pool, started, options_, step_clock_, out_));
+      RETURN_IF_ERROR(lease_error_);
       soak_checked_pool_ = pool.name;
       soak_checked_at_ = now;
       if (!regressions.empty()) {
@@ -222,6 +225,18 @@ class Rollout {
                                     "application/merge-patch+json", patch.dump()));
     }
     return absl::OkStatus();
+  }
+
+  // The clock of the steps that wait inside (a smoke pod runs for minutes): their sleeps renew
+  // the lease too, and a lost lease stops them as an interruption does.
+  UpgradeClock StepClock() {
+    UpgradeClock clock = clock_;
+    clock.sleep = [this](absl::Duration d) {
+      clock_.sleep(d);
+      if (lease_error_.ok()) lease_error_ = RenewLease();
+    };
+    clock.interrupted = [this] { return clock_.interrupted() || !lease_error_.ok(); };
+    return clock;
   }
 
   // Sleeps, renewing the lease often enough that it never lapses; ends early on interruption.
@@ -376,6 +391,8 @@ class Rollout {
   const UpgradeOptions& options_;
   const UpgradeClock& clock_;
   std::ostream& out_;
+  absl::Status lease_error_;  // a renewal that failed inside a step
+  UpgradeClock step_clock_;
   StepContext ctx_;
   std::optional<kube::LeaseLock> lease_;
   absl::Time renewed_at_ = absl::InfinitePast();

@@ -100,7 +100,7 @@ class UpgradeTest : public ::testing::Test {
       if (req.method == "GET" && req.path.rfind(smoke, 0) == 0 &&
           req.path.find("/log") == std::string::npos) {
         std::string pod = req.path.substr(smoke.size() - std::string("gpunode-verify-").size());
-        if (server_->Pod(kNamespace, pod)) {
+        if (server_->Pod(kNamespace, pod) && !HoldSmokePods()) {
           server_->SetPodLog(kNamespace, pod, gpunode::testing::SmokeDoctorReport());
           server_->SetPodPhase(kNamespace, pod, "Succeeded");
         }
@@ -120,6 +120,11 @@ class UpgradeTest : public ::testing::Test {
   void TearDown() override {
     server_->OnRequest(nullptr);
     CheckAvailability();
+  }
+
+  bool HoldSmokePods() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return hold_smoke_pods_;
   }
 
   absl::Time Now() {
@@ -259,13 +264,14 @@ class UpgradeTest : public ::testing::Test {
   int restarts_ = 0;
 
   std::mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1793523600);  // 2026-11-02
+  absl::Time now_ = absl::FromUnixSeconds(1793523600);  // 2026-11-01
   std::map<std::string, int> max_seen_out_;
   std::vector<Transition> transitions_;
   std::string interrupt_on_state_;
   bool interrupt_armed_ = false;
   bool crash_instead_ = false;
   bool fail_next_request_ = false;
+  bool hold_smoke_pods_ = false;  // the kubelet never finishes a smoke pod
 };
 
 TEST_F(UpgradeTest, RollsOutPoolByPoolWithASoakBetween) {
@@ -520,6 +526,39 @@ TEST_F(UpgradeTest, ASecondCopyFindsTheLeaseHeld) {
   EXPECT_EQ(result->outcome, UpgradeResult::kDone) << result->summary;
   EXPECT_EQ(other.Renew(Now()).code(), absl::StatusCode::kFailedPrecondition)
       << "the first holder learns it lost the lease";
+}
+
+// While a smoke pod runs (minutes), the lease is renewed from inside the wait; when another copy
+// has taken it meanwhile, this one stops at once, deleting its smoke pod, and changes nothing
+// more.
+TEST_F(UpgradeTest, ACopyThatLosesTheLeaseStops) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_smoke_pods_ = true;
+  }
+  options_.verify.timeout = absl::Hours(1);
+  absl::Time stolen_at = absl::InfiniteFuture();
+  clock_.sleep = [&](absl::Duration d) {
+    Advance(d);
+    if (stolen_at == absl::InfiniteFuture() &&
+        First("canary", "validation-required") != absl::InfiniteFuture()) {
+      stolen_at = Now();
+      json lease = *server_->Lease(kNamespace, "gpunode-upgrade");
+      lease["spec"]["holderIdentity"] = "upgrader-b";
+      server_->AddObject(lease);
+    }
+  };
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
+  EXPECT_NE(result.status().message().find("to upgrader-b"), std::string::npos) << result.status();
+  EXPECT_LT(Now() - stolen_at, options_.lease.duration) << "it noticed within a lease duration";
+  for (const Transition& t : transitions_) EXPECT_LE(t.at, stolen_at) << t.node << " " << t.state;
+  for (int i = 0; i < kNodesPerPool; ++i) {
+    EXPECT_FALSE(server_->Pod(kNamespace, "gpunode-verify-" + NodeName("canary", i)).has_value());
+  }
+  EXPECT_EQ((*server_->Lease(kNamespace, "gpunode-upgrade"))["spec"]["holderIdentity"],
+            "upgrader-b");
 }
 
 TEST_F(UpgradeTest, MaintenanceJobRunsPinnedToEachNode) {
