@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/file_io.h"
 #include "core/printable.h"
+#include "core/yaml_json.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpunode::cdi {
@@ -56,46 +57,6 @@ void Emit(YAML::Emitter& out, const Spec& value) {
   }
 }
 
-Spec PlainScalar(const std::string& text) {
-  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") {
-    return nullptr;
-  }
-  if (text == "true" || text == "True" || text == "TRUE") return true;
-  if (text == "false" || text == "False" || text == "FALSE") return false;
-  int64_t i = 0;
-  if (absl::SimpleAtoi(text, &i) && text.find_first_not_of("+-0123456789") == std::string::npos) {
-    return i;
-  }
-  double d = 0;
-  if (text.find_first_of("0123456789") != std::string::npos &&
-      text.find_first_not_of("+-.0123456789eE") == std::string::npos &&
-      absl::SimpleAtod(text, &d)) {
-    return d;
-  }
-  return text;
-}
-
-Spec FromYaml(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map: {
-      Spec object = Spec::object();
-      for (const auto& entry : node) object[entry.first.as<std::string>()] = FromYaml(entry.second);
-      return object;
-    }
-    case YAML::NodeType::Sequence: {
-      Spec array = Spec::array();
-      for (const auto& item : node) array.push_back(FromYaml(item));
-      return array;
-    }
-    case YAML::NodeType::Scalar:
-      // yaml-cpp tags a quoted scalar "!" and a plain one "?".
-      if (node.Tag() == "!") return node.Scalar();
-      return PlainScalar(node.Scalar());
-    default:
-      return nullptr;
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<SpecFormat> ParseSpecFormat(absl::string_view name) {
@@ -125,7 +86,7 @@ std::string RenderSpec(const Spec& spec, SpecFormat format) {
 absl::StatusOr<Spec> ParseSpecText(absl::string_view text, absl::string_view source) {
   try {
     YAML::Node root = YAML::Load(std::string(text));
-    return FromYaml(root);
+    return core::YamlToJson(root);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(source, ":", e.mark.line + 1, ":",
                                                    e.mark.column + 1,

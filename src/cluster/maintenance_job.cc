@@ -6,6 +6,7 @@
 #include "core/file_io.h"
 #include "core/json_field.h"
 #include "core/text.h"
+#include "core/yaml_json.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpunode::cluster {
@@ -16,35 +17,6 @@ using core::StrCat;
 
 // A Job name becomes the value of the job-name label of its pods: 63 characters at most.
 constexpr size_t kMaxJobName = 63;
-
-// YAML to JSON with YAML 1.2's core types for plain scalars, as kubectl reads a manifest:
-// `backoffLimit: 0` is a number and `privileged: true` a boolean; a quoted scalar stays a string.
-json ToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& entry : node) out[entry.first.as<std::string>()] = ToJson(entry.second);
-      return out;
-    }
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      for (const auto& item : node) out.push_back(ToJson(item));
-      return out;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string& text = node.Scalar();
-      if (node.Tag() == "!") return text;  // quoted
-      if (text == "true" || text == "True" || text == "TRUE") return true;
-      if (text == "false" || text == "False" || text == "FALSE") return false;
-      if (text == "null" || text == "~" || text.empty()) return nullptr;
-      json number = json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (number.is_number()) return number;
-      return text;
-    }
-    default:
-      return nullptr;
-  }
-}
 
 uint32_t Fnv1a(std::string_view text) {
   uint32_t hash = 2166136261u;
@@ -71,7 +43,7 @@ void SetEnv(json& container, std::string_view name, std::string_view value) {
 absl::StatusOr<json> ParseMaintenanceJob(std::string_view text, std::string_view source) {
   json job;
   try {
-    job = ToJson(YAML::Load(std::string(text)));
+    job = core::YamlToJson(YAML::Load(std::string(text)));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(StrCat(source, ": line ", e.mark.line + 1,
                                              ": not YAML or JSON: ", e.msg,
