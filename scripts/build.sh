@@ -42,7 +42,7 @@ if [[ $flavour == fuzz ]]; then
 elif [[ $flavour == tsan ]]; then
   # The binary (with the HTTP module and the simulator) and the suites labelled "threads" in
   # tests/*/CMakeLists.txt; keep this list and those labels together.
-  ninja -C "$dir" -j "$jobs" gpunode plugin_integration_test plugin_config_label_test h2grpc_test \
+  ninja -C "$dir" -j "$jobs" gpunode plugin_integration_test plugin_daemon_test plugin_config_label_test h2grpc_test \
     exporter_test sampler_test gpunode_sim_tests mig_manager_test
 elif [[ $flavour == dist ]]; then
   # The binary (which depends on the HTTP module and the simulator it loads); tests run on the

@@ -16,12 +16,14 @@
 #include <utility>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/config_label.h"
 #include "cli/nvml_session.h"
 #include "cli/stop_signals.h"
+#include "core/directory_watch.h"
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/status_macros.h"
@@ -92,6 +94,33 @@ plugin_config::SettingText ConfigFileOf(const LabelsOptions& options, const CLI:
 bool IsDirectory(const std::string& path) {
   std::error_code ec;
   return !path.empty() && std::filesystem::is_directory(path, ec);
+}
+
+// The directory that holds the config (a ConfigMap mounted whole, or a file's directory), watched
+// before the config is first read so that no edit is missed: the labels then follow the config the
+// device plugin follows. Nothing to watch without a config file.
+std::optional<core::DirectoryWatch> WatchConfig(const std::string& config_file) {
+  if (config_file.empty()) return std::nullopt;
+  std::string dir = IsDirectory(config_file)
+                        ? config_file
+                        : std::filesystem::path(config_file).parent_path().string();
+  if (dir.empty()) dir = ".";
+  absl::StatusOr<core::DirectoryWatch> watch = core::DirectoryWatch::Open(dir);
+  if (!watch.ok()) {
+    spdlog::warn("config changes are not followed: {}; mount the config's directory",
+                 watch.status().message());
+    return std::nullopt;
+  }
+  spdlog::info("watching {} for config changes", dir);
+  return std::move(*watch);
+}
+
+// Whether an event in the config's directory is about the labeller's own output (when --output
+// is in that directory): its rename into place and the temporary directory beside it.
+bool IsOwnOutput(const core::DirectoryEvent& event, const std::string& output) {
+  std::string name = std::filesystem::path(output).filename().string();
+  return !name.empty() &&
+         (event.name == name || absl::StartsWith(event.name, absl::StrCat(".", name, ".tmp.")));
 }
 
 // `label`: the node's nvidia.com/device-plugin.config, which picks the config of a directory.
@@ -186,6 +215,8 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
     label = ConfigLabelSource::Follow("gpunode-labels");
   }
   auto label_value = [&] { return label ? label->watch().Value() : std::nullopt; };
+  std::optional<core::DirectoryWatch> config_watch;
+  if (!options.oneshot) config_watch = WatchConfig(ConfigFileOf(options, cmd).text);
   absl::StatusOr<Settings> settings = ResolveSettings(options, cmd, label_value());
   if (!settings.ok() && label_value()) {
     // As the device plugin: a label naming a missing or broken config does not stop the labeller.
@@ -214,7 +245,8 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
   if (!library.ok()) return ReportError(library.status());
   host::HostRoot host(global.host_root);
 
-  bool relabelled = false;  // by a change of the config label, logged once the file is written
+  // By a change of the config label or of the config file, logged once the file is written.
+  std::string relabelled;
   for (bool first = true;; first = false) {
     absl::StatusOr<labels::NodeFacts> facts = labels::ReadNodeFacts(**library);
     if (!facts.ok()) return ReportError(facts.status());
@@ -244,16 +276,18 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
       spdlog::info("labels written to {}; again every {}", options.output,
                    absl::FormatDuration(settings->interval));
     }
-    if (relabelled) {
-      spdlog::info("node label {} changed: relabelled with the config it selects",
-                   plugin_config::kConfigLabel);
-      relabelled = false;
+    if (!relabelled.empty()) {
+      spdlog::info("{}: relabelled with the config it selects", relabelled);
+      relabelled.clear();
     }
 
-    // Until the interval has passed, a stop signal, or a new config label (relabel at once).
-    struct pollfd fds[2] = {{stop_fd, POLLIN, 0}, {label ? label->watch().fd() : -1, POLLIN, 0}};
+    // Until the interval has passed, a stop signal, a new config label or a config edit (relabel
+    // at once).
+    struct pollfd fds[3] = {{stop_fd, POLLIN, 0},
+                            {label ? label->watch().fd() : -1, POLLIN, 0},
+                            {config_watch ? config_watch->fd() : -1, POLLIN, 0}};
     int ms = static_cast<int>(absl::ToInt64Milliseconds(settings->interval));
-    if (poll(fds, 2, ms) < 0 && errno != EINTR) {
+    if (poll(fds, 3, ms) < 0 && errno != EINTR) {
       return ReportError(absl::InternalError(absl::StrCat("poll: ", std::strerror(errno))));
     }
     if (fds[0].revents != 0) {
@@ -261,19 +295,33 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
       if (!to_stdout) std::remove(options.output.c_str());
       return kExitOk;
     }
+    std::string what;
     if (fds[1].revents != 0) {
       label->watch().Clear();
+      what = absl::StrCat("node label ", plugin_config::kConfigLabel, " changed");
+    }
+    if (fds[2].revents != 0) {
+      bool changed = false, gone = false;
+      for (const core::DirectoryEvent& event : config_watch->Read()) {
+        gone |= event.directory_gone;
+        changed |= !IsOwnOutput(event, options.output);
+      }
+      // Watched again before the config is read, as at the start.
+      if (gone) config_watch = WatchConfig(ConfigFileOf(options, cmd).text);
+      if ((changed || gone) && what.empty()) what = "config changed";
+    }
+    if (!what.empty()) {
       absl::StatusOr<Settings> changed = ResolveSettings(options, cmd, label_value());
       if (changed.ok()) {
-        relabelled = true;
+        relabelled = what;
         settings = std::move(changed);
       } else {
-        spdlog::error(
-            "node label {} changed but is not applied, keeping the labels of the "
-            "running config: {}",
-            plugin_config::kConfigLabel, changed.status().message());
-        label->Refused(std::string(changed.status().message()),
-                       "the labels of the running config stay");
+        spdlog::error("{} but is not applied, keeping the labels of the running config: {}", what,
+                      changed.status().message());
+        if (label) {
+          label->Refused(std::string(changed.status().message()),
+                         "the labels of the running config stay");
+        }
       }
     }
   }

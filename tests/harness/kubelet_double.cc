@@ -65,6 +65,11 @@ bool KubeletDouble::Restart() {
   return Start();
 }
 
+void KubeletDouble::OnRegister(std::function<void(const std::string& resource)> hook) {
+  std::lock_guard lock(mutex_);
+  on_register_ = std::move(hook);
+}
+
 grpc::Status KubeletDouble::Register(const v1beta1::RegisterRequest& request) {
   auto refuse = [&](grpc::StatusCode code, const std::string& why) {
     std::lock_guard lock(mutex_);
@@ -105,6 +110,12 @@ grpc::Status KubeletDouble::Register(const v1beta1::RegisterRequest& request) {
                     "failed to get device plugin options: " + st.error_message());
     }
   }
+  std::function<void(const std::string&)> hook;
+  {
+    std::lock_guard lock(mutex_);
+    hook = on_register_;
+  }
+  if (hook) hook(resource);
   std::lock_guard lock(mutex_);
   std::vector<RegisteredPlugin>& list = registrations_[resource];
   list.push_back(

@@ -65,6 +65,10 @@ class KubeletDouble {
   std::optional<RegisteredPlugin> WaitForRegistration(const std::string& resource, int count,
                                                       std::chrono::milliseconds timeout);
   int RegistrationCount(const std::string& resource);
+  // Called inside each Register, after the plugin answered GetDevicePluginOptions and before
+  // Register returns: the plugin is then blocked in its registration, so a test can change the
+  // world at exactly that moment. Set it before the plugin registers.
+  void OnRegister(std::function<void(const std::string& resource)> hook);
   // Register calls the kubelet refused (bad version, failed dial, failed options), with why.
   std::vector<std::string> RefusedRegistrations();
 
@@ -112,6 +116,7 @@ class KubeletDouble {
   std::map<std::string, std::shared_ptr<Plugin>> plugins_;
   std::map<std::string, std::vector<DeviceUpdate>> updates_;
   std::vector<std::string> refused_;
+  std::function<void(const std::string&)> on_register_;
   std::vector<Stream> streams_;
 };
 

@@ -26,6 +26,7 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 using Labels = std::map<std::string, std::string>;
 
+constexpr std::chrono::milliseconds kWait{15000};
 const std::string kFixtures = GPUNODE_FIXTURES_DIR;
 const std::string kConfigs = kFixtures + "/metrics/labels";
 
@@ -227,6 +228,54 @@ TEST(Labels, MpsConfigLabelsTheNodeMpsCapable) {
   EXPECT_EQ(labels.at("nvidia.com/gpu.sharing-strategy"), "mps");
   EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), "2");
   EXPECT_EQ(labels.at("nvidia.com/gpu.product"), "NVIDIA-A10-SHARED");
+}
+
+// A ConfigMap edit relabels at once, as it restarts the device plugin with the new config: the
+// labeller watches the config's directory before it reads it, so the node's sharing labels never
+// keep the replicas of a config the plugin no longer runs.
+TEST(Labels, AConfigMapEditRelabelsAtOnce) {
+  testing::TempDir dir("gpunode-labels-watch");
+  std::string configs = dir.path() + "/configs";
+  auto publish = [&](const std::string& version, const std::string& ts4) {
+    // As the kubelet updates a ConfigMap volume: a new directory, then ..data renamed over.
+    fs::create_directories(configs + "/" + version);
+    std::ofstream(configs + "/" + version + "/ts4") << ts4;
+    fs::create_directory_symlink(version, configs + "/..data_tmp");
+    fs::rename(configs + "/..data_tmp", configs + "/..data");
+    if (!fs::is_symlink(configs + "/ts4")) fs::create_symlink("..data/ts4", configs + "/ts4");
+  };
+  auto time_slicing = [](int replicas) {
+    return "sharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: " +
+           std::to_string(replicas) + "}\n";
+  };
+  fs::create_directories(configs);
+  publish("..v1", time_slicing(4));
+  std::string out = dir.path() + "/gfd";
+  testing::BackgroundProcess labeller(
+      {GPUNODE_BINARY, "--sim", "a10-pcie-4", "--log-level", "info", "labels", "--config-file",
+       configs, "--output", out, "--no-timestamp", "--interval", "1h"},
+      testing::BackgroundProcess::Options{.extra_env = {"CONFIG_DEFAULT=ts4"}});
+  ASSERT_TRUE(labeller.WaitForLog("watching " + configs + " for config changes", kWait))
+      << labeller.Log();
+  ASSERT_TRUE(labeller.WaitForLog("labels written to " + out, kWait)) << labeller.Log();
+  auto read = [&] {
+    std::ifstream in(out);
+    return Parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  };
+  EXPECT_EQ(read().at("nvidia.com/gpu.replicas"), "4");
+
+  publish("..v2", time_slicing(2));
+  ASSERT_TRUE(labeller.WaitForLog("config changed: relabelled with the config it selects", kWait))
+      << labeller.Log();
+  EXPECT_EQ(read().at("nvidia.com/gpu.replicas"), "2");
+
+  // A version that does not parse keeps the labels of the running config.
+  publish("..v3", "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replica: 3}\n");
+  ASSERT_TRUE(labeller.WaitForLog(
+      "config changed but is not applied, keeping the labels of the running config", kWait))
+      << labeller.Log();
+  EXPECT_EQ(read().at("nvidia.com/gpu.replicas"), "2");
+  EXPECT_EQ(labeller.Stop(SIGTERM), 0) << labeller.Log();
 }
 
 TEST(Labels, MigStrategiesOnTheA100Node) {

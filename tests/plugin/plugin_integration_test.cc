@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -88,6 +89,26 @@ testing::DevicePredicate OnlyUnhealthy(std::vector<std::string> prefixes) {
     }
     return seen.size() == prefixes.size();
   };
+}
+
+// As the kubelet updates a ConfigMap volume mounted at `dir` with the keys "none" and "ts4": a new
+// timestamped directory, then ..data re-pointed by rename, the keys being links through ..data.
+void PublishConfigMap(const std::string& dir, const std::string& version, const std::string& ts4) {
+  fs::create_directories(dir + "/" + version);
+  std::ofstream(dir + "/" + version + "/none") << "version: v1\n";
+  std::ofstream(dir + "/" + version + "/ts4") << ts4;
+  fs::create_directory_symlink(version, dir + "/..data_tmp");
+  fs::rename(dir + "/..data_tmp", dir + "/..data");
+  for (const char* key : {"none", "ts4"}) {
+    if (!fs::is_symlink(dir + "/" + key)) {
+      fs::create_symlink(std::string("..data/") + key, dir + "/" + key);
+    }
+  }
+}
+
+std::string TimeSlicing(int replicas) {
+  return "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: " +
+         std::to_string(replicas) + "}\n";
 }
 
 using Clock = std::chrono::system_clock;
@@ -738,18 +759,7 @@ TEST_F(DevicePluginTest, SighupReloadsTheConfigAndRegistersAgain) {
 TEST_F(DevicePluginTest, ConfigDirectoryPicksTheDefaultAndFollowsItsChanges) {
   std::string configs = dir_ + "/configs";
   auto publish = [&](const std::string& version, const std::string& ts4) {
-    // As the kubelet updates a ConfigMap volume: a new timestamped directory, then ..data
-    // re-pointed by rename, the keys being links through ..data.
-    fs::create_directories(configs + "/" + version);
-    std::ofstream(configs + "/" + version + "/none") << "version: v1\n";
-    std::ofstream(configs + "/" + version + "/ts4") << ts4;
-    fs::create_directory_symlink(version, configs + "/..data_tmp");
-    fs::rename(configs + "/..data_tmp", configs + "/..data");
-    for (const char* key : {"none", "ts4"}) {
-      if (!fs::is_symlink(configs + "/" + key)) {
-        fs::create_symlink(std::string("..data/") + key, configs + "/" + key);
-      }
-    }
+    PublishConfigMap(configs, version, ts4);
   };
   fs::create_directories(configs);
   publish("..v1", "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 4}\n");
@@ -777,6 +787,50 @@ TEST_F(DevicePluginTest, ConfigDirectoryPicksTheDefaultAndFollowsItsChanges) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("default config mps2: no such config in " + configs +
                                " (configs: none, ts4)"));
+}
+
+// The window of a rolling update: the kubelet updates the ConfigMap volume while the new pod
+// starts. A version published while the plugin registers (the kubelet double holds Register until
+// it is there) is applied like any later change: the plugin watches its config before it
+// registers.
+TEST_F(DevicePluginTest, ConfigPublishedWhileThePluginRegistersIsApplied) {
+  std::string configs = dir_ + "/configs";
+  fs::create_directories(configs);
+  PublishConfigMap(configs, "..v1", TimeSlicing(4));
+  std::atomic<bool> published = false;
+  kubelet_->OnRegister([&](const std::string&) {
+    if (!published.exchange(true)) PublishConfigMap(configs, "..v2", TimeSlicing(2));
+  });
+  Start("a10-pcie-4", {"--config-file", configs}, {"CONFIG_DEFAULT=ts4"});
+  Registered("nvidia.com/gpu");
+  EXPECT_TRUE(published);
+  Registered("nvidia.com/gpu", 2);
+  Await("nvidia.com/gpu", AllHealthy(8));
+  EXPECT_THAT(plugin_->Log(), HasSubstr("config changed (" + configs + "/ts4"));
+}
+
+// The same before the kubelet is there: the plugin starts, reads its config and waits for the
+// kubelet's directory; a version published meanwhile is the one running once the kubelet comes.
+TEST_F(DevicePluginTest, ConfigPublishedWhileThePluginWaitsForTheKubeletIsApplied) {
+  kubelet_.reset();
+  fs::remove_all(dir_);
+  std::string configs = root_ + "/configs";
+  fs::create_directories(configs);
+  PublishConfigMap(configs, "..v1", TimeSlicing(4));
+  Start("a10-pcie-4", {"--config-file", configs}, {"CONFIG_DEFAULT=ts4"});
+  // Written once the config's watch is open: from here a change is an event.
+  ASSERT_TRUE(plugin_->WaitForLog("watching " + configs + " for config changes", kWait))
+      << plugin_->Log();
+  ASSERT_TRUE(plugin_->WaitForLog("waiting for the kubelet's device-plugins directory", kWait))
+      << plugin_->Log();
+  PublishConfigMap(configs, "..v2", TimeSlicing(2));
+  ASSERT_TRUE(fs::create_directory(dir_));
+  kubelet_ = std::make_unique<testing::KubeletDouble>(dir_);
+  ASSERT_TRUE(kubelet_->Start());
+  std::optional<std::pair<size_t, testing::DeviceUpdate>> eight =
+      kubelet_->WaitForDevices("nvidia.com/gpu", AllHealthy(8), kWait);
+  ASSERT_TRUE(eight.has_value()) << plugin_->Log();
+  EXPECT_EQ(plugin_->Stop(SIGTERM), 0) << plugin_->Log();
 }
 
 TEST_F(DevicePluginTest, BadConfigIsRefusedWithOneLine) {

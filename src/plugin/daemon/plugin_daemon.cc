@@ -244,7 +244,7 @@ void PluginDaemon::HandleDirectoryEvents() {
   bool overflow = false;
   std::vector<bool> deleted(generation_ ? generation_->servers.size() : 0, false);
   std::string kubelet_name = BaseName(options_.kubelet_socket);
-  for (const DirectoryEvent& event : watch_->Read()) {
+  for (const core::DirectoryEvent& event : watch_->Read()) {
     if (event.directory_gone) rewatch = true;
     if (event.overflow) overflow = true;
     if (event.created && !kubelet_name.empty() && event.name == kubelet_name)
@@ -297,11 +297,13 @@ void PluginDaemon::HandleDirectoryEvents() {
 
 void PluginDaemon::Rewatch() {
   next_rewatch_.reset();
-  absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.kubelet_dir);
+  absl::StatusOr<core::DirectoryWatch> watch = core::DirectoryWatch::Open(options_.kubelet_dir);
   if (!watch.ok()) {
     rewatch_backoff_ =
         rewatch_backoff_.count() == 0 ? kFirstRetry : std::min(rewatch_backoff_ * 2, kMaxRetry);
-    spdlog::warn("{}; retrying in {} ms", watch.status().message(), rewatch_backoff_.count());
+    spdlog::warn(
+        "{}; mount the kubelet's device-plugins directory (--kubelet-dir); retrying in {} ms",
+        watch.status().message(), rewatch_backoff_.count());
     next_rewatch_ = Clock::now() + rewatch_backoff_;
     return;
   }
@@ -384,7 +386,7 @@ int PluginDaemon::PollTimeoutMs() const {
 absl::StatusOr<bool> PluginDaemon::WaitForKubeletDir(plugin_config::ResolvedConfig& config) {
   std::chrono::milliseconds backoff{0};
   while (true) {
-    absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.kubelet_dir);
+    absl::StatusOr<core::DirectoryWatch> watch = core::DirectoryWatch::Open(options_.kubelet_dir);
     if (watch.ok()) {
       watch_ = std::move(*watch);
       if (backoff.count() != 0)
@@ -392,8 +394,9 @@ absl::StatusOr<bool> PluginDaemon::WaitForKubeletDir(plugin_config::ResolvedConf
       return true;
     }
     if (backoff.count() == 0) {
-      spdlog::info("waiting for the kubelet's device-plugins directory: {}",
-                   watch.status().message());
+      spdlog::info(
+          "waiting for the kubelet's device-plugins directory: {}; mount it (--kubelet-dir)",
+          watch.status().message());
     }
     backoff = backoff.count() == 0 ? kFirstRetry : std::min(backoff * 2, kMaxRetry);
     struct pollfd fd = {signals_.fd(), POLLIN, 0};
@@ -417,8 +420,47 @@ absl::StatusOr<bool> PluginDaemon::WaitForKubeletDir(plugin_config::ResolvedConf
   }
 }
 
+void PluginDaemon::WatchConfig() {
+  if (options_.config_watch_dir.empty()) return;
+  absl::StatusOr<core::DirectoryWatch> watch =
+      core::DirectoryWatch::Open(options_.config_watch_dir);
+  if (!watch.ok()) {
+    spdlog::warn("config changes are applied on SIGHUP only: {}; mount the config's directory",
+                 watch.status().message());
+    return;
+  }
+  config_watch_ = std::move(*watch);
+  // Tests wait for this line before they change the config: from here on no change is missed.
+  spdlog::info("watching {} for config changes", options_.config_watch_dir);
+}
+
+ResolvedConfig PluginDaemon::ReadAgainAfterWatching(const ResolvedConfig& read_at_start) {
+  if (!config_watch_) return read_at_start;
+  absl::StatusOr<ResolvedConfig> now = loader_();
+  if (!now.ok()) {
+    spdlog::error(
+        "config changed before it was watched but is not applied, keeping the "
+        "configuration read at start: {}",
+        now.status().message());
+    if (options_.config_refused) options_.config_refused(std::string(now.status().message()));
+    return read_at_start;
+  }
+  if (now->config_file == read_at_start.config_file &&
+      ConfigJson(now->config) == ConfigJson(read_at_start.config)) {
+    return read_at_start;
+  }
+  spdlog::warn("config changed before it was watched ({}): starting with the new one",
+               now->config_file);
+  return *std::move(now);
+}
+
 absl::Status PluginDaemon::Run(const ResolvedConfig& start_config) {
-  plugin_config::ResolvedConfig config = start_config;
+  // The watch opens before the config is looked at again: a version published between the
+  // caller's read and this point raised no event on a watch that did not exist, so it is read
+  // once more now; one published later is an event like any other (issue: a ConfigMap update
+  // that lands while the DaemonSet's new pod starts).
+  WatchConfig();
+  plugin_config::ResolvedConfig config = ReadAgainAfterWatching(start_config);
   ASSIGN_OR_RETURN(bool directory_there, WaitForKubeletDir(config));
   if (!directory_there) return absl::OkStatus();
   RemoveStaleSockets();
@@ -427,16 +469,6 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& start_config) {
   generation_ = std::move(*generation);
   running_config_ = config;
   TryRegister();
-
-  if (!options_.config_watch_dir.empty()) {
-    absl::StatusOr<DirectoryWatch> config_watch = DirectoryWatch::Open(options_.config_watch_dir);
-    if (config_watch.ok()) {
-      config_watch_ = std::move(*config_watch);
-    } else {
-      spdlog::warn("config changes are applied on SIGHUP only: {}",
-                   config_watch.status().message());
-    }
-  }
 
   while (true) {
     // A negative fd (no watch while the directory is gone) is skipped by poll.
@@ -459,10 +491,12 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& start_config) {
     }
     if (watch_ && fds[1].revents != 0) HandleDirectoryEvents();
     if (fds[2].revents != 0) {
-      for (const DirectoryEvent& event : config_watch_->Read()) {
-        if (!event.directory_gone) continue;
-        absl::StatusOr<DirectoryWatch> watch = DirectoryWatch::Open(options_.config_watch_dir);
-        if (watch.ok()) config_watch_ = std::move(*watch);
+      bool gone = false;
+      for (const core::DirectoryEvent& event : config_watch_->Read()) gone |= event.directory_gone;
+      // Watched again before the config is read, as at the start.
+      if (gone) {
+        config_watch_.reset();
+        WatchConfig();
       }
       ConfigChanged("config changed");
     }

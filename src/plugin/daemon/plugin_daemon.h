@@ -12,8 +12,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/directory_watch.h"
 #include "nvml/library.h"
-#include "plugin/daemon/directory_watch.h"
 #include "plugin/daemon/signal_fd.h"
 #include "plugin/health/health_board.h"
 #include "plugin/health/health_monitor.h"
@@ -76,6 +76,12 @@ class PluginDaemon {
   // Replaces the running generation with one for `config`, or keeps the running one when the
   // new one does not start. `why` prefixes the log lines.
   void Apply(plugin_config::ResolvedConfig config, const char* why);
+  // Opens the watch on config_watch_dir (logged once it is open); without one, changes wait for a
+  // SIGHUP.
+  void WatchConfig();
+  // The config as it is now that the watch is open: `read_at_start` unless it changed since.
+  plugin_config::ResolvedConfig ReadAgainAfterWatching(
+      const plugin_config::ResolvedConfig& read_at_start);
   void HandleDirectoryEvents();
   // Watches the directory again after it went; retried with backoff until it is back.
   void Rewatch();
@@ -94,10 +100,10 @@ class PluginDaemon {
   DaemonOptions options_;
   ConfigLoader loader_;
   SignalFd signals_;
-  std::optional<DirectoryWatch> watch_;  // empty while the directory is gone
+  std::optional<core::DirectoryWatch> watch_;  // empty while the directory is gone
   std::optional<std::chrono::steady_clock::time_point> next_rewatch_;
   std::chrono::milliseconds rewatch_backoff_{0};
-  std::optional<DirectoryWatch> config_watch_;
+  std::optional<core::DirectoryWatch> config_watch_;
   std::unique_ptr<Generation> generation_;
   plugin_config::ResolvedConfig running_config_;
   std::optional<std::chrono::steady_clock::time_point> next_register_;

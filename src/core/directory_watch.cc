@@ -1,4 +1,4 @@
-#include "plugin/daemon/directory_watch.h"
+#include "core/directory_watch.h"
 
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace gpunode::plugin {
+namespace gpunode::core {
 
 absl::StatusOr<DirectoryWatch> DirectoryWatch::Open(const std::string& directory) {
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -18,8 +18,7 @@ absl::StatusOr<DirectoryWatch> DirectoryWatch::Open(const std::string& directory
                         IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE |
                             IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) < 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot watch ", directory, ": ", std::strerror(errno),
-                     "; mount the kubelet's device-plugins directory (--kubelet-dir)"));
+        absl::StrCat("cannot watch ", directory, ": ", std::strerror(errno)));
   }
   return watch;
 }
@@ -60,4 +59,4 @@ std::vector<DirectoryEvent> DirectoryWatch::Read() {
   return events;
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::core

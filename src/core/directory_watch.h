@@ -1,4 +1,4 @@
-// inotify on a directory (the kubelet's device-plugins directory, the config's): which entries
+// inotify on a directory (the kubelet's device-plugins directory, a config's): which entries
 // appeared and which went away — a file written in place gives an event with neither flag — and
 // when the watch itself can no longer be trusted (the directory went, the queue overflowed).
 #pragma once
@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gpunode::plugin {
+namespace gpunode::core {
 
 struct DirectoryEvent {
   std::string name;  // file name in the directory; empty for events about the directory itself
@@ -35,4 +35,4 @@ class DirectoryWatch {
   int fd_ = -1;
 };
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::core
