@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Quick start 2 (and CI): set up, build, and run every test: the release build, the same tests
-# under AddressSanitizer + UndefinedBehaviorSanitizer, the suites that own threads (ctest label
+# Quick start 2 (and CI): set up, build, and run every test: the release build (with the suites
+# against the real Kubernetes components, label real-cluster), the same tests but those under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the suites that own threads (ctest label
 # "threads") under ThreadSanitizer, a short soak, the dist build with one smoke run, and each
 # fuzzer for a few seconds.
 set -euo pipefail
@@ -10,6 +11,9 @@ fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-5}
 bash scripts/install-deps.sh
 start=$(date +%s)
 
+echo "== the real Kubernetes components (scripts/build-k8s.sh: cached after the first build)"
+bash scripts/build-k8s.sh
+
 echo "== release build and tests"
 bash scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$(nproc)"
@@ -17,7 +21,7 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 bash scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE no-sanitizer
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE 'no-sanitizer|real-cluster'
 
 echo "== ThreadSanitizer build and the suites that own threads"
 # build-tsan/ holds only the binary and the suites labelled "threads" (scripts/build.sh). A report

@@ -56,6 +56,16 @@ const std::vector<NotRun> kNotRun = {
     {"build-dist/gpunode --sim dgx-h100 inventory",
      "needs the dist build, which ctest does not make"},
     {"ctest --test-dir build --output-on-failure", "runs every test, this one included"},
+    {"bash scripts/build-k8s.sh", "builds Kubernetes from Go modules: minutes on a cold cache"},
+    {"bash scripts/build-k8s.sh --print-dir", "names the cache of the line above"},
+    {"bash scripts/local-cluster.sh up /tmp/gpunode-k8s",
+     "starts the real control plane: tests/k8s runs the same script on a temporary directory"},
+    {"export KUBECONFIG=/tmp/gpunode-k8s/admin.kubeconfig", "names the cluster of the line above"},
+    {"bash scripts/local-cluster.sh token /tmp/gpunode-k8s gpunode-system gpunode-cluster",
+     "needs the cluster above; tests/k8s makes ServiceAccount kubeconfigs with it"},
+    {"bash scripts/local-cluster.sh down /tmp/gpunode-k8s", "stops the cluster above"},
+    {"ctest --test-dir build -L real-cluster --output-on-failure",
+     "runs the real-cluster suites, which scripts/test.sh runs"},
     {"TSAN_OPTIONS=\"halt_on_error=1 second_deadlock_stack=1 "
      "suppressions=$PWD/scripts/tsan.supp\" GPUNODE_TEST_TIME_SCALE=10 ctest --test-dir "
      "build-tsan --output-on-failure -L threads",

@@ -1,0 +1,61 @@
+#include "local_cluster.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gpunode::testing {
+namespace {
+
+std::string Script() { return std::string(GPUNODE_SOURCE_DIR) + "/scripts/local-cluster.sh"; }
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return Trimmed(text.str());
+}
+
+}  // namespace
+
+LocalCluster::LocalCluster() {
+  ProcessResult where = RunProcess(
+      {"/bin/bash", std::string(GPUNODE_SOURCE_DIR) + "/scripts/build-k8s.sh", "--print-dir"});
+  bin_ = Trimmed(where.out);
+  if (where.exit_code != 0 || !std::filesystem::exists(bin_ + "/kube-apiserver")) {
+    missing_ = "the Kubernetes components are not built (" + bin_ +
+               "): run scripts/build-k8s.sh (scripts/install-deps.sh does)";
+    return;
+  }
+  ProcessResult up = RunProcess({"/bin/bash", Script(), "up", dir_.path()});
+  if (up.exit_code != 0) {
+    error_ = "scripts/local-cluster.sh up failed (exit " + std::to_string(up.exit_code) + "):\n" +
+             up.err;
+    return;
+  }
+  server_ = ReadFile(dir_.path() + "/server");
+}
+
+LocalCluster::~LocalCluster() {
+  if (missing_.empty()) RunProcess({"/bin/bash", Script(), "down", dir_.path()});
+}
+
+ProcessResult LocalCluster::Kubectl(const std::vector<std::string>& args,
+                                    const std::string& input) const {
+  std::vector<std::string> argv = {kubectl(), "--kubeconfig", admin_kubeconfig()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv, {}, input);
+}
+
+std::string LocalCluster::ServiceAccountKubeconfig(const std::string& ns,
+                                                   const std::string& name) const {
+  ProcessResult r = RunProcess({"/bin/bash", Script(), "token", dir_.path(), ns, name});
+  return r.exit_code == 0 ? Trimmed(r.out) : "";
+}
+
+}  // namespace gpunode::testing

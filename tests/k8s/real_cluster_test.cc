@@ -1,0 +1,212 @@
+// gpunode against the real control plane (scripts/local-cluster.sh: etcd, kube-apiserver with
+// TLS and Node,RBAC authorization, kube-scheduler, kube-controller-manager): the manifests in
+// deploy/ as the real apiserver validates them, and the cluster commands under the exact grants of
+// deploy/cluster/rbac.yaml, judged by the real authorizer. One cluster serves the whole binary
+// (ctest runs it as one test, label real-cluster).
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "local_cluster.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+
+namespace gpunode {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+const std::string kDeploy = std::string(GPUNODE_SOURCE_DIR) + "/deploy";
+
+testing::LocalCluster* cluster = nullptr;
+
+class ClusterEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { cluster = new testing::LocalCluster(); }
+  void TearDown() override {
+    delete cluster;
+    cluster = nullptr;
+  }
+};
+
+const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new ClusterEnvironment);
+
+// Every test starts with this: a skip names the missing components, a failed start shows the
+// component's log.
+#define REQUIRE_CLUSTER()                                                \
+  do {                                                                   \
+    if (!cluster->missing().empty()) GTEST_SKIP() << cluster->missing(); \
+    ASSERT_TRUE(cluster->error().empty()) << cluster->error();           \
+  } while (false)
+
+testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {GPUNODE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunProcess(argv);
+}
+
+// A CustomResourceDefinition that accepts any body, for the kinds deploy/ uses from operators
+// that are not part of Kubernetes (prometheus-operator, cert-manager): the apiserver then checks
+// their apiVersion, kind, names and namespaces, not their schema.
+std::string OpenCrd(const std::string& group, const std::string& kind, const std::string& plural) {
+  json crd = {{"apiVersion", "apiextensions.k8s.io/v1"},
+              {"kind", "CustomResourceDefinition"},
+              {"metadata", {{"name", plural + "." + group}}},
+              {"spec",
+               {{"group", group},
+                {"scope", "Namespaced"},
+                {"names", {{"kind", kind}, {"plural", plural}, {"singular", ""}}},
+                {"versions",
+                 {{{"name", "v1"},
+                   {"served", true},
+                   {"storage", true},
+                   {"schema",
+                    {{"openAPIV3Schema",
+                      {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
+  return crd.dump();
+}
+
+void Apply(const std::string& manifest) {
+  testing::ProcessResult r = cluster->Kubectl({"apply", "-f", "-"}, manifest);
+  ASSERT_EQ(r.exit_code, 0) << manifest << "\n" << r.err;
+}
+
+// The namespaces deploy/ puts things in, and the custom resources it uses.
+void PrepareForDeploy() {
+  static bool done = false;
+  if (done) return;
+  Apply(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"gpunode-system"}})");
+  // The first step of deploy/: without the RuntimeClass the apiserver's admission refuses every
+  // pod that names it.
+  testing::ProcessResult refused =
+      cluster->Kubectl({"apply", "--dry-run=server", "-f", kDeploy + "/doctor-pod.yaml"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("RuntimeClass \"nvidia\" not found"));
+  testing::ProcessResult r =
+      cluster->Kubectl({"apply", "-f", kDeploy + "/runtime/runtimeclass.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& [group, kind, plural] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"monitoring.coreos.com", "ServiceMonitor", "servicemonitors"},
+           {"monitoring.coreos.com", "PrometheusRule", "prometheusrules"},
+           {"cert-manager.io", "Certificate", "certificates"},
+           {"cert-manager.io", "Issuer", "issuers"}}) {
+    Apply(OpenCrd(group, kind, plural));
+    r = cluster->Kubectl(
+        {"wait", "--for=condition=Established", "--timeout=30s", "crd/" + plural + "." + group});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  done = true;
+}
+
+bool IsManifest(const fs::path& file) {
+  if (file.extension() != ".yaml") return false;
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  return text.find("\napiVersion:") != std::string::npos || text.rfind("apiVersion:", 0) == 0;
+}
+
+// What an operator applies: each kustomization (with kubectl's own kustomize) and each manifest
+// in a directory without one.
+std::vector<std::vector<std::string>> DeployApplies() {
+  std::vector<std::vector<std::string>> applies;
+  std::set<fs::path> kustomized;
+  for (const auto& entry : fs::recursive_directory_iterator(kDeploy)) {
+    if (entry.path().filename() == "kustomization.yaml") {
+      kustomized.insert(entry.path().parent_path());
+      applies.push_back({"-k", entry.path().parent_path().string()});
+    }
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(kDeploy)) {
+    if (!entry.is_regular_file() || kustomized.contains(entry.path().parent_path())) continue;
+    if (IsManifest(entry.path())) applies.push_back({"-f", entry.path().string()});
+  }
+  return applies;
+}
+
+// The real apiserver's validation, defaulting and admission of every object in deploy/, without
+// storing it: a field the API does not know, a bad selector or a name the API refuses fails here.
+TEST(DeployOnTheRealApiServer, ServerDryRunAcceptsEveryManifest) {
+  REQUIRE_CLUSTER();
+  PrepareForDeploy();
+  std::vector<std::vector<std::string>> applies = DeployApplies();
+  ASSERT_GE(applies.size(), 10u);
+  for (const std::vector<std::string>& what : applies) {
+    testing::ProcessResult r =
+        cluster->Kubectl({"apply", "--dry-run=server", "--validate=strict", what[0], what[1]});
+    EXPECT_EQ(r.exit_code, 0) << "kubectl apply --dry-run=server " << what[0] << " " << what[1]
+                              << "\n"
+                              << r.err;
+  }
+}
+
+// Two GPU nodes as the device plugin leaves them: capacity in the Node's status.
+void MakeGpuNodes() {
+  static bool done = false;
+  if (done) return;
+  for (const char* name : {"gpu-a", "gpu-b"}) {
+    Apply(json({{"apiVersion", "v1"},
+                {"kind", "Node"},
+                {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.count", "8"}}}}}})
+              .dump());
+    json status = {{"status",
+                    {{"capacity", {{"nvidia.com/gpu", "8"}, {"cpu", "64"}, {"pods", "110"}}},
+                     {"allocatable", {{"nvidia.com/gpu", "8"}, {"cpu", "64"}, {"pods", "110"}}}}}};
+    testing::ProcessResult r = cluster->Kubectl(
+        {"patch", "node", name, "--subresource=status", "--type=merge", "-p", status.dump()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  done = true;
+}
+
+// `cluster audit` with the token of deploy/cluster/rbac.yaml's ServiceAccount: the real
+// authorizer allows every request it makes, and it reads the real Nodes' GPU capacity.
+TEST(ClusterCommandsOnTheRealApiServer, AuditRunsWithExactlyTheGrantsOfDeployCluster) {
+  REQUIRE_CLUSTER();
+  PrepareForDeploy();
+  MakeGpuNodes();
+  testing::ProcessResult r = cluster->Kubectl({"apply", "-f", kDeploy + "/cluster/rbac.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-cluster");
+  ASSERT_FALSE(kubeconfig.empty());
+
+  r = Gpunode({"cluster", "audit", "-o", "json", "--kubeconfig", kubeconfig});
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.exit_code << "\n" << r.err;
+  json audit = json::parse(r.out);
+  std::set<std::string> names;
+  for (const json& node : audit["nodes"]) {
+    names.insert(node["name"].get<std::string>());
+    EXPECT_EQ(node["capacity"], 8) << node.dump();
+    EXPECT_EQ(node["allocatable"], 8) << node.dump();
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"gpu-a", "gpu-b"}));
+  EXPECT_EQ(audit["summary"]["gpu_nodes"], 2);
+}
+
+// A ServiceAccount without those grants: the real authorizer's 403, said in one line with the
+// request and the fix, and a non-zero exit.
+TEST(ClusterCommandsOnTheRealApiServer, AuditWithoutTheGrantsFailsWithTheAuthorizersWords) {
+  REQUIRE_CLUSTER();
+  PrepareForDeploy();
+  Apply(R"({"apiVersion":"v1","kind":"ServiceAccount",
+            "metadata":{"name":"nobody","namespace":"gpunode-system"}})");
+  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "nobody");
+  ASSERT_FALSE(kubeconfig.empty());
+  testing::ProcessResult r = Gpunode({"cluster", "audit", "--kubeconfig", kubeconfig});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("403 Forbidden: nodes is forbidden: User "
+                               "\"system:serviceaccount:gpunode-system:nobody\" cannot list "
+                               "resource \"nodes\""));
+  EXPECT_THAT(r.err, HasSubstr("grant the permissions in deploy/cluster/rbac.yaml"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace gpunode
