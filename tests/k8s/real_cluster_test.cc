@@ -3,10 +3,13 @@
 // deploy/ as the real apiserver validates them, and the cluster commands under the exact grants of
 // deploy/cluster/rbac.yaml, judged by the real authorizer. One cluster serves the whole binary
 // (ctest runs it as one test, label real-cluster).
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -206,6 +209,117 @@ TEST(ClusterCommandsOnTheRealApiServer, AuditWithoutTheGrantsFailsWithTheAuthori
                                "resource \"nodes\""));
   EXPECT_THAT(r.err, HasSubstr("grant the permissions in deploy/cluster/rbac.yaml"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// The webhook configurations of deploy/webhook, pointed at a `gpunode webhook` on loopback (a URL
+// in place of the Service, which has no pods here) with the run's CA as caBundle.
+json WebhookConfigurations(int port) {
+  testing::ProcessResult r = cluster->Kubectl({"create", "--dry-run=client", "-o", "json", "-f",
+                                               kDeploy + "/webhook/webhook-configurations.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // One JSON object per document of the file.
+  json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  std::istringstream objects(r.out);
+  while ((objects >> std::ws).peek() != EOF) {
+    json object;
+    objects >> object;
+    list["items"].push_back(std::move(object));
+  }
+  std::ifstream in(cluster->dir() + "/pki/ca.crt");
+  std::string ca((std::istreambuf_iterator<char>(in)), {});
+  testing::ProcessResult b64 = testing::RunProcess({"/usr/bin/base64", "-w0"}, {}, ca);
+  for (json& configuration : list["items"]) {
+    for (json& webhook : configuration["webhooks"]) {
+      json& client = webhook["clientConfig"];
+      client["url"] = "https://127.0.0.1:" + std::to_string(port) +
+                      client["service"]["path"].get<std::string>();
+      client.erase("service");
+      client["caBundle"] = b64.out;
+    }
+  }
+  return list;
+}
+
+// `gpunode webhook` as the real apiserver calls it: AdmissionReview v1 over TLS, its JSON Patch
+// applied by the apiserver, its refusal shown to kubectl, and with the webhook gone the
+// failurePolicy deploy/webhook sets (Ignore: pods are created as they are).
+TEST(WebhookOnTheRealApiServer, MutatesRefusesAndIsIgnoredWhenDown) {
+  REQUIRE_CLUSTER();
+  auto webhook = std::make_unique<testing::BackgroundProcess>(
+      std::vector<std::string>{GPUNODE_BINARY, "webhook", "--tls-cert",
+                               cluster->dir() + "/pki/apiserver.crt", "--tls-key",
+                               cluster->dir() + "/pki/apiserver.key", "--listen", "127.0.0.1:0",
+                               "--max-gpus-per-node", "8"},
+      testing::BackgroundProcess::Options{.stdout_pipe = true});
+  std::string line;
+  ASSERT_TRUE(webhook->ReadLine(line)) << webhook->Log();
+  const std::string prefix = "gpunode webhook listening on port ";
+  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+  Apply(WebhookConfigurations(std::stoi(line.substr(prefix.size()))).dump());
+  Apply(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ml"}})");
+
+  auto pod = [](const std::string& name, const std::string& request, const std::string& limit) {
+    return json({{"apiVersion", "v1"},
+                 {"kind", "Pod"},
+                 {"metadata", {{"name", name}, {"namespace", "ml"}}},
+                 {"spec",
+                  {{"containers",
+                    {{{"name", "train"},
+                      {"image", "registry.example/train:1"},
+                      {"resources",
+                       {{"requests", {{"nvidia.com/gpu", request}}},
+                        {"limits", {{"nvidia.com/gpu", limit}}}}}}}}}}})
+        .dump();
+  };
+  auto tolerates_gpu_taint = [](const std::string& name) {
+    testing::ProcessResult r = cluster->Kubectl({"get", "pod", "-n", "ml", name, "-o", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code != 0) return false;
+    for (const json& t : json::parse(r.out)["spec"].value("tolerations", json::array())) {
+      if (t.value("key", "") == "nvidia.com/gpu" && t.value("operator", "") == "Exists" &&
+          t.value("effect", "") == "NoSchedule") {
+        return true;
+      }
+    }
+    return false;
+  };
+
+  // The configuration takes effect once the apiserver's informer has it: a created pod is the
+  // event that says so; retried until then (bounded), as a user would see it within a second.
+  bool mutated = false;
+  for (int attempt = 0; attempt < 50 && !mutated; ++attempt) {
+    std::string name = "train-" + std::to_string(attempt);
+    testing::ProcessResult r = cluster->Kubectl({"create", "-f", "-"}, pod(name, "2", "2"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    mutated = tolerates_gpu_taint(name);
+  }
+  EXPECT_TRUE(mutated) << webhook->Log();
+
+  // A toleration that can never match the GPU taint: only the webhook knows, and says so.
+  json bad = json::parse(pod("bad", "1", "1"));
+  bad["spec"]["tolerations"] = {
+      {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoExecute"}}};
+  testing::ProcessResult refused = cluster->Kubectl({"create", "-f", "-"}, bad.dump());
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err,
+              HasSubstr("Error from server (Forbidden): error when creating \"STDIN\": admission "
+                        "webhook \"gpu-requests.gpunode.io\" denied the request: gpunode: "
+                        "spec.tolerations[0].effect: NoExecute never matches the GPU taint, whose "
+                        "effect is NoSchedule; use NoSchedule or leave effect empty"));
+  // A request unlike its limit: the apiserver's own validation refuses it before validating
+  // admission, with its words (docs/CLUSTER.md says so).
+  refused = cluster->Kubectl({"create", "-f", "-"}, pod("uneven", "2", "1"));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("The Pod \"uneven\" is invalid: "
+                                     "spec.containers[0].resources.requests: Invalid value: "
+                                     "\"2\": must be equal to nvidia.com/gpu limit of 1"));
+
+  // Down: failurePolicy Ignore, as docs/CLUSTER.md says — the pod is created, untouched.
+  EXPECT_EQ(webhook->Stop(SIGTERM), 0) << webhook->Log();
+  testing::ProcessResult r = cluster->Kubectl({"create", "-f", "-"}, pod("while-down", "1", "1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(tolerates_gpu_taint("while-down"));
+  cluster->Kubectl({"delete", "-f", "-"}, WebhookConfigurations(1).dump());
 }
 
 }  // namespace
