@@ -12,6 +12,8 @@ packages=(
   libcpp-httplib-dev libsimdjson-dev libcurl4-openssl-dev libssl-dev libmbedtls-dev libpugixml-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev containerd prometheus jq
+  # the pods' network on the real kubelet's node (scripts/local-cluster.sh node: ptp, host-local)
+  containernetworking-plugins
   # Go's gRPC, the kubelet's library, as a test peer of the device plugin (tests/h2grpc/go_peer)
   golang-go golang-google-grpc-dev golang-google-protobuf-dev
   # GNU time (bench/cluster/audit_vs_jq.sh reads peak RSS); openssl (cluster tests make certificates)

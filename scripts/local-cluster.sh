@@ -5,16 +5,27 @@
 # kube-controller-manager with their own credentials, all from scripts/build-k8s.sh.
 #
 #   scripts/local-cluster.sh up DIR           start; DIR/admin.kubeconfig is cluster-admin
+#   scripts/local-cluster.sh node DIR [NAME]  add a node: containerd and a kubelet (below)
+#   scripts/local-cluster.sh restart-kubelet DIR
 #   scripts/local-cluster.sh token DIR NS SA  print a kubeconfig for ServiceAccount NS/SA
 #   scripts/local-cluster.sh down DIR         stop everything started in DIR
 #
-# Nothing listens beyond 127.0.0.1. A component that exits during `up` fails it with the last
-# lines of its log. DIR is created when missing and kept after `down` (its logs are there).
+# The node is the real kubelet with Debian's containerd and runc, in a mount namespace of its own
+# where DIR/node/kubelet is /var/lib/kubelet (the kubelet's device plugin directory cannot be
+# moved), so the device plugin registers at DIR/node/kubelet/device-plugins/kubelet.sock. Pods
+# get their network from the ptp and host-local CNI plugins (10.249.0.0/24) and their sandbox
+# from a pause image built here (tests/k8s/pause): nothing is pulled. Without the privileges or
+# programs the node needs, `node` exits 3 with one line naming what is missing.
+#
+# Nothing listens beyond 127.0.0.1. A component that exits during `up` or `node` fails it with
+# the last lines of its log. DIR is created when missing and kept after `down` (its logs are
+# there).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 usage() {
-  echo "usage: scripts/local-cluster.sh up DIR | down DIR | token DIR NAMESPACE SERVICEACCOUNT" >&2
+  echo "usage: scripts/local-cluster.sh up DIR | node DIR [NAME] | restart-kubelet DIR | down DIR |" \
+    "token DIR NAMESPACE SERVICEACCOUNT" >&2
   exit 2
 }
 (($# >= 2)) || usage
@@ -22,16 +33,37 @@ verb=$1 dir=$2
 
 components=(etcd kube-apiserver kube-scheduler kube-controller-manager)
 
+stop() {
+  local name=$1 pid left
+  [[ -f $dir/pids/$name ]] || return 0
+  pid=$(<"$dir/pids/$name")
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((left = 100; left > 0; left--)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$dir/pids/$name"
+}
+
+# The pods' containers go first (a task killed and deleted takes its cgroup and its shim with
+# it), then containerd, then the process that holds the node's mount namespace: its mounts (the
+# bind of /var/lib/kubelet, the pods' volumes and network namespaces) end with it.
+stop_node() {
+  local socket=$dir/node/containerd/containerd.sock task
+  stop kubelet
+  if [[ -f $dir/pids/containerd ]] && kill -0 "$(<"$dir/pids/containerd")" 2>/dev/null; then
+    for task in $(ctr -a "$socket" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr -a "$socket" -n k8s.io tasks kill -s SIGKILL "$task" >/dev/null 2>&1 || true
+      ctr -a "$socket" -n k8s.io tasks delete -f "$task" >/dev/null 2>&1 || true
+    done
+  fi
+  stop containerd
+  pkill -KILL -f "containerd-shim-runc-v2 .*-address $socket" 2>/dev/null || true
+  stop node-namespace
+}
+
 stop_all() {
-  local name pid left
-  for name in kube-controller-manager kube-scheduler kube-apiserver etcd; do
-    [[ -f $dir/pids/$name ]] || continue
-    pid=$(<"$dir/pids/$name")
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((left = 100; left > 0; left--)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$dir/pids/$name"
-  done
+  local name
+  stop_node
+  for name in kube-controller-manager kube-scheduler kube-apiserver etcd; do stop "$name"; done
 }
 
 # A kubeconfig for `server` that authenticates with a client certificate or a token.
@@ -98,11 +130,18 @@ await() {
   done
 }
 
+# start NAME PROGRAM ARGS...: in the background, its own session, its log in DIR/logs/NAME.log.
+start_program() {
+  local name=$1
+  shift
+  setsid "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$dir/pids/$name"
+}
+
 start() {
   local name=$1
   shift
-  setsid "$bin/$name" "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$dir/pids/$name"
+  start_program "$name" "$bin/$name" "$@"
 }
 
 up() {
@@ -194,6 +233,153 @@ up() {
   echo "local-cluster: ready in $((SECONDS - started))s at $(<"$dir/server"); KUBECONFIG=$dir/admin.kubeconfig" >&2
 }
 
+# Why this machine cannot run the node, or nothing.
+node_missing() {
+  local program
+  ((EUID == 0)) || { echo "the kubelet and containerd need root"; return; }
+  for program in containerd containerd-shim-runc-v2 runc ctr nsenter unshare gcc python3; do
+    command -v "$program" >/dev/null ||
+      { echo "$program is not installed (scripts/install-deps.sh installs it)"; return; }
+  done
+  for program in ptp host-local loopback; do
+    [[ -x /usr/lib/cni/$program ]] ||
+      { echo "the CNI plugin /usr/lib/cni/$program is missing: install containernetworking-plugins"; return; }
+  done
+  unshare --mount --propagation private true 2>/dev/null ||
+    { echo "no mount namespace can be made here (unshare --mount needs CAP_SYS_ADMIN)"; return; }
+}
+
+start_kubelet() {
+  # Inside the node's namespace /var/lib/kubelet is DIR/node/kubelet.
+  start_program kubelet nsenter --mount="/proc/$(<"$dir/pids/node-namespace")/ns/mnt" -- \
+    "$bin/kubelet" --config "$dir/node/kubelet-config.yaml" \
+    --kubeconfig "$dir/node/kubelet.kubeconfig" --root-dir /var/lib/kubelet \
+    --hostname-override "$(<"$dir/node/name")" --cert-dir /var/lib/kubelet/pki
+}
+
+node_ready() {
+  [[ $("$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get node "$(<"$dir/node/name")" \
+    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+
+add_node() {
+  local name=${3:-gpu-node-0} why
+  why=$(node_missing)
+  if [[ -n $why ]]; then
+    echo "local-cluster: no node: $why" >&2
+    exit 3
+  fi
+  [[ -f $dir/bin ]] || { echo "local-cluster: $dir has no cluster: run up first" >&2; exit 2; }
+  bin=$(<"$dir/bin")
+  [[ -f $dir/pids/kubelet ]] && kill -0 "$(<"$dir/pids/kubelet")" 2>/dev/null &&
+    { echo "local-cluster: $dir already runs a node" >&2; exit 2; }
+  local started=$SECONDS node=$dir/node ctd=$dir/node/containerd
+  mkdir -p "$node/kubelet" "$ctd/cni" "$node/pause" /var/lib/kubelet
+  echo "$name" >"$node/name"
+
+  # The sandbox image: the pause program, static, in a one-layer OCI archive.
+  gcc -static -Os -s -o "$node/pause/pause" "$repo/tests/k8s/pause/pause.c"
+  python3 "$repo/tests/k8s/pause/oci_image.py" "$node/pause/pause" "$node/pause.tar" \
+    gpunode.local/pause:1
+
+  # A mount namespace that outlives no test: its holder is stopped by down.
+  start_program node-namespace unshare --mount --propagation private -- \
+    sh -c 'mount --bind "$0" /var/lib/kubelet && touch "$0/../namespace-ready" && exec sleep infinity' \
+    "$node/kubelet"
+  await node-namespace 10 test -f "$node/namespace-ready"
+  local enter="--mount=/proc/$(<"$dir/pids/node-namespace")/ns/mnt"
+
+  # restrict_oom_score_adj: the sandbox asks for -998, which an unprivileged container host (and
+  # this one) may refuse; containerd then keeps its own score. Network namespaces live under the
+  # state directory, in the node's mount namespace.
+  cat >"$ctd/config.toml" <<TOML
+version = 2
+root = "$ctd/root"
+state = "$ctd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+[grpc]
+  address = "$ctd/containerd.sock"
+[ttrpc]
+  address = "$ctd/containerd.sock.ttrpc"
+[debug]
+  address = "$ctd/debug.sock"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$ctd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "gpunode.local/pause:1"
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "/usr/lib/cni"
+  conf_dir = "$ctd/cni"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+TOML
+  cat >"$ctd/cni/10-gpunode-test.conflist" <<JSON
+{"cniVersion": "1.0.0", "name": "gpunode-test", "plugins": [
+  {"type": "ptp", "ipMasq": false,
+   "ipam": {"type": "host-local", "dataDir": "$ctd/ipam", "ranges": [[{"subnet": "10.249.0.0/24"}]]}},
+  {"type": "loopback"}]}
+JSON
+  start_program containerd nsenter "$enter" -- containerd --config "$ctd/config.toml"
+  await containerd 30 ctr -a "$ctd/containerd.sock" version
+  ctr -a "$ctd/containerd.sock" -n k8s.io images import "$node/pause.tar" >/dev/null
+
+  # The node's credentials: a client certificate in system:nodes, as the Node authorizer and
+  # NodeRestriction expect of a kubelet.
+  issue kubelet "system:node:$name" system:nodes
+  write_kubeconfig "$node/kubelet.kubeconfig" kubelet \
+    "    client-certificate: $dir/pki/kubelet.crt
+    client-key: $dir/pki/kubelet.key"
+  local port healthz_port
+  port=$(free_port) healthz_port=$(free_port)
+  # cgroup v1 is allowed (failCgroupV1) where the host has no other; QoS cgroups and node
+  # allocatable enforcement are off so the kubelet leaves the host's cgroups alone; eviction
+  # thresholds are low so a busy test disk does not evict the pods under test.
+  cat >"$node/kubelet-config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: $port
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $healthz_port
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $dir/pki/ca.crt}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: unix://$ctd/containerd.sock
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+clusterDomain: cluster.local
+nodeStatusUpdateFrequency: 2s
+syncFrequency: 5s
+YAML
+  echo "$healthz_port" >"$node/healthz-port"
+  start_kubelet
+  await kubelet 60 node_ready
+  echo "local-cluster: node $name ready in $((SECONDS - started))s; device plugins register at $node/kubelet/device-plugins/kubelet.sock" >&2
+}
+
+kubelet_healthy() { curl -fsS "http://127.0.0.1:$(<"$dir/node/healthz-port")/healthz"; }
+
+# Stops the kubelet and starts it again with the same configuration, as a node's service manager
+# does after an upgrade: its device plugin socket is made anew, and plugins must register again.
+restart_kubelet() {
+  [[ -f $dir/pids/node-namespace ]] || { echo "local-cluster: $dir runs no node" >&2; exit 2; }
+  bin=$(<"$dir/bin")
+  stop kubelet
+  start_kubelet
+  await kubelet 60 kubelet_healthy
+}
+
 token() {
   (($# == 4)) || usage
   local ns=$3 sa=$4 bin
@@ -206,6 +392,8 @@ token() {
 
 case $verb in
   up) up ;;
+  node) add_node "$@" ;;
+  restart-kubelet) restart_kubelet ;;
   down) stop_all ;;
   token) token "$@" ;;
   *) usage ;;

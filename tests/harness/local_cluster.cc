@@ -45,6 +45,27 @@ LocalCluster::~LocalCluster() {
   if (missing_.empty()) RunProcess({"/bin/bash", Script(), "down", dir_.path()});
 }
 
+bool LocalCluster::StartNode() {
+  if (!running()) return false;
+  ProcessResult node = RunProcess({"/bin/bash", Script(), "node", dir_.path()});
+  constexpr int kCannotRunHere = 3;  // the script's exit code for a missing privilege or program
+  if (node.exit_code == kCannotRunHere) {
+    node_missing_ = Trimmed(node.err);
+  } else if (node.exit_code != 0) {
+    error_ = "scripts/local-cluster.sh node failed (exit " + std::to_string(node.exit_code) +
+             "):\n" + node.err;
+  }
+  return node.exit_code == 0;
+}
+
+bool LocalCluster::RestartKubelet() {
+  ProcessResult r = RunProcess({"/bin/bash", Script(), "restart-kubelet", dir_.path()});
+  if (r.exit_code != 0) error_ = "scripts/local-cluster.sh restart-kubelet failed:\n" + r.err;
+  return r.exit_code == 0;
+}
+
+std::string LocalCluster::node_name() const { return ReadFile(dir_.path() + "/node/name"); }
+
 ProcessResult LocalCluster::Kubectl(const std::vector<std::string>& args,
                                     const std::string& input) const {
   std::vector<std::string> argv = {kubectl(), "--kubeconfig", admin_kubeconfig()};

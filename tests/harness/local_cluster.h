@@ -1,7 +1,8 @@
 // A real Kubernetes control plane for a test: scripts/local-cluster.sh's etcd, kube-apiserver,
-// kube-scheduler and kube-controller-manager on loopback, stopped when the object goes. The
-// components come from scripts/build-k8s.sh's cache; without them the cluster is not started and
-// `missing()` says why, so that a test can skip with that reason.
+// kube-scheduler and kube-controller-manager on loopback, and on request a node (the real kubelet
+// with Debian's containerd), all stopped when the object goes. The components come from
+// scripts/build-k8s.sh's cache; without them the cluster is not started and `missing()` says why,
+// so that a test can skip with that reason.
 #pragma once
 
 #include <string>
@@ -32,6 +33,26 @@ class LocalCluster {
   std::string kubectl() const { return bin_ + "/kubectl"; }
   const std::string& server() const { return server_; }
 
+  // Adds the node (scripts/local-cluster.sh node). False when it did not start: `node_missing()`
+  // says which privilege or program this machine lacks (a test skips with it), else `error()`
+  // holds the end of the failed component's log.
+  bool StartNode();
+  const std::string& node_missing() const { return node_missing_; }
+  // Stops the kubelet and starts it again with the same configuration; false with `error()` set
+  // when it did not come back healthy.
+  bool RestartKubelet();
+  std::string node_name() const;
+  // The node's kubelet root (its /var/lib/kubelet), seen from outside its mount namespace.
+  std::string kubelet_root() const { return dir_.path() + "/node/kubelet"; }
+  std::string device_plugin_dir() const { return kubelet_root() + "/device-plugins"; }
+  std::string pod_resources_socket() const {
+    return kubelet_root() + "/pod-resources/kubelet.sock";
+  }
+  std::string containerd_socket() const { return dir_.path() + "/node/containerd/containerd.sock"; }
+  // The image the node's pods can run without a registry: a static program that waits for
+  // SIGTERM (tests/k8s/pause), also the pods' sandbox.
+  static constexpr char kLocalImage[] = "gpunode.local/pause:1";
+
   // kubectl as cluster-admin.
   ProcessResult Kubectl(const std::vector<std::string>& args, const std::string& input = "") const;
   // A kubeconfig that authenticates as ServiceAccount `ns`/`name` with a token the apiserver
@@ -43,6 +64,7 @@ class LocalCluster {
   std::string bin_;
   std::string server_;
   std::string missing_;
+  std::string node_missing_;
   std::string error_;
 };
 

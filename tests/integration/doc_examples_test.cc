@@ -64,6 +64,11 @@ const std::vector<NotRun> kNotRun = {
     {"bash scripts/local-cluster.sh token /tmp/gpunode-k8s gpunode-system gpunode-cluster",
      "needs the cluster above; tests/k8s makes ServiceAccount kubeconfigs with it"},
     {"bash scripts/local-cluster.sh down /tmp/gpunode-k8s", "stops the cluster above"},
+    {"bash scripts/local-cluster.sh node /tmp/gpunode-k8s",
+     "adds the real kubelet to the cluster above: tests/k8s/real_kubelet_test runs it"},
+    {"gpunode --log-level info --sim dgx-h100 device-plugin --kubelet-dir "
+     "/tmp/gpunode-k8s/node/kubelet/device-plugins",
+     "a daemon for the node above; tests/k8s/real_kubelet_test runs it"},
     {"ctest --test-dir build -L real-cluster --output-on-failure",
      "runs the real-cluster suites, which scripts/test.sh runs"},
     {"TSAN_OPTIONS=\"halt_on_error=1 second_deadlock_stack=1 "

@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -20,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_double.h"
+#include "log_time.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
 
@@ -112,23 +112,6 @@ std::string TimeSlicing(int replicas) {
 }
 
 using Clock = std::chrono::system_clock;
-
-// The time of the first log line containing `text`: "2026-01-02T03:04:05.678Z info ...".
-std::optional<Clock::time_point> LogTime(const std::string& log, const std::string& text) {
-  size_t pos = log.find(text);
-  if (pos == std::string::npos) return std::nullopt;
-  size_t start = log.rfind('\n', pos);
-  start = start == std::string::npos ? 0 : start + 1;
-  std::tm tm{};
-  int ms = 0;
-  if (std::sscanf(log.c_str() + start, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon,
-                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7) {
-    return std::nullopt;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return Clock::from_time_t(timegm(&tm)) + milliseconds(ms);
-}
 
 class DevicePluginTest : public ::testing::Test {
  protected:
@@ -471,7 +454,7 @@ TEST_F(DevicePluginTest, CriticalXidMakesTheGpuUnhealthyThenItRecovers) {
   size_t at = 0;
   testing::DeviceUpdate down = Await("nvidia.com/gpu", OnlyUnhealthy({uuids[3]}), 0, &at);
   // The simulator sends the XID 1.7 s after nvmlInit, which the plugin logs (UTC, milliseconds).
-  std::optional<Clock::time_point> init = LogTime(plugin_->Log(), "NVML initialized");
+  std::optional<Clock::time_point> init = testing::LogTime(plugin_->Log(), "NVML initialized");
   ASSERT_TRUE(init.has_value()) << plugin_->Log();
   auto update_wall = Clock::now() - (std::chrono::steady_clock::now() - down.at);
   auto latency =

@@ -1,0 +1,464 @@
+// The device plugin against the real kubelet (scripts/local-cluster.sh node: the kubelet of the
+// pinned release with Debian's containerd and runc, registered as a Node of the local control
+// plane): it registers with the kubelet's own device manager, its resources appear on the real
+// Node, the kubelet's admission path calls Allocate for a pod that the real scheduler placed and
+// containerd runs, and a GPU's XID reaches the Node's allocatable and the pod's status. The
+// doctor, the exporter and `cluster audit` then read what the real kubelet wrote. One cluster and
+// one node serve the whole binary (ctest runs it as one test, label real-cluster); every wait is
+// for a state of the API or a line of a log, with a deadline.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "local_cluster.h"
+#include "log_time.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+#include "temp_dir.h"
+
+namespace gpunode {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::system_clock;
+
+const std::string kFixtures = std::string(GPUNODE_SOURCE_DIR) + "/tests/fixtures";
+
+testing::LocalCluster* cluster = nullptr;
+bool node_started = false;
+
+class NodeEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    cluster = new testing::LocalCluster();
+    node_started = cluster->StartNode();
+  }
+  void TearDown() override {
+    delete cluster;
+    cluster = nullptr;
+  }
+};
+
+const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new NodeEnvironment);
+
+// Every test starts with this: a skip names the missing components or privilege, a failed start
+// shows the component's log.
+#define REQUIRE_NODE()                                                             \
+  do {                                                                             \
+    if (!cluster->missing().empty()) GTEST_SKIP() << cluster->missing();           \
+    if (!cluster->node_missing().empty()) GTEST_SKIP() << cluster->node_missing(); \
+    ASSERT_TRUE(node_started && cluster->error().empty()) << cluster->error();     \
+  } while (false)
+
+testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {GPUNODE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::RunProcess(argv);
+}
+
+json Get(const std::vector<std::string>& what) {
+  std::vector<std::string> args = {"get"};
+  args.insert(args.end(), what.begin(), what.end());
+  args.insert(args.end(), {"-o", "json"});
+  testing::ProcessResult r = cluster->Kubectl(args);
+  return r.exit_code == 0 ? json::parse(r.out) : json();
+}
+
+json Node() { return Get({"node", cluster->node_name()}); }
+
+std::string Quantity(const json& node, const std::string& field, const std::string& resource) {
+  const json& status = node.value("status", json::object());
+  return status.value(field, json::object()).value(resource, "");
+}
+
+// Waits until `ready` holds for what `read` returns; the last value read either way.
+json AwaitState(const std::function<json()>& read, const std::function<bool(const json&)>& ready,
+                seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  json value = read();
+  while (!ready(value) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(100));
+    value = read();
+  }
+  return value;
+}
+
+// Waits until the Node's allocatable holds each resource with its count; true when it did.
+::testing::AssertionResult AwaitAllocatable(const std::map<std::string, std::string>& want,
+                                            seconds limit = seconds(30)) {
+  auto all_there = [&](const json& node) {
+    for (const auto& [resource, count] : want) {
+      if (Quantity(node, "allocatable", resource) != count) return false;
+    }
+    return true;
+  };
+  json node = AwaitState(Node, all_there, limit);
+  if (all_there(node)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "the Node's allocatable is " << node["status"]["allocatable"].dump();
+}
+
+// `gpunode device-plugin` on a simulated node, registering with the real kubelet.
+class Plugin {
+ public:
+  Plugin(const std::string& sim, std::vector<std::string> flags) {
+    std::vector<std::string> argv = {GPUNODE_BINARY,
+                                     "--log-level",
+                                     "info",
+                                     "--sim",
+                                     sim,
+                                     "device-plugin",
+                                     "--kubelet-dir",
+                                     cluster->device_plugin_dir()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    process_ = std::make_unique<testing::BackgroundProcess>(argv);
+  }
+  ~Plugin() { process_->Stop(SIGTERM); }
+  std::string Log() const { return process_->Log(); }
+  bool WaitForLog(const std::string& text) const {
+    return process_->WaitForLog(text, milliseconds(20000));
+  }
+
+ private:
+  std::unique_ptr<testing::BackgroundProcess> process_;
+};
+
+// The device plugin tests' profile (dgx-h100 with a process on GPU 7) with `timeline` in place of
+// its own: every version has the same name, hence the same GPU UUIDs, so a plugin started on one
+// version sees the GPUs the kubelet allocated from another.
+std::string WriteProfile(const testing::TempDir& dir, const std::string& timeline) {
+  std::ifstream in(kFixtures + "/plugin/dgx-h100-xids.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string profile = text.str();
+  profile = profile.substr(0, profile.find("\n# XID 13 is the application's fault"));
+  std::string path = dir.path() + "/dgx-h100-xids.yaml";
+  std::ofstream(path) << profile << "\n" << timeline;
+  return path;
+}
+
+std::vector<std::string> Uuids(const std::string& sim) {
+  testing::ProcessResult r = Gpunode({"--sim", sim, "inventory", "-o", "json"});
+  std::vector<std::string> uuids;
+  if (r.exit_code != 0) return uuids;
+  json inventory = json::parse(r.out);
+  for (const json& gpu : inventory["gpus"]) uuids.push_back(gpu["uuid"]);
+  return uuids;
+}
+
+// A pod that asks for `gpus` whole GPUs and runs the local image.
+void CreateGpuPod(const std::string& name, int gpus) {
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}},
+              {"spec",
+               {{"terminationGracePeriodSeconds", 1},
+                {"containers",
+                 {{{"name", "main"},
+                   {"image", testing::LocalCluster::kLocalImage},
+                   {"imagePullPolicy", "Never"},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
+  testing::ProcessResult r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cluster->Kubectl({"wait", "--for=condition=Ready", "pod/" + name, "--timeout=60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << Get({"pod", name}).value("status", json()).dump();
+}
+
+void DeletePod(const std::string& name) {
+  cluster->Kubectl({"delete", "pod", name, "--wait=true", "--timeout=60s"});
+}
+
+// The devices the kubelet's checkpoint (device-plugins/kubelet_internal_checkpoint, the file the
+// doctor reads) holds for a pod's container.
+std::vector<std::string> CheckpointedDevices(const std::string& pod_uid) {
+  std::ifstream in(cluster->device_plugin_dir() + "/kubelet_internal_checkpoint");
+  json checkpoint = json::parse(in, nullptr, false);
+  std::vector<std::string> devices;
+  if (checkpoint.is_discarded()) return devices;
+  for (const json& entry : checkpoint["Data"]["PodDeviceEntries"]) {
+    if (entry["PodUID"] != pod_uid || entry["ResourceName"] != "nvidia.com/gpu") continue;
+    for (const auto& [numa, ids] : entry["DeviceIDs"].items()) {
+      for (const json& id : ids) devices.push_back(id);
+    }
+  }
+  return devices;
+}
+
+// NVIDIA_VISIBLE_DEVICES in the OCI spec containerd made for the pod's container: what the
+// kubelet passed on from Allocate.
+std::string VisibleDevicesOfContainer(const std::string& pod_name) {
+  std::vector<std::string> ctr = {"/usr/bin/ctr", "-a",     cluster->containerd_socket(),
+                                  "-n",           "k8s.io", "containers"};
+  std::vector<std::string> list = ctr;
+  list.insert(list.end(), {"ls", "-q"});
+  std::istringstream ids(testing::RunProcess(list).out);
+  for (std::string id; std::getline(ids, id);) {
+    std::vector<std::string> info = ctr;
+    info.insert(info.end(), {"info", id});
+    json container = json::parse(testing::RunProcess(info).out, nullptr, false);
+    if (container.is_discarded()) continue;
+    const json& labels = container["Labels"];
+    if (labels.value("io.kubernetes.pod.name", "") != pod_name ||
+        labels.value("io.kubernetes.container.name", "") != "main") {
+      continue;
+    }
+    for (const json& env : container["Spec"]["process"].value("env", json::array())) {
+      std::string line = env;
+      if (line.rfind("NVIDIA_VISIBLE_DEVICES=", 0) == 0) return line.substr(line.find('=') + 1);
+    }
+  }
+  return "";
+}
+
+std::set<std::string> SplitComma(const std::string& text) {
+  std::set<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.insert(item);
+  return out;
+}
+
+// What a host with these GPUs has beside NVML: an NVIDIA 3D controller on the PCI bus and a
+// device node for each, the control and UVM nodes.
+void AddGpuDevices(const std::string& root, const json& gpus) {
+  namespace fs = std::filesystem;
+  fs::create_directories(root + "/dev");
+  for (const json& gpu : gpus) {
+    // NVML's bus id has an 8-digit domain ("00000000:1B:00.0"); sysfs has 4, in lower case.
+    std::string bus_id = gpu["pci_bus_id"];
+    std::string address = bus_id.substr(bus_id.size() - 12);
+    for (char& c : address) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    fs::path dir = fs::path(root) / "sys/bus/pci/devices" / address;
+    fs::create_directories(dir);
+    std::ofstream(dir / "vendor") << "0x10de\n";
+    std::ofstream(dir / "device") << "0x2330\n";
+    std::ofstream(dir / "class") << "0x030200\n";
+    std::ofstream(root + "/dev/nvidia" + std::to_string(gpu["index"].get<int>()));
+  }
+  for (const char* node : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}) {
+    std::ofstream(root + "/dev/" + node);
+  }
+  for (const fs::directory_entry& node : fs::directory_iterator(root + "/dev")) {
+    fs::permissions(node.path(), fs::perms(0666));
+  }
+}
+
+TEST(DevicePluginOnTheRealKubelet, WholeSharedAndMigResourcesReachTheNode) {
+  REQUIRE_NODE();
+  {
+    Plugin plugin("dgx-h100", {});
+    EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+    EXPECT_EQ(Quantity(Node(), "capacity", "nvidia.com/gpu"), "8");
+  }
+  {
+    Plugin plugin("dgx-h100", {"--config-file", kFixtures + "/plugin/time-slicing-4.yaml"});
+    EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "32"}})) << plugin.Log();
+  }
+  // Mixed MIG: one resource per MIG profile, and nvidia.com/gpu for the GPUs without MIG, counted
+  // from the inventory of the same simulated node.
+  testing::ProcessResult inventory = Gpunode({"--sim", "a100-mig", "inventory", "-o", "json"});
+  ASSERT_EQ(inventory.exit_code, 0) << inventory.err;
+  std::map<std::string, int> counts;
+  json gpus = json::parse(inventory.out)["gpus"];
+  for (const json& gpu : gpus) {
+    if (!gpu["mig_enabled"]) ++counts["nvidia.com/gpu"];
+    for (const json& mig : gpu["mig_devices"])
+      ++counts["nvidia.com/mig-" + mig["profile"].get<std::string>()];
+  }
+  ASSERT_GE(counts.size(), 3u);
+  std::map<std::string, std::string> want;
+  for (const auto& [resource, count] : counts) want[resource] = std::to_string(count);
+  Plugin plugin("a100-mig", {"--mig-strategy", "mixed"});
+  EXPECT_TRUE(AwaitAllocatable(want)) << plugin.Log();
+}
+
+TEST(DevicePluginOnTheRealKubelet, TheKubeletAllocatesTwoGpusToAPodAndTheToolsReadItsRecords) {
+  REQUIRE_NODE();
+  testing::TempDir dir("gpunode-kubelet-test");
+  std::string profile = WriteProfile(dir, "");
+  std::vector<std::string> uuids = Uuids(profile);
+  ASSERT_EQ(uuids.size(), 8u);
+  Plugin plugin(profile, {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+
+  CreateGpuPod("train", 2);
+  json pod = Get({"pod", "train"});
+  EXPECT_EQ(pod["spec"]["nodeName"], cluster->node_name());  // the real scheduler placed it
+  std::vector<std::string> devices = CheckpointedDevices(pod["metadata"]["uid"]);
+  ASSERT_EQ(devices.size(), 2u) << "the kubelet's checkpoint has no entry for the pod";
+  for (const std::string& device : devices) {
+    EXPECT_THAT(uuids, ::testing::Contains(device));
+  }
+  // Allocate's answer reached the container: the kubelet handed containerd the plugin's variable.
+  EXPECT_EQ(SplitComma(VisibleDevicesOfContainer("train")),
+            std::set<std::string>(devices.begin(), devices.end()));
+  // The plugin chose the pair (GetPreferredAllocation): both GPUs on one NUMA node.
+  testing::ProcessResult r = Gpunode({"--sim", profile, "inventory", "-o", "json"});
+  std::map<std::string, int> numa;
+  json gpus = json::parse(r.out)["gpus"];
+  for (const json& gpu : gpus) numa[gpu["uuid"]] = gpu["numa_node"];
+  EXPECT_EQ(numa[devices[0]], numa[devices[1]]);
+
+  // The doctor reads the real kubelet's checkpoint, copied into the doctor tests' healthy host
+  // tree: the check depends on the GPUs' PCI devices, device nodes and kernel module, which this
+  // machine does not have.
+  testing::TempDir host("gpunode-kubelet-test-host");
+  std::filesystem::copy(kFixtures + "/doctor/healthy", host.path(),
+                        std::filesystem::copy_options::recursive);
+  AddGpuDevices(host.path(), gpus);
+  std::filesystem::copy_file(
+      cluster->device_plugin_dir() + "/kubelet_internal_checkpoint",
+      host.path() + "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+      std::filesystem::copy_options::overwrite_existing);
+  r = Gpunode({"--sim", profile, "--host-root", host.path(), "doctor", "-o", "json"});
+  json report = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << r.out << r.err;
+  bool checked = false;
+  for (const json& finding : report["findings"]) {
+    if (finding["id"] != "kubelet.registered") continue;
+    checked = true;
+    EXPECT_EQ(finding["status"], "ok") << r.out;
+    EXPECT_THAT(finding["summary"].get<std::string>(), HasSubstr("registered with 8 device(s)"));
+  }
+  EXPECT_TRUE(checked) << r.out;
+
+  // The exporter attributes the two GPUs to the pod through the real PodResources API.
+  r = Gpunode({"--sim", profile, "exporter", "--once", "--pod-resources-socket",
+               cluster->pod_resources_socket()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> attributed;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("DCGM_FI_DEV_GPU_TEMP{", 0) != 0 ||
+        line.find("pod=\"train\"") == std::string::npos) {
+      continue;
+    }
+    EXPECT_THAT(line, HasSubstr("namespace=\"default\""));
+    EXPECT_THAT(line, HasSubstr("container=\"main\""));
+    size_t at = line.find("UUID=\"") + 6;
+    attributed.insert(line.substr(at, line.find('"', at) - at));
+  }
+  EXPECT_EQ(attributed, std::set<std::string>(devices.begin(), devices.end())) << r.out;
+
+  // cluster audit counts the pod's request against the real Node's allocatable.
+  r = Gpunode({"cluster", "audit", "--kubeconfig", cluster->admin_kubeconfig(), "-o", "json"});
+  json audit = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(audit.is_discarded()) << r.out << r.err;
+  bool listed = false;
+  for (const json& node : audit["nodes"]) {
+    if (node["name"] != cluster->node_name()) continue;
+    listed = true;
+    EXPECT_EQ(node["allocatable"], 8) << node.dump();
+    EXPECT_EQ(node["requested"], 2) << node.dump();
+  }
+  EXPECT_TRUE(listed) << r.out;
+  DeletePod("train");
+}
+
+TEST(DevicePluginOnTheRealKubelet, ARestartedKubeletHasThePluginBackWithinASecond) {
+  REQUIRE_NODE();
+  Plugin plugin("dgx-h100", {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  ASSERT_TRUE(cluster->RestartKubelet()) << cluster->error();
+  // The kubelet made its registration socket anew when it started; the plugin registers again.
+  struct stat socket {};
+  ASSERT_EQ(::stat((cluster->device_plugin_dir() + "/kubelet.sock").c_str(), &socket), 0);
+  Clock::time_point made = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+      seconds(socket.st_ctim.tv_sec) + std::chrono::nanoseconds(socket.st_ctim.tv_nsec)));
+  auto registered_twice = [&] {
+    std::string log = plugin.Log();
+    return log.find("Registered device plugin") != log.rfind("Registered device plugin");
+  };
+  auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (!registered_twice() && std::chrono::steady_clock::now() < deadline) {
+    plugin.WaitForLog("kubelet opened ListAndWatch");
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(registered_twice()) << plugin.Log();
+  std::optional<Clock::time_point> again =
+      testing::LastLogTime(plugin.Log(), "Registered device plugin");
+  ASSERT_TRUE(again.has_value());
+  auto latency = std::chrono::duration_cast<milliseconds>(*again - made);
+  RecordProperty("kubelet_socket_to_registered_ms", static_cast<int>(latency.count()));
+  EXPECT_LE(latency.count(), 1000) << "the plugin registered again late";
+  EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+}
+
+TEST(DevicePluginOnTheRealKubelet, AnXidTakesTheGpuOffTheNodeAndThePodStatusShowsIt) {
+  REQUIRE_NODE();
+  testing::TempDir dir("gpunode-kubelet-test");
+  std::string profile = WriteProfile(dir, "");
+  std::vector<std::string> devices;
+  {
+    Plugin plugin(profile, {});
+    ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+    CreateGpuPod("inference", 2);
+    devices = CheckpointedDevices(Get({"pod", "inference"})["metadata"]["uid"]);
+    ASSERT_EQ(devices.size(), 2u);
+  }
+  // The same node again, now with XID 79 on the first of the pod's GPUs a second after start.
+  std::vector<std::string> uuids = Uuids(profile);
+  size_t index = std::find(uuids.begin(), uuids.end(), devices[0]) - uuids.begin();
+  ASSERT_LT(index, uuids.size());
+  profile = WriteProfile(
+      dir, "timeline:\n  - {at: 1s, gpu: " + std::to_string(index) + ", event: xid, xid: 79}\n");
+  Plugin plugin(profile, {"--health-recovery-period", "0"});
+  ASSERT_TRUE(plugin.WaitForLog("XID 79")) << plugin.Log();
+  EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "7"}})) << plugin.Log();
+  EXPECT_EQ(Quantity(Node(), "capacity", "nvidia.com/gpu"), "8");
+
+  // ResourceHealthStatus: the kubelet reports the health of the pod's devices in its status.
+  auto health_of = [&](const json& pod) {
+    std::map<std::string, std::string> health;
+    for (const json& status : pod["status"].value("containerStatuses", json::array())) {
+      for (const json& resource : status.value("allocatedResourcesStatus", json::array())) {
+        if (resource["name"] != "nvidia.com/gpu") continue;
+        for (const json& device : resource.value("resources", json::array())) {
+          health[device["resourceID"]] = device.value("health", "");
+        }
+      }
+    }
+    return health;
+  };
+  json pod = AwaitState(
+      [] {
+        return Get({"pod", "inference"});
+      },
+      [&](const json& p) { return health_of(p)[devices[0]] == "Unhealthy"; }, seconds(30));
+  std::map<std::string, std::string> health = health_of(pod);
+  EXPECT_EQ(health[devices[0]], "Unhealthy") << pod["status"].dump();
+  EXPECT_EQ(health[devices[1]], "Healthy") << pod["status"].dump();
+
+  // audit names the node short of a GPU.
+  testing::ProcessResult r =
+      Gpunode({"cluster", "audit", "--kubeconfig", cluster->admin_kubeconfig(), "-o", "json"});
+  json audit = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(audit.is_discarded()) << r.out << r.err;
+  bool found = false;
+  for (const json& finding : audit["findings"]) {
+    found |= finding["id"] == "gpu-unhealthy" &&
+             finding["message"].get<std::string>().find("(capacity 8, allocatable 7)") !=
+                 std::string::npos;
+  }
+  EXPECT_TRUE(found) << r.out;
+  DeletePod("inference");
+}
+
+}  // namespace
+}  // namespace gpunode
