@@ -131,7 +131,9 @@ absl::StatusOr<PendingReport> WhyPending(const kube::ClusterSnapshot& snapshot, 
       // The cordon taint repeats spec.unschedulable, reported above.
       if (node.unschedulable && taint.key == kCordonTaint) continue;
       std::string msg = StrCat("node(s) had untolerated taint ", TaintText(taint));
-      if (fit.scheduler_reason.empty()) fit.scheduler_reason = msg;
+      // kube-scheduler (v1.36, the release tests/k8s runs) no longer names the taint in its
+      // message; the reasons per node still do.
+      if (fit.scheduler_reason.empty()) fit.scheduler_reason = "node(s) had untolerated taint(s)";
       bool passing = IsConditionTaint(taint.key);
       fit.reasons.push_back(
           {std::string(kReasonTaint),

@@ -47,11 +47,13 @@ TEST(WhyPendingTest, UntoleratedTaintInTheSchedulersWords) {
   EXPECT_EQ(r.verdict.code, "never");
   EXPECT_TRUE(r.Failed());
   EXPECT_EQ(NodeOf(r, "gpu-a").reasons[0].code, "untolerated-taint");
-  EXPECT_EQ(NodeOf(r, "gpu-a").scheduler_reason,
-            "node(s) had untolerated taint {dedicated: inference}");
+  EXPECT_EQ(NodeOf(r, "gpu-a").reasons[0].message,
+            "node(s) had untolerated taint {dedicated: inference} (effect NoSchedule; add a "
+            "toleration for key dedicated)");
+  EXPECT_EQ(NodeOf(r, "gpu-a").scheduler_reason, "node(s) had untolerated taint(s)");
   EXPECT_EQ(r.scheduler_message,
             "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) had untolerated "
-            "taint {dedicated: inference}.");
+            "taint(s).");
 }
 
 TEST(WhyPendingTest, SelectorAndAffinityMismatch) {
