@@ -118,7 +118,8 @@ json AwaitState(const std::function<json()>& read, const std::function<bool(cons
 // `gpunode device-plugin` on a simulated node, registering with the real kubelet.
 class Plugin {
  public:
-  Plugin(const std::string& sim, std::vector<std::string> flags) {
+  Plugin(const std::string& sim, std::vector<std::string> flags,
+         std::vector<std::string> env = {}) {
     std::vector<std::string> argv = {GPUNODE_BINARY,
                                      "--log-level",
                                      "info",
@@ -128,7 +129,7 @@ class Plugin {
                                      "--kubelet-dir",
                                      cluster->device_plugin_dir()};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    process_ = std::make_unique<testing::BackgroundProcess>(argv);
+    process_ = std::make_unique<testing::BackgroundProcess>(argv, env);
   }
   ~Plugin() { process_->Stop(SIGTERM); }
   std::string Log() const { return process_->Log(); }
@@ -458,6 +459,244 @@ TEST(DevicePluginOnTheRealKubelet, AnXidTakesTheGpuOffTheNodeAndThePodStatusShow
   }
   EXPECT_TRUE(found) << r.out;
   DeletePod("inference");
+}
+
+// deploy/device-plugin/overlays/per-node-config as the pod would have it: its ServiceAccount and
+// ClusterRole in the real cluster, its ConfigMap as the directory the kubelet mounts, NODE_NAME.
+TEST(DevicePluginOnTheRealKubelet, FollowsTheNodeLabelUnderItsOwnRbac) {
+  REQUIRE_NODE();
+  const std::string overlay =
+      std::string(GPUNODE_SOURCE_DIR) + "/deploy/device-plugin/overlays/per-node-config";
+  for (const char* file : {"rbac.yaml", "configs.yaml"}) {
+    testing::ProcessResult r = cluster->Kubectl({"apply", "-f", overlay + "/" + file});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  testing::TempDir configs("gpunode-kubelet-test-configs");
+  json map = Get({"configmap", "gpunode-device-plugin-configs", "-n", "kube-system"});
+  ASSERT_TRUE(map.contains("data")) << map.dump();
+  for (const auto& [key, text] : map["data"].items()) {
+    std::ofstream(configs.path() + "/" + key) << text.get<std::string>();
+  }
+  std::string kubeconfig =
+      cluster->ServiceAccountKubeconfig("kube-system", "gpunode-device-plugin");
+  ASSERT_FALSE(kubeconfig.empty());
+  const std::string node = cluster->node_name();
+  Plugin plugin("dgx-h100", {},
+                {"CONFIG_FILE=" + configs.path(), "CONFIG_DEFAULT=default", "NODE_NAME=" + node,
+                 "KUBECONFIG=" + kubeconfig});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+
+  auto label = [&](const std::string& value) {
+    std::vector<std::string> args = {"label", "node", node};
+    args.push_back(value.empty() ? "nvidia.com/device-plugin.config-"
+                                 : "nvidia.com/device-plugin.config=" + value);
+    if (!value.empty()) args.push_back("--overwrite");
+    testing::ProcessResult r = cluster->Kubectl(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  };
+  label("time-slicing-4");
+  EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "32"}})) << plugin.Log();
+
+  // A key the ConfigMap lacks: the running config stays, and the node gets a Warning event that
+  // the plugin's ServiceAccount may create.
+  label("mps4");
+  json events = AwaitState(
+      [&] {
+        return Get({"events", "-A", "--field-selector",
+                    "involvedObject.kind=Node,involvedObject.name=" + node +
+                        ",reason=DevicePluginConfigRefused"});
+      },
+      [](const json& list) { return !list.value("items", json::array()).empty(); }, seconds(20));
+  ASSERT_FALSE(events.value("items", json::array()).empty()) << plugin.Log();
+  const json& event = events["items"][0];
+  EXPECT_EQ(event["type"], "Warning");
+  EXPECT_THAT(event["message"].get<std::string>(),
+              HasSubstr("nvidia.com/device-plugin.config=mps4: no such config"));
+  EXPECT_EQ(Quantity(Node(), "allocatable", "nvidia.com/gpu"), "32");
+
+  label("");
+  EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+}
+
+// A Deployment of one pod asking for one GPU, and a PodDisruptionBudget over it.
+void CreateGuardedDeployment(const std::string& name, const json& budget) {
+  json labels = {{"app", name}};
+  json deployment = {{"apiVersion", "apps/v1"},
+                     {"kind", "Deployment"},
+                     {"metadata", {{"name", name}, {"namespace", "default"}}},
+                     {"spec",
+                      {{"replicas", 1},
+                       {"selector", {{"matchLabels", labels}}},
+                       {"template",
+                        {{"metadata", {{"labels", labels}}},
+                         {"spec",
+                          {{"terminationGracePeriodSeconds", 1},
+                           {"containers",
+                            {{{"name", "main"},
+                              {"image", testing::LocalCluster::kLocalImage},
+                              {"imagePullPolicy", "Never"},
+                              {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}}}}}};
+  json pdb = {{"apiVersion", "policy/v1"},
+              {"kind", "PodDisruptionBudget"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}},
+              {"spec", budget}};
+  pdb["spec"]["selector"] = {{"matchLabels", labels}};
+  for (const json& object : {deployment, pdb}) {
+    testing::ProcessResult r = cluster->Kubectl({"apply", "-f", "-"}, object.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  testing::ProcessResult r = cluster->Kubectl(
+      {"rollout", "status", "deployment/" + name, "-n", "default", "--timeout=60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// drain and restore under deploy/cluster/rbac.yaml's grants, with the real Eviction API and the
+// real disruption controller behind the budgets: one budget allows the eviction, one blocks it
+// (429), and restore puts the node back only with every GPU healthy.
+TEST(ClusterMaintenanceOnTheRealNode, DrainHonoursBudgetsAndRestoreUncordons) {
+  REQUIRE_NODE();
+  const std::string node = cluster->node_name();
+  Plugin plugin("dgx-h100", {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  cluster->Kubectl({"create", "namespace", "gpunode-system"});
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/cluster/rbac.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-cluster");
+  ASSERT_FALSE(kubeconfig.empty());
+  // GPU feature discovery's count label, which restore compares the healthy GPUs with.
+  r = cluster->Kubectl({"label", "node", node, "nvidia.com/gpu.count=8", "--overwrite"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  CreateGuardedDeployment("batch", {{"maxUnavailable", 1}});
+  CreateGuardedDeployment("serving", {{"minAvailable", 1}});
+  // The disruption controller has counted both budgets' pods.
+  auto counted = [](const json& list) {
+    int ready = 0;
+    for (const json& pdb : list.value("items", json::array())) {
+      ready += pdb["status"].value("currentHealthy", 0) == 1 &&
+               pdb["status"].value("observedGeneration", 0) >= 1;
+    }
+    return ready == 2;
+  };
+  json budgets = AwaitState([] { return Get({"pdb", "-n", "default"}); }, counted, seconds(30));
+  ASSERT_TRUE(counted(budgets)) << budgets.dump();
+  std::string batch_pod, serving_pod;
+  json pods = Get({"pods", "-n", "default"});
+  for (const json& pod : pods["items"]) {
+    std::string name = pod["metadata"]["name"];
+    if (name.rfind("batch-", 0) == 0) batch_pod = name;
+    if (name.rfind("serving-", 0) == 0) serving_pod = name;
+  }
+  ASSERT_FALSE(batch_pod.empty());
+  ASSERT_FALSE(serving_pod.empty());
+
+  r = Gpunode({"cluster", "drain", node, "--cordon", "--timeout", "1s", "--eviction-timeout", "3s",
+               "--eviction-retry-interval", "1s", "--poll-interval", "1s", "--kubeconfig",
+               kubeconfig});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  std::string said = r.out + r.err;
+  // The real apiserver's 429, with the budget's own words, retried until the eviction timeout.
+  EXPECT_THAT(said, HasSubstr("cannot evict default/" + serving_pod +
+                              " yet: Cannot evict pod as "
+                              "it would violate the pod's disruption budget."));
+  EXPECT_THAT(said, HasSubstr("The disruption budget serving needs 1 healthy pods and has 1 "
+                              "currently"));
+  EXPECT_THAT(said, HasSubstr("evicted: default/" + batch_pod));
+  EXPECT_THAT(said, HasSubstr("incomplete"));
+  EXPECT_TRUE(Get({"pod", batch_pod, "-n", "default"}).is_null())
+      << "the evicted pod is still there";
+  EXPECT_FALSE(Get({"pod", serving_pod, "-n", "default"}).is_null());
+  json drained = Node();
+  EXPECT_EQ(drained["spec"].value("unschedulable", false), true);
+  EXPECT_EQ(drained["metadata"]["labels"].value("nvidia.com/gpu.state", ""), "draining");
+
+  for (const char* name : {"batch", "serving"}) {
+    cluster->Kubectl({"delete", "deployment", name, "-n", "default", "--wait=true"});
+    cluster->Kubectl({"delete", "pdb", name, "-n", "default"});
+  }
+  r = Gpunode({"cluster", "restore", node, "--kubeconfig", kubeconfig});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  json restored = Node();
+  EXPECT_FALSE(restored["spec"].value("unschedulable", false)) << restored["spec"].dump();
+  EXPECT_FALSE(restored["metadata"]["labels"].contains("nvidia.com/gpu.state"));
+  cluster->Kubectl({"label", "node", node, "nvidia.com/gpu.count-"});
+}
+
+// The line of `text` that starts with `prefix`, without it; empty when there is none.
+std::string LineAfter(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  }
+  return "";
+}
+
+// why-pending's account of a pod the real scheduler cannot place, next to the scheduler's own
+// FailedScheduling event for the same pod: the same reasons in the same words, and a verdict.
+TEST(WhyPendingOnTheRealScheduler, SaysWhatTheSchedulerSays) {
+  REQUIRE_NODE();
+  const std::string node = cluster->node_name();
+  Plugin plugin("dgx-h100", {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  struct Case {
+    std::string name;
+    json limits;
+    json spec_extra;      // merged into the pod's spec
+    std::string taint;    // put on the node for this case
+    std::string verdict;  // why-pending's
+  };
+  const std::vector<Case> cases = {
+      {"too-many", {{"nvidia.com/gpu", "9"}}, json::object(), "", "never"},
+      {"mig-absent", {{"nvidia.com/mig-1g.10gb", "1"}}, json::object(), "", "never"},
+      {"selector",
+       {{"nvidia.com/gpu", "1"}},
+       {{"nodeSelector", {{"pool", "inference"}}}},
+       "",
+       "never"},
+      {"taint",
+       {{"nvidia.com/gpu", "1"}},
+       json::object(),
+       "dedicated=inference:NoSchedule",
+       "never"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    if (!c.taint.empty()) cluster->Kubectl({"taint", "node", node, c.taint});
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", c.name}, {"namespace", "default"}}},
+                {"spec",
+                 {{"containers",
+                   {{{"name", "main"},
+                     {"image", testing::LocalCluster::kLocalImage},
+                     {"imagePullPolicy", "Never"},
+                     {"resources", {{"limits", c.limits}}}}}}}}};
+    pod["spec"].update(c.spec_extra);
+    testing::ProcessResult r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json events = AwaitState(
+        [&] {
+          return Get({"events", "-n", "default", "--field-selector",
+                      "involvedObject.name=" + c.name + ",reason=FailedScheduling"});
+        },
+        [](const json& list) { return !list.value("items", json::array()).empty(); }, seconds(30));
+    ASSERT_FALSE(events.value("items", json::array()).empty()) << "the scheduler said nothing";
+    std::string scheduler = events["items"][0]["message"];
+    // The filters' tally ends at the first ". "; the scheduler appends what its PostFilter
+    // plugins found (DRA's "no new claims to deallocate", preemption), which why-pending does not
+    // judge.
+    std::string filters = scheduler.substr(0, scheduler.find(". ") + 1);
+
+    r = Gpunode({"cluster", "why-pending", c.name, "-n", "default", "--kubeconfig",
+                 cluster->admin_kubeconfig()});
+    EXPECT_EQ(LineAfter(r.out, "scheduler: "), filters)
+        << r.out << "\nkube-scheduler: " << scheduler;
+    EXPECT_THAT(LineAfter(r.out, "verdict: "), ::testing::StartsWith(c.verdict)) << r.out;
+    EXPECT_EQ(LineAfter(r.out, "last scheduling attempt: "), scheduler) << r.out;
+    cluster->Kubectl({"delete", "pod", c.name, "-n", "default", "--wait=true"});
+    if (!c.taint.empty()) cluster->Kubectl({"taint", "node", node, c.taint + "-"});
+  }
 }
 
 }  // namespace
