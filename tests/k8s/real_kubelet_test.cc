@@ -461,6 +461,15 @@ TEST(DevicePluginOnTheRealKubelet, AnXidTakesTheGpuOffTheNodeAndThePodStatusShow
   DeletePod("inference");
 }
 
+// The line of `text` that starts with `prefix`, without it; empty when there is none.
+std::string LineAfter(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  }
+  return "";
+}
+
 // deploy/device-plugin/overlays/per-node-config as the pod would have it: its ServiceAccount and
 // ClusterRole in the real cluster, its ConfigMap as the directory the kubelet mounts, NODE_NAME.
 TEST(DevicePluginOnTheRealKubelet, FollowsTheNodeLabelUnderItsOwnRbac) {
@@ -485,6 +494,23 @@ TEST(DevicePluginOnTheRealKubelet, FollowsTheNodeLabelUnderItsOwnRbac) {
                 {"CONFIG_FILE=" + configs.path(), "CONFIG_DEFAULT=default", "NODE_NAME=" + node,
                  "KUBECONFIG=" + kubeconfig});
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  // The labeller beside it, as GPU feature discovery runs: same config, same label, same grants.
+  std::string features = configs.path() + "/../gfd-features";
+  testing::BackgroundProcess labeller(
+      {GPUNODE_BINARY, "--log-level", "info", "--sim", "dgx-h100", "labels", "-o", features},
+      {"CONFIG_FILE=" + configs.path(), "CONFIG_DEFAULT=default", "NODE_NAME=" + node,
+       "KUBECONFIG=" + kubeconfig});
+  auto replicas_label = [&] {
+    std::ifstream in(features);
+    std::stringstream text;
+    text << in.rdbuf();
+    return json(LineAfter(text.str(), "nvidia.com/gpu.replicas="));
+  };
+  auto await_replicas = [&](const std::string& want) {
+    return AwaitState(
+               replicas_label, [&](const json& v) { return v == want; }, seconds(20)) == want;
+  };
+  EXPECT_TRUE(await_replicas("1")) << labeller.Log();
 
   auto label = [&](const std::string& value) {
     std::vector<std::string> args = {"label", "node", node};
@@ -496,6 +522,7 @@ TEST(DevicePluginOnTheRealKubelet, FollowsTheNodeLabelUnderItsOwnRbac) {
   };
   label("time-slicing-4");
   EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "32"}})) << plugin.Log();
+  EXPECT_TRUE(await_replicas("4")) << labeller.Log();
 
   // A key the ConfigMap lacks: the running config stays, and the node gets a Warning event that
   // the plugin's ServiceAccount may create.
@@ -514,8 +541,12 @@ TEST(DevicePluginOnTheRealKubelet, FollowsTheNodeLabelUnderItsOwnRbac) {
               HasSubstr("nvidia.com/device-plugin.config=mps4: no such config"));
   EXPECT_EQ(Quantity(Node(), "allocatable", "nvidia.com/gpu"), "32");
 
+  EXPECT_EQ(replicas_label(), "4");
+
   label("");
   EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  EXPECT_TRUE(await_replicas("1")) << labeller.Log();
+  labeller.Stop(SIGTERM);
 }
 
 // A Deployment of one pod asking for one GPU, and a PodDisruptionBudget over it.
@@ -623,15 +654,6 @@ TEST(ClusterMaintenanceOnTheRealNode, DrainHonoursBudgetsAndRestoreUncordons) {
   cluster->Kubectl({"label", "node", node, "nvidia.com/gpu.count-"});
 }
 
-// The line of `text` that starts with `prefix`, without it; empty when there is none.
-std::string LineAfter(const std::string& text, const std::string& prefix) {
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
-  }
-  return "";
-}
-
 // why-pending's account of a pod the real scheduler cannot place, next to the scheduler's own
 // FailedScheduling event for the same pod: the same reasons in the same words, and a verdict.
 TEST(WhyPendingOnTheRealScheduler, SaysWhatTheSchedulerSays) {
@@ -697,6 +719,91 @@ TEST(WhyPendingOnTheRealScheduler, SaysWhatTheSchedulerSays) {
     cluster->Kubectl({"delete", "pod", c.name, "-n", "default", "--wait=true"});
     if (!c.taint.empty()) cluster->Kubectl({"taint", "node", node, c.taint + "-"});
   }
+}
+
+// `cluster upgrade` under deploy/upgrade/rbac.yaml's grants, taking the node through the GPU
+// Operator's states on the real apiserver and holding the real Lease: it renews it, a second copy
+// finds it held, and a stopped copy releases it.
+TEST(UpgradeOnTheRealNode, OneCopyHoldsTheLeaseAndRenewsIt) {
+  REQUIRE_NODE();
+  const std::string node = cluster->node_name();
+  Plugin plugin("dgx-h100", {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  cluster->Kubectl({"create", "namespace", "gpunode-system"});
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/upgrade/rbac.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-upgrade");
+  ASSERT_FALSE(kubeconfig.empty());
+  r = cluster->Kubectl({"label", "node", node, "pool=training",
+                        "nvidia.com/cuda.driver-version.full=535.129.03", "nvidia.com/gpu.count=8",
+                        "--overwrite"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  auto upgrade = [&](const std::string& identity) {
+    return std::vector<std::string>{GPUNODE_BINARY,
+                                    "cluster",
+                                    "upgrade",
+                                    "--driver-version",
+                                    "550.90.07",
+                                    "--pools",
+                                    "training",
+                                    "--soak",
+                                    "1m",
+                                    "--poll-interval",
+                                    "1s",
+                                    "--lease-duration",
+                                    "15s",
+                                    "--lease-namespace",
+                                    "gpunode-system",
+                                    "-n",
+                                    "gpunode-system",
+                                    "--identity",
+                                    identity,
+                                    "--kubeconfig",
+                                    kubeconfig};
+  };
+  // No maintenance Job: the copy waits in maintenance for the node to report the new driver.
+  testing::BackgroundProcess first(upgrade("copy-a"));
+  auto state_is = [&](const std::string& state) {
+    return [state](const json& n) {
+      return n["metadata"]["labels"].value("nvidia.com/gpu-driver-upgrade-state", "") == state;
+    };
+  };
+  json upgrading = AwaitState(Node, state_is("node-maintenance-required"), seconds(60));
+  ASSERT_TRUE(state_is("node-maintenance-required")(upgrading))
+      << upgrading["metadata"].dump() << first.Log();
+  EXPECT_TRUE(upgrading["spec"].value("unschedulable", false));
+
+  json lease = Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
+  ASSERT_TRUE(lease.contains("spec")) << first.Log();
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "copy-a");
+  EXPECT_EQ(lease["spec"]["leaseDurationSeconds"], 15);
+  // Renewed every third of the duration, while the step waits.
+  std::string renewed = lease["spec"].value("renewTime", "");
+  json later = AwaitState(
+      [] {
+        return Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
+      },
+      [&](const json& l) { return l["spec"].value("renewTime", "") != renewed; }, seconds(15));
+  EXPECT_NE(later["spec"].value("renewTime", ""), renewed) << first.Log();
+  EXPECT_EQ(later["spec"]["holderIdentity"], "copy-a");
+
+  std::vector<std::string> second_argv = upgrade("copy-b");
+  testing::ProcessResult second = testing::RunProcess(second_argv);
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  EXPECT_THAT(second.out + second.err, HasSubstr("another gpunode cluster upgrade is running"));
+  EXPECT_THAT(second.out + second.err, HasSubstr("copy-a"));
+
+  EXPECT_EQ(first.Stop(SIGTERM), 128 + SIGTERM) << first.Log();
+  json released = Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
+  EXPECT_NE(released["spec"].value("holderIdentity", ""), "copy-a") << released.dump();
+
+  // Put the node back as it was for the other tests.
+  cluster->Kubectl({"label", "node", node, "pool-", "nvidia.com/cuda.driver-version.full-",
+                    "nvidia.com/gpu.count-", "nvidia.com/gpu-driver-upgrade-state-",
+                    "nvidia.com/gpu.state-"});
+  cluster->Kubectl({"uncordon", node});
 }
 
 }  // namespace
