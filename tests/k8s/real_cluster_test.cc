@@ -322,5 +322,70 @@ TEST(WebhookOnTheRealApiServer, MutatesRefusesAndIsIgnoredWhenDown) {
   cluster->Kubectl({"delete", "-f", "-"}, WebhookConfigurations(1).dump());
 }
 
+// The kubectl lines of README.md and docs/ that need a cluster (tests/integration's doc example
+// test lists them as run here), each run as written by bash in a directory where `deploy` is the
+// repository's, with kubectl and gpunode on PATH and KUBECONFIG naming this cluster. The objects
+// they name are made first, as a reader's cluster would have them.
+TEST(DocsOnTheRealApiServer, TheDocumentedKubectlLinesRun) {
+  REQUIRE_CLUSTER();
+  PrepareForDeploy();
+  const std::vector<std::string> lines = {
+      "kubectl label node gpu-node-3 nvidia.com/device-plugin.config=time-slicing-4 --overwrite",
+      "kubectl label node gpu-node-3 nvidia.com/mig.config=all-balanced --overwrite",
+      "kubectl get node gpu-node-3 -L nvidia.com/mig.config.state",
+      "kubectl label namespace ci gpunode.io/gpu-job-defaults=enabled",
+      "kubectl apply -k deploy/webhook",
+      "kubectl apply -f deploy/webhook/cert-manager.yaml",
+      "kubectl get nodes,pods -A -o json > snapshot.json",
+      "kubectl get nodes,pods,jobs,cronjobs,events -A -o json > snapshot.json",
+      "kubectl get nodes,pods,pdb -A -o json > snapshot.json",
+      "kubectl get nodes,pods -A -o json | gpunode cluster audit -f -",
+  };
+  // Each is still in the docs, word for word.
+  std::string docs;
+  for (const fs::path& file : {fs::path(GPUNODE_SOURCE_DIR) / "README.md"}) {
+    std::ifstream in(file);
+    docs += std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+  for (const fs::directory_entry& file :
+       fs::directory_iterator(fs::path(GPUNODE_SOURCE_DIR) / "docs")) {
+    std::ifstream in(file.path());
+    docs += std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+  Apply(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"gpu-node-3"}})");
+  Apply(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ci"}})");
+  testing::TempDir work("gpunode-doc-kubectl");
+  fs::create_directory_symlink(kDeploy, work.path() + "/deploy");
+  std::string path = fs::path(cluster->kubectl()).parent_path().string() + ":" +
+                     fs::path(GPUNODE_BINARY).parent_path().string() + ":/usr/bin:/bin";
+  for (const std::string& line : lines) {
+    SCOPED_TRACE(line);
+    EXPECT_NE(docs.find(line), std::string::npos) << "no longer in the docs";
+    testing::ProcessResult r = testing::RunProcess(
+        {"/bin/bash", "-c", "set -o pipefail; cd " + work.path() + " && " + line},
+        {"PATH=" + path, "KUBECONFIG=" + cluster->admin_kubeconfig()});
+    if (line.find("gpunode cluster audit") != std::string::npos) {
+      // audit exits 1 when it reports errors, as the other suites' objects here make it.
+      EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
+      EXPECT_THAT(r.out, HasSubstr("ALLOCATABLE")) << r.err;
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+  }
+  json snapshot = json::parse(std::ifstream(work.path() + "/snapshot.json"), nullptr, false);
+  ASSERT_FALSE(snapshot.is_discarded());
+  EXPECT_EQ(snapshot["kind"], "List");
+  // The pinned kubectl finds the plugin (kubectl-gpunode beside the binary) and runs it.
+  testing::ProcessResult plugin =
+      testing::RunProcess({"/bin/bash", "-c", "kubectl gpunode cluster audit -o json"},
+                          {"PATH=" + path, "KUBECONFIG=" + cluster->admin_kubeconfig()});
+  json audit = json::parse(plugin.out, nullptr, false);
+  ASSERT_FALSE(audit.is_discarded()) << plugin.out << plugin.err;
+  EXPECT_GE(audit["summary"]["nodes"].get<int>(), 1);
+  // The webhook's configurations point at a Service with no pods here: remove them so that they
+  // are not called for the rest of the binary.
+  cluster->Kubectl({"delete", "-k", kDeploy + "/webhook", "--wait=false"});
+}
+
 }  // namespace
 }  // namespace gpunode
