@@ -29,6 +29,11 @@ nlohmann::json SmokePodManifest(const kube::NodeView& node, int64_t gpus,
 void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, int64_t gpus,
                    VerifyStep& step);
 
+// The same when the pod's log could not be read (`why`): another image's pod is judged by its
+// end alone; gpunode's doctor pod fails, its report being the evidence.
+void JudgeSmokePodWithoutLog(std::string_view phase, const absl::Status& why, bool doctor,
+                             int64_t gpus, VerifyStep& step);
+
 // Creates the pod, waits for it to end (or the timeout, or an interruption), judges it and
 // deletes it. An error Status only for API failures; the pod is deleted then too.
 absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeView& node,

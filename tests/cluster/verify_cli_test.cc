@@ -208,6 +208,42 @@ TEST_F(VerifyCliTest, EachBrokenLinkIsItsOwnFailure) {
   EXPECT_NE(table.out.find("0 of 1 node(s) passed"), std::string::npos) << table.out;
 }
 
+// The API server reads logs from the kubelet, which it may not reach while everything else
+// works (found against the real apiserver, whose answer is a 500): the step still judges the pod.
+TEST_F(VerifyCliTest, ASmokePodWhoseLogCannotBeReadIsJudgedByItsEnd) {
+  server_->AddObject(GpuNode("gpu-a", 8, 8));
+  server_->AddObject(DevicePluginPod("gpu-a"));
+  Finishes("gpu-a", "Succeeded", SmokeDoctorReport("ok"));
+  const std::string log = "/api/v1/namespaces/ml/pods/gpunode-verify-gpu-a/log";
+
+  // Another image: its end is the verdict, and the step says the log was not read.
+  server_->FailNext("GET", log, 500, 100);
+  ProcessResult r = Live({"cluster", "verify", "gpu-a", "-o", "json", "--poll-interval", "10ms",
+                          "--image", "busybox:1.36", "--command", "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  json report = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << r.out << r.err;
+  const json* smoke = StepOf(report, "gpu-a", "smoke-pod");
+  ASSERT_NE(smoke, nullptr) << r.out;
+  EXPECT_EQ((*smoke)["result"], "pass");
+  EXPECT_NE((*smoke)["evidence"].get<std::string>().find("its log could not be read"),
+            std::string::npos)
+      << (*smoke)["evidence"];
+
+  // gpunode's doctor pod: the report is the evidence, so the step fails and says why.
+  server_->FailNext("GET", log, 500, 100);
+  r = Live({"cluster", "verify", "gpu-a", "-o", "json", "--poll-interval", "10ms"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  report = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << r.out << r.err;
+  smoke = StepOf(report, "gpu-a", "smoke-pod");
+  ASSERT_NE(smoke, nullptr) << r.out;
+  EXPECT_EQ((*smoke)["result"], "fail");
+  EXPECT_NE((*smoke)["fix"].get<std::string>().find("the API server must reach the kubelet"),
+            std::string::npos);
+  EXPECT_FALSE(server_->Pod("ml", "gpunode-verify-gpu-a").has_value());
+}
+
 TEST_F(VerifyCliTest, ASmokePodThatNeverFinishesIsDeletedAtTheTimeout) {
   server_->AddObject(GpuNode("gpu-a", 8, 8));
   server_->AddObject(DevicePluginPod("gpu-a"));
