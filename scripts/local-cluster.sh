@@ -277,10 +277,12 @@ add_node() {
   mkdir -p "$node/kubelet" "$ctd/cni" "$node/pause" /var/lib/kubelet
   echo "$name" >"$node/name"
 
-  # The sandbox image: the pause program, static, in a one-layer OCI archive.
+  # The sandbox image: the pause program, static, in a one-layer OCI archive, with a workload
+  # that runs to the end (visible-gpus) beside it.
   gcc -static -Os -s -o "$node/pause/pause" "$repo/tests/k8s/pause/pause.c"
-  python3 "$repo/tests/k8s/pause/oci_image.py" "$node/pause/pause" "$node/pause.tar" \
-    gpunode.local/pause:1
+  gcc -static -Os -s -o "$node/pause/visible-gpus" "$repo/tests/k8s/pause/visible-gpus.c"
+  python3 "$repo/tests/k8s/pause/oci_image.py" "$node/pause.tar" gpunode.local/pause:1 \
+    "$node/pause/pause" "$node/pause/visible-gpus"
 
   # A mount namespace that outlives no test: its holder is stopped by down.
   start_program node-namespace unshare --mount --propagation private -- \

@@ -806,5 +806,85 @@ TEST(UpgradeOnTheRealNode, OneCopyHoldsTheLeaseAndRenewsIt) {
   cluster->Kubectl({"uncordon", node});
 }
 
+// What GPU feature discovery and NFD would put on the node: the labeller's features, as labels.
+void LabelLikeGpuFeatureDiscovery(const std::string& sim) {
+  testing::ProcessResult features = Gpunode({"--sim", sim, "labels", "--oneshot", "-o", "-"});
+  ASSERT_EQ(features.exit_code, 0) << features.err;
+  std::vector<std::string> args = {"label", "node", cluster->node_name(), "--overwrite"};
+  std::istringstream lines(features.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) args.push_back(line);
+  }
+  testing::ProcessResult r = cluster->Kubectl(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// The device plugin runs beside the kubelet, outside a pod (its image cannot be built here): a
+// DaemonSet of the local image stands for its pods, so that verify's device-plugin step has the
+// pod to find. Every other step meets the real parts.
+void StandInDevicePluginDaemonSet() {
+  json labels = {{"app.kubernetes.io/name", "gpunode-device-plugin"}};
+  json set = {{"apiVersion", "apps/v1"},
+              {"kind", "DaemonSet"},
+              {"metadata", {{"name", "gpunode-device-plugin"}, {"namespace", "kube-system"}}},
+              {"spec",
+               {{"selector", {{"matchLabels", labels}}},
+                {"template",
+                 {{"metadata", {{"labels", labels}}},
+                  {"spec",
+                   {{"tolerations", {{{"operator", "Exists"}}}},
+                    {"containers",
+                     {{{"name", "device-plugin"},
+                       {"image", testing::LocalCluster::kLocalImage},
+                       {"imagePullPolicy", "Never"}}}}}}}}}}};
+  testing::ProcessResult r = cluster->Kubectl({"apply", "-f", "-"}, set.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cluster->Kubectl({"rollout", "status", "daemonset/gpunode-device-plugin", "-n", "kube-system",
+                        "--timeout=60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// cluster verify end to end on the real node: its smoke pod goes through the real scheduler,
+// the kubelet's admission calls Allocate, containerd runs it, and the program in it sees exactly
+// the two GPUs it was given.
+TEST(VerifyOnTheRealNode, TheSmokePodRunsWithTwoGpus) {
+  REQUIRE_NODE();
+  const std::string node = cluster->node_name();
+  Plugin plugin("dgx-h100", {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  LabelLikeGpuFeatureDiscovery("dgx-h100");
+  StandInDevicePluginDaemonSet();
+  cluster->Kubectl({"create", "namespace", "gpunode-system"});
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/cluster/rbac.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-cluster");
+  ASSERT_FALSE(kubeconfig.empty());
+
+  r = Gpunode({"cluster", "verify", node, "-n", "gpunode-system", "--image",
+               testing::LocalCluster::kLocalImage, "--command", "/visible-gpus 2", "--timeout",
+               "60s", "-o", "json", "--kubeconfig", kubeconfig});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  json report = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << r.out << r.err;
+  std::map<std::string, std::string> results;
+  std::string smoke_evidence;
+  for (const json& n : report.value("nodes", json::array())) {
+    for (const json& step : n.value("steps", json::array())) {
+      results[step["step"]] = step["result"];
+      if (step["step"] == "smoke-pod") smoke_evidence = step.dump();
+    }
+  }
+  for (const char* step : {"ready", "labels", "device-plugin", "capacity", "smoke-pod"}) {
+    EXPECT_EQ(results[step], "pass") << step << "\n" << r.out;
+  }
+  // The apiserver cannot read this node's logs (the kubelet has no address it can reach), so the
+  // pod's end is the evidence: /visible-gpus exits 0 only when it was given exactly 2 GPUs.
+  EXPECT_THAT(smoke_evidence, HasSubstr("the pod succeeded with 2 GPU(s)")) << r.out;
+  EXPECT_THAT(smoke_evidence, HasSubstr("its log could not be read")) << r.out;
+  // The smoke pod is gone afterwards.
+  EXPECT_TRUE(Get({"pod", "gpunode-verify-" + node, "-n", "gpunode-system"}).is_null());
+}
+
 }  // namespace
 }  // namespace gpunode

@@ -1,10 +1,10 @@
-"""Writes a one-layer OCI image archive of one static binary, for `ctr images import`.
+"""Writes a one-layer OCI image archive of static binaries, for `ctr images import`.
 
-    python3 oci_image.py BINARY OUT.tar NAME:TAG
+    python3 oci_image.py OUT.tar NAME:TAG ENTRYPOINT [BINARY...]
 
-The layer holds BINARY as /<its file name>, the image runs it as its entrypoint as user
-65535 (as registry.k8s.io/pause does). Times and owners are fixed, so the same binary gives the
-same image digest.
+The layer holds ENTRYPOINT and each BINARY as /<its file name>; the image runs ENTRYPOINT as
+user 65535 (as registry.k8s.io/pause does). Times and owners are fixed, so the same binaries give
+the same image digest.
 """
 import hashlib
 import io
@@ -27,14 +27,15 @@ def add_blob(archive, data):
     return "sha256:" + digest
 
 
-def main(binary, out, reference):
-    entry = os.path.basename(binary)
+def main(out, reference, binaries):
+    entry = os.path.basename(binaries[0])
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        info = tar.gettarinfo(binary, entry)
-        info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-        with open(binary, "rb") as f:
-            tar.addfile(info, f)
+        for binary in binaries:
+            info = tar.gettarinfo(binary, os.path.basename(binary))
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            with open(binary, "rb") as f:
+                tar.addfile(info, f)
     layer = layer.getvalue()
     tag = reference.rsplit(":", 1)[1]
     with tarfile.open(out + ".new", "w", format=tarfile.PAX_FORMAT) as archive:
@@ -63,6 +64,6 @@ def main(binary, out, reference):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or ":" not in sys.argv[3]:
-        sys.exit("usage: oci_image.py BINARY OUT.tar NAME:TAG")
-    main(*sys.argv[1:])
+    if len(sys.argv) < 4 or ":" not in sys.argv[2]:
+        sys.exit("usage: oci_image.py OUT.tar NAME:TAG ENTRYPOINT [BINARY...]")
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])
