@@ -721,91 +721,6 @@ TEST(WhyPendingOnTheRealScheduler, SaysWhatTheSchedulerSays) {
   }
 }
 
-// `cluster upgrade` under deploy/upgrade/rbac.yaml's grants, taking the node through the GPU
-// Operator's states on the real apiserver and holding the real Lease: it renews it, a second copy
-// finds it held, and a stopped copy releases it.
-TEST(UpgradeOnTheRealNode, OneCopyHoldsTheLeaseAndRenewsIt) {
-  REQUIRE_NODE();
-  const std::string node = cluster->node_name();
-  Plugin plugin("dgx-h100", {});
-  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
-  cluster->Kubectl({"create", "namespace", "gpunode-system"});
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/upgrade/rbac.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-upgrade");
-  ASSERT_FALSE(kubeconfig.empty());
-  r = cluster->Kubectl({"label", "node", node, "pool=training",
-                        "nvidia.com/cuda.driver-version.full=535.129.03", "nvidia.com/gpu.count=8",
-                        "--overwrite"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-
-  auto upgrade = [&](const std::string& identity) {
-    return std::vector<std::string>{GPUNODE_BINARY,
-                                    "cluster",
-                                    "upgrade",
-                                    "--driver-version",
-                                    "550.90.07",
-                                    "--pools",
-                                    "training",
-                                    "--soak",
-                                    "1m",
-                                    "--poll-interval",
-                                    "1s",
-                                    "--lease-duration",
-                                    "15s",
-                                    "--lease-namespace",
-                                    "gpunode-system",
-                                    "-n",
-                                    "gpunode-system",
-                                    "--identity",
-                                    identity,
-                                    "--kubeconfig",
-                                    kubeconfig};
-  };
-  // No maintenance Job: the copy waits in maintenance for the node to report the new driver.
-  testing::BackgroundProcess first(upgrade("copy-a"));
-  auto state_is = [&](const std::string& state) {
-    return [state](const json& n) {
-      return n["metadata"]["labels"].value("nvidia.com/gpu-driver-upgrade-state", "") == state;
-    };
-  };
-  json upgrading = AwaitState(Node, state_is("node-maintenance-required"), seconds(60));
-  ASSERT_TRUE(state_is("node-maintenance-required")(upgrading))
-      << upgrading["metadata"].dump() << first.Log();
-  EXPECT_TRUE(upgrading["spec"].value("unschedulable", false));
-
-  json lease = Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
-  ASSERT_TRUE(lease.contains("spec")) << first.Log();
-  EXPECT_EQ(lease["spec"]["holderIdentity"], "copy-a");
-  EXPECT_EQ(lease["spec"]["leaseDurationSeconds"], 15);
-  // Renewed every third of the duration, while the step waits.
-  std::string renewed = lease["spec"].value("renewTime", "");
-  json later = AwaitState(
-      [] {
-        return Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
-      },
-      [&](const json& l) { return l["spec"].value("renewTime", "") != renewed; }, seconds(15));
-  EXPECT_NE(later["spec"].value("renewTime", ""), renewed) << first.Log();
-  EXPECT_EQ(later["spec"]["holderIdentity"], "copy-a");
-
-  std::vector<std::string> second_argv = upgrade("copy-b");
-  testing::ProcessResult second = testing::RunProcess(second_argv);
-  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
-  EXPECT_THAT(second.out + second.err, HasSubstr("another gpunode cluster upgrade is running"));
-  EXPECT_THAT(second.out + second.err, HasSubstr("copy-a"));
-
-  EXPECT_EQ(first.Stop(SIGTERM), 128 + SIGTERM) << first.Log();
-  json released = Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
-  EXPECT_NE(released["spec"].value("holderIdentity", ""), "copy-a") << released.dump();
-
-  // Put the node back as it was for the other tests.
-  cluster->Kubectl({"label", "node", node, "pool-", "nvidia.com/cuda.driver-version.full-",
-                    "nvidia.com/gpu.count-", "nvidia.com/gpu-driver-upgrade-state-",
-                    "nvidia.com/gpu.state-"});
-  cluster->Kubectl({"uncordon", node});
-}
-
 // What GPU feature discovery and NFD would put on the node: the labeller's features, as labels.
 void LabelLikeGpuFeatureDiscovery(const std::string& sim) {
   testing::ProcessResult features = Gpunode({"--sim", sim, "labels", "--oneshot", "-o", "-"});
@@ -842,6 +757,105 @@ void StandInDevicePluginDaemonSet() {
   r = cluster->Kubectl({"rollout", "status", "daemonset/gpunode-device-plugin", "-n", "kube-system",
                         "--timeout=60s"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// `cluster upgrade` under deploy/upgrade/rbac.yaml's grants, taking the real node through the
+// GPU Operator's states to upgrade-done, holding the real Lease throughout: it renews it while it
+// waits, a second copy finds it held, and it is released at the end. Maintenance is "wait for the
+// node to report the driver", which the test plays as a driver installer and GFD would.
+TEST(UpgradeOnTheRealNode, RollsTheNodeThroughHoldingTheLease) {
+  REQUIRE_NODE();
+  const std::string node = cluster->node_name();
+  Plugin plugin("dgx-h100", {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  LabelLikeGpuFeatureDiscovery("dgx-h100");
+  StandInDevicePluginDaemonSet();
+  cluster->Kubectl({"create", "namespace", "gpunode-system"});
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/upgrade/rbac.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-upgrade");
+  ASSERT_FALSE(kubeconfig.empty());
+  r = cluster->Kubectl({"label", "node", node, "pool=training",
+                        "nvidia.com/cuda.driver-version.full=535.129.03", "--overwrite"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  auto upgrade = [&](const std::string& identity) {
+    return std::vector<std::string>{GPUNODE_BINARY,
+                                    "cluster",
+                                    "upgrade",
+                                    "--driver-version",
+                                    "550.90.07",
+                                    "--pools",
+                                    "training",
+                                    "--soak",
+                                    "3s",
+                                    "--soak-check-interval",
+                                    "1s",
+                                    "--poll-interval",
+                                    "1s",
+                                    "--lease-duration",
+                                    "15s",
+                                    "--lease-namespace",
+                                    "gpunode-system",
+                                    "-n",
+                                    "gpunode-system",
+                                    "--image",
+                                    testing::LocalCluster::kLocalImage,
+                                    "--command",
+                                    "/visible-gpus 2",
+                                    "--identity",
+                                    identity,
+                                    "--kubeconfig",
+                                    kubeconfig};
+  };
+  testing::BackgroundProcess first(upgrade("copy-a"));
+  auto state_is = [&](const std::string& state) {
+    return [state](const json& n) {
+      return n["metadata"]["labels"].value("nvidia.com/gpu-driver-upgrade-state", "") == state;
+    };
+  };
+  json upgrading = AwaitState(Node, state_is("node-maintenance-required"), seconds(60));
+  ASSERT_TRUE(state_is("node-maintenance-required")(upgrading))
+      << upgrading["metadata"].dump() << first.Log();
+  EXPECT_TRUE(upgrading["spec"].value("unschedulable", false));
+
+  json lease = Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
+  ASSERT_TRUE(lease.contains("spec")) << first.Log();
+  EXPECT_EQ(lease["spec"]["holderIdentity"], "copy-a");
+  EXPECT_EQ(lease["spec"]["leaseDurationSeconds"], 15);
+  // Renewed every third of the duration, while the step waits.
+  std::string renewed = lease["spec"].value("renewTime", "");
+  json later = AwaitState(
+      [] {
+        return Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
+      },
+      [&](const json& l) { return l["spec"].value("renewTime", "") != renewed; }, seconds(15));
+  EXPECT_NE(later["spec"].value("renewTime", ""), renewed) << first.Log();
+  EXPECT_EQ(later["spec"]["holderIdentity"], "copy-a");
+
+  testing::ProcessResult second = testing::RunProcess(upgrade("copy-b"));
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  EXPECT_THAT(second.out + second.err, HasSubstr("another gpunode cluster upgrade is running"));
+  EXPECT_THAT(second.out + second.err, HasSubstr("copy-a"));
+
+  // The new driver is in: the node reports it, and the rollout goes on to its end.
+  r = cluster->Kubectl(
+      {"label", "node", node, "nvidia.com/cuda.driver-version.full=550.90.07", "--overwrite"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::optional<int> exit_code = first.Wait(milliseconds(120000));
+  ASSERT_TRUE(exit_code.has_value()) << first.Log();
+  EXPECT_EQ(*exit_code, 0) << first.Stdout() << first.Log();
+  json done = Node();
+  EXPECT_EQ(done["metadata"]["labels"].value("nvidia.com/gpu-driver-upgrade-state", ""),
+            "upgrade-done")
+      << first.Log();
+  EXPECT_FALSE(done["spec"].value("unschedulable", false));
+  EXPECT_FALSE(done["metadata"]["labels"].contains("nvidia.com/gpu.state"));
+  json released = Get({"lease", "gpunode-upgrade", "-n", "gpunode-system"});
+  EXPECT_NE(released["spec"].value("holderIdentity", ""), "copy-a") << released.dump();
+
+  cluster->Kubectl({"label", "node", node, "pool-", "nvidia.com/gpu-driver-upgrade-state-"});
 }
 
 // cluster verify end to end on the real node: its smoke pod goes through the real scheduler,
