@@ -734,29 +734,37 @@ void LabelLikeGpuFeatureDiscovery(const std::string& sim) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
-// The device plugin runs beside the kubelet, outside a pod (its image cannot be built here): a
-// DaemonSet of the local image stands for its pods, so that verify's device-plugin step has the
-// pod to find. Every other step meets the real parts.
-void StandInDevicePluginDaemonSet() {
-  json labels = {{"app.kubernetes.io/name", "gpunode-device-plugin"}};
-  json set = {{"apiVersion", "apps/v1"},
-              {"kind", "DaemonSet"},
-              {"metadata", {{"name", "gpunode-device-plugin"}, {"namespace", "kube-system"}}},
-              {"spec",
-               {{"selector", {{"matchLabels", labels}}},
-                {"template",
-                 {{"metadata", {{"labels", labels}}},
-                  {"spec",
-                   {{"tolerations", {{{"operator", "Exists"}}}},
-                    {"containers",
-                     {{{"name", "device-plugin"},
-                       {"image", testing::LocalCluster::kLocalImage},
-                       {"imagePullPolicy", "Never"}}}}}}}}}}};
-  testing::ProcessResult r = cluster->Kubectl({"apply", "-f", "-"}, set.dump());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+// The device plugin runs beside the kubelet, outside a pod (its image cannot be built here): the
+// DaemonSet of deploy/device-plugin/base, with the local image in place of gpunode's, stands for
+// its pods. Its node affinity, tolerations and labels are deploy/'s, so verify's device-plugin
+// step and the MIG manager's pause meet the DaemonSet an operator applies.
+std::string StandInDevicePluginDaemonSet() {
+  testing::ProcessResult r = cluster->Kubectl(
+      {"create", "--dry-run=client", "-o", "json", "-f",
+       std::string(GPUNODE_SOURCE_DIR) + "/deploy/device-plugin/base/daemonset.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  json set = json::parse(r.out, nullptr, false);
+  if (set.is_discarded()) return "";
+  json& container = set["spec"]["template"]["spec"]["containers"][0];
+  container["image"] = testing::LocalCluster::kLocalImage;
+  container["imagePullPolicy"] = "Never";
+  r = cluster->Kubectl({"apply", "-f", "-"}, set.dump());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   r = cluster->Kubectl({"rollout", "status", "daemonset/gpunode-device-plugin", "-n", "kube-system",
                         "--timeout=60s"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return set["metadata"]["name"];
+}
+
+// The name of the stand-in plugin pod on the node, or "" when there is none.
+std::string DevicePluginPodName() {
+  json pods =
+      Get({"pods", "-n", "kube-system", "-l", "app.kubernetes.io/name=gpunode-device-plugin"});
+  for (const json& pod : pods.value("items", json::array())) {
+    if (pod["metadata"].contains("deletionTimestamp")) continue;
+    return pod["metadata"]["name"];
+  }
+  return "";
 }
 
 // `cluster upgrade` under deploy/upgrade/rbac.yaml's grants, taking the real node through the
@@ -769,7 +777,7 @@ TEST(UpgradeOnTheRealNode, RollsTheNodeThroughHoldingTheLease) {
   Plugin plugin("dgx-h100", {});
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
   LabelLikeGpuFeatureDiscovery("dgx-h100");
-  StandInDevicePluginDaemonSet();
+  ASSERT_FALSE(StandInDevicePluginDaemonSet().empty());
   cluster->Kubectl({"create", "namespace", "gpunode-system"});
   testing::ProcessResult r = cluster->Kubectl(
       {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/upgrade/rbac.yaml"});
@@ -898,6 +906,75 @@ TEST(VerifyOnTheRealNode, TheSmokePodRunsWithTwoGpus) {
   EXPECT_THAT(smoke_evidence, HasSubstr("its log could not be read")) << r.out;
   // The smoke pod is gone afterwards.
   EXPECT_TRUE(Get({"pod", "gpunode-verify-" + node, "-n", "gpunode-system"}).is_null());
+}
+
+// The MIG manager under deploy/mig-manager/rbac.yaml's grants, following the real Node's
+// nvidia.com/mig.config: it pauses the device plugin through its deploy label, the DaemonSet
+// controller really stops the plugin's pod, the layout is applied to the simulated GPUs, and the
+// plugin's pod comes back when the label is resumed.
+TEST(MigManagerOnTheRealNode, PausesThePluginThroughTheDaemonSetController) {
+  REQUIRE_NODE();
+  const std::string node = cluster->node_name();
+  LabelLikeGpuFeatureDiscovery("dgx-h100");
+  StandInDevicePluginDaemonSet();
+  std::string before = DevicePluginPodName();
+  ASSERT_FALSE(before.empty());
+  cluster->Kubectl({"create", "namespace", "gpunode-system"});
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/mig-manager/rbac.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string kubeconfig =
+      cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-mig-manager");
+  ASSERT_FALSE(kubeconfig.empty());
+
+  testing::TempDir dir("gpunode-kubelet-test-mig");
+  std::string config = dir.path() + "/config.yaml";
+  std::ofstream(config) << "version: v1\nmig-configs:\n  gpu2-small:\n    - devices: [2]\n"
+                           "      mig-enabled: true\n      mig-devices: {\"1g.10gb\": 7}\n";
+  std::string state = "GPUNODE_SIM_STATE=" + dir.path() + "/node.mig";
+  testing::BackgroundProcess manager(
+      {GPUNODE_BINARY, "--log-level", "info", "--sim", "a100-mig", "mig", "manager", "-f", config,
+       "--node", node, "--client-timeout", "60s"},
+      {state, "KUBECONFIG=" + kubeconfig});
+  r = cluster->Kubectl({"label", "node", node, "nvidia.com/mig.config=gpu2-small", "--overwrite"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // While the layout changes the plugin's label is paused and its pod is gone.
+  json paused = AwaitState(
+      Node,
+      [](const json& n) {
+        return n["metadata"]["labels"].value("nvidia.com/gpu.deploy.device-plugin", "") ==
+               "paused-for-mig-change";
+      },
+      seconds(30));
+  EXPECT_EQ(paused["metadata"]["labels"].value("nvidia.com/gpu.deploy.device-plugin", ""),
+            "paused-for-mig-change")
+      << manager.Log();
+  auto state_of = [](const json& n) {
+    return n["metadata"]["labels"].value("nvidia.com/mig.config.state", "");
+  };
+  json done = AwaitState(
+      Node, [&](const json& n) { return state_of(n) == "success" || state_of(n) == "failed"; },
+      seconds(90));
+  EXPECT_EQ(state_of(done), "success") << manager.Log();
+  EXPECT_TRUE(Get({"pod", before, "-n", "kube-system"}).is_null())
+      << "the plugin's pod was not stopped";
+  EXPECT_EQ(done["metadata"]["labels"].value("nvidia.com/gpu.deploy.device-plugin", ""), "true");
+  // The DaemonSet controller brings the plugin back.
+  json back =
+      AwaitState([] { return json(DevicePluginPodName()); },
+                 [&](const json& name) { return !name.get<std::string>().empty(); }, seconds(30));
+  EXPECT_NE(back.get<std::string>(), before);
+  EXPECT_NE(back.get<std::string>(), "");
+
+  testing::ProcessResult inventory = testing::RunProcess(
+      {GPUNODE_BINARY, "--sim", "a100-mig", "inventory", "-o", "json"}, {state});
+  json gpus = json::parse(inventory.out, nullptr, false)["gpus"];
+  ASSERT_TRUE(gpus.is_array()) << inventory.out << inventory.err;
+  EXPECT_EQ(gpus[2]["mig_devices"].size(), 7u);
+  manager.Stop(SIGTERM);
+  cluster->Kubectl(
+      {"label", "node", node, "nvidia.com/mig.config-", "nvidia.com/mig.config.state-"});
 }
 
 }  // namespace
