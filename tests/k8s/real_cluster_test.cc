@@ -322,6 +322,85 @@ TEST(WebhookOnTheRealApiServer, MutatesRefusesAndIsIgnoredWhenDown) {
   cluster->Kubectl({"delete", "-f", "-"}, WebhookConfigurations(1).dump());
 }
 
+// The Job defaults: with --default-active-deadline and --default-ttl the webhook reads the Job's
+// namespace from the real apiserver under deploy/webhook/rbac.yaml's grants, and gives GPU Jobs
+// and their pods in namespaces that opted in (gpunode.io/gpu-job-defaults=enabled) a TTL and a
+// deadline.
+TEST(WebhookOnTheRealApiServer, GivesGpuJobsDefaultsWhereTheNamespaceOptedIn) {
+  REQUIRE_CLUSTER();
+  PrepareForDeploy();
+  testing::ProcessResult r = cluster->Kubectl({"apply", "-f", kDeploy + "/webhook/rbac.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-webhook");
+  ASSERT_FALSE(kubeconfig.empty());
+  testing::BackgroundProcess webhook(
+      {GPUNODE_BINARY, "webhook", "--tls-cert", cluster->dir() + "/pki/apiserver.crt", "--tls-key",
+       cluster->dir() + "/pki/apiserver.key", "--listen", "127.0.0.1:0",
+       "--default-active-deadline", "2h", "--default-ttl", "1h", "--kubeconfig", kubeconfig},
+      testing::BackgroundProcess::Options{.stdout_pipe = true});
+  std::string line;
+  ASSERT_TRUE(webhook.ReadLine(line)) << webhook.Log();
+  const std::string prefix = "gpunode webhook listening on port ";
+  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+  Apply(WebhookConfigurations(std::stoi(line.substr(prefix.size()))).dump());
+  Apply(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ci-opted-in",)"
+        R"("labels":{"gpunode.io/gpu-job-defaults":"enabled"}}})");
+  Apply(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ci-not-opted-in"}})");
+
+  auto job = [](const std::string& ns, const std::string& name) {
+    return json({{"apiVersion", "batch/v1"},
+                 {"kind", "Job"},
+                 {"metadata", {{"name", name}, {"namespace", ns}}},
+                 {"spec",
+                  {{"template",
+                    {{"spec",
+                      {{"restartPolicy", "Never"},
+                       {"containers",
+                        {{{"name", "test"},
+                          {"image", "registry.example/cuda-test:1"},
+                          {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}}}}}})
+        .dump();
+  };
+  auto spec_of = [](const std::string& ns, const std::string& name) {
+    testing::ProcessResult got = cluster->Kubectl({"get", "job", "-n", ns, name, "-o", "json"});
+    return got.exit_code == 0 ? json::parse(got.out)["spec"] : json::object();
+  };
+  // As in the test above: retried until the apiserver's informer has the configuration.
+  json defaulted;
+  std::string warned;
+  for (int attempt = 0; attempt < 50 && !defaulted.contains("ttlSecondsAfterFinished"); ++attempt) {
+    std::string name = "gpu-test-" + std::to_string(attempt);
+    r = cluster->Kubectl({"create", "-f", "-"}, job("ci-opted-in", name));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    warned = r.err;
+    defaulted = spec_of("ci-opted-in", name);
+  }
+  EXPECT_EQ(defaulted.value("ttlSecondsAfterFinished", 0), 3600) << webhook.Log();
+  // kubectl shows the webhook's warning, as docs/CLUSTER.md has it.
+  EXPECT_THAT(warned, HasSubstr("Warning: gpunode: set spec.ttlSecondsAfterFinished=3600 (1h), "
+                                "the default of namespace ci-opted-in "
+                                "(gpunode.io/gpu-job-defaults=enabled)"));
+  // A bare GPU pod there gets the deadline.
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "notebook"}, {"namespace", "ci-opted-in"}}},
+              {"spec",
+               {{"containers",
+                 {{{"name", "main"},
+                   {"image", "registry.example/cuda-test:1"},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cluster->Kubectl({"get", "pod", "-n", "ci-opted-in", "notebook", "-o",
+                        "jsonpath={.spec.activeDeadlineSeconds}"});
+  EXPECT_EQ(r.out, "7200") << webhook.Log();
+
+  r = cluster->Kubectl({"create", "-f", "-"}, job("ci-not-opted-in", "gpu-test"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(spec_of("ci-not-opted-in", "gpu-test").contains("ttlSecondsAfterFinished"));
+  cluster->Kubectl({"delete", "-f", "-"}, WebhookConfigurations(1).dump());
+}
+
 // The kubectl lines of README.md and docs/ that need a cluster (tests/integration's doc example
 // test lists them as run here), each run as written by bash in a directory where `deploy` is the
 // repository's, with kubectl and gpunode on PATH and KUBECONFIG naming this cluster. The objects
