@@ -115,6 +115,16 @@ json AwaitState(const std::function<json()>& read, const std::function<bool(cons
          << "the Node's allocatable is " << node["status"]["allocatable"].dump();
 }
 
+// deploy/ROLE/rbac.yaml applied, and a kubeconfig with the token of its ServiceAccount in
+// gpunode-system: the role's grants, and no more.
+std::string KubeconfigWithTheGrantsOf(const std::string& role, const std::string& account) {
+  cluster->Kubectl({"create", "namespace", "gpunode-system"});
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/" + role + "/rbac.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? cluster->ServiceAccountKubeconfig("gpunode-system", account) : "";
+}
+
 // `gpunode device-plugin` on a simulated node, registering with the real kubelet.
 class Plugin {
  public:
@@ -164,18 +174,26 @@ std::vector<std::string> Uuids(const std::string& sim) {
   return uuids;
 }
 
+// The spec of a pod that runs the local image with these resource limits.
+json LocalPodSpec(const json& limits) {
+  return {{"terminationGracePeriodSeconds", 1},
+          {"containers",
+           {{{"name", "main"},
+             {"image", testing::LocalCluster::kLocalImage},
+             {"imagePullPolicy", "Never"},
+             {"resources", {{"limits", limits}}}}}}};
+}
+
+json LocalPod(const std::string& name, const json& limits) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec", LocalPodSpec(limits)}};
+}
+
 // A pod that asks for `gpus` whole GPUs and runs the local image.
 void CreateGpuPod(const std::string& name, int gpus) {
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", "default"}}},
-              {"spec",
-               {{"terminationGracePeriodSeconds", 1},
-                {"containers",
-                 {{{"name", "main"},
-                   {"image", testing::LocalCluster::kLocalImage},
-                   {"imagePullPolicy", "Never"},
-                   {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
+  json pod = LocalPod(name, {{"nvidia.com/gpu", std::to_string(gpus)}});
   testing::ProcessResult r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = cluster->Kubectl({"wait", "--for=condition=Ready", "pod/" + name, "--timeout=60s"});
@@ -560,13 +578,7 @@ void CreateGuardedDeployment(const std::string& name, const json& budget) {
                        {"selector", {{"matchLabels", labels}}},
                        {"template",
                         {{"metadata", {{"labels", labels}}},
-                         {"spec",
-                          {{"terminationGracePeriodSeconds", 1},
-                           {"containers",
-                            {{{"name", "main"},
-                              {"image", testing::LocalCluster::kLocalImage},
-                              {"imagePullPolicy", "Never"},
-                              {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}}}}}};
+                         {"spec", LocalPodSpec({{"nvidia.com/gpu", "1"}})}}}}}};
   json pdb = {{"apiVersion", "policy/v1"},
               {"kind", "PodDisruptionBudget"},
               {"metadata", {{"name", name}, {"namespace", "default"}}},
@@ -589,12 +601,9 @@ TEST(ClusterMaintenanceOnTheRealNode, DrainHonoursBudgetsAndRestoreUncordons) {
   const std::string node = cluster->node_name();
   Plugin plugin("dgx-h100", {});
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
-  cluster->Kubectl({"create", "namespace", "gpunode-system"});
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/cluster/rbac.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-cluster");
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("cluster", "gpunode-cluster");
   ASSERT_FALSE(kubeconfig.empty());
+  testing::ProcessResult r;
   // GPU feature discovery's count label, which restore compares the healthy GPUs with.
   r = cluster->Kubectl({"label", "node", node, "nvidia.com/gpu.count=8", "--overwrite"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -685,15 +694,7 @@ TEST(WhyPendingOnTheRealScheduler, SaysWhatTheSchedulerSays) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     if (!c.taint.empty()) cluster->Kubectl({"taint", "node", node, c.taint});
-    json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", c.name}, {"namespace", "default"}}},
-                {"spec",
-                 {{"containers",
-                   {{{"name", "main"},
-                     {"image", testing::LocalCluster::kLocalImage},
-                     {"imagePullPolicy", "Never"},
-                     {"resources", {{"limits", c.limits}}}}}}}}};
+    json pod = LocalPod(c.name, c.limits);
     pod["spec"].update(c.spec_extra);
     testing::ProcessResult r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -778,12 +779,9 @@ TEST(UpgradeOnTheRealNode, RollsTheNodeThroughHoldingTheLease) {
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
   LabelLikeGpuFeatureDiscovery("dgx-h100");
   ASSERT_FALSE(StandInDevicePluginDaemonSet().empty());
-  cluster->Kubectl({"create", "namespace", "gpunode-system"});
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/upgrade/rbac.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-upgrade");
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("upgrade", "gpunode-upgrade");
   ASSERT_FALSE(kubeconfig.empty());
+  testing::ProcessResult r;
   r = cluster->Kubectl({"label", "node", node, "pool=training",
                         "nvidia.com/cuda.driver-version.full=535.129.03", "--overwrite"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -876,12 +874,9 @@ TEST(VerifyOnTheRealNode, TheSmokePodRunsWithTwoGpus) {
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
   LabelLikeGpuFeatureDiscovery("dgx-h100");
   StandInDevicePluginDaemonSet();
-  cluster->Kubectl({"create", "namespace", "gpunode-system"});
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/cluster/rbac.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-cluster");
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("cluster", "gpunode-cluster");
   ASSERT_FALSE(kubeconfig.empty());
+  testing::ProcessResult r;
 
   r = Gpunode({"cluster", "verify", node, "-n", "gpunode-system", "--image",
                testing::LocalCluster::kLocalImage, "--command", "/visible-gpus 2", "--timeout",
@@ -919,13 +914,9 @@ TEST(MigManagerOnTheRealNode, PausesThePluginThroughTheDaemonSetController) {
   StandInDevicePluginDaemonSet();
   std::string before = DevicePluginPodName();
   ASSERT_FALSE(before.empty());
-  cluster->Kubectl({"create", "namespace", "gpunode-system"});
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/mig-manager/rbac.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string kubeconfig =
-      cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-mig-manager");
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("mig-manager", "gpunode-mig-manager");
   ASSERT_FALSE(kubeconfig.empty());
+  testing::ProcessResult r;
 
   testing::TempDir dir("gpunode-kubelet-test-mig");
   std::string config = dir.path() + "/config.yaml";
