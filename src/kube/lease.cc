@@ -102,6 +102,7 @@ absl::StatusOr<std::optional<LeaseHolder>> LeaseLock::TryAcquire(absl::Time now)
       if (response.status / 100 != 2) return StatusFromResponse(request, response);
       json created = json::parse(response.body, nullptr, false);
       held_ = created.is_object() ? created : lease;
+      renewed_ = now;
       return std::nullopt;
     }
     LeaseHolder holder = HolderOf(*current);
@@ -118,7 +119,10 @@ absl::StatusOr<std::optional<LeaseHolder>> LeaseLock::TryAcquire(absl::Time now)
     lease["spec"]["leaseDurationSeconds"] = seconds;
     lease["spec"]["renewTime"] = MicroTime(now);
     ASSIGN_OR_RETURN(bool written, Write(lease));
-    if (written) return std::nullopt;
+    if (written) {
+      renewed_ = now;
+      return std::nullopt;
+    }
   }
   ASSIGN_OR_RETURN(std::optional<json> current, Read());
   if (!current) return absl::UnavailableError(StrCat("lease ", settings_.name, " keeps changing"));
@@ -130,17 +134,31 @@ absl::Status LeaseLock::Renew(absl::Time now) {
     return absl::FailedPreconditionError(
         StrCat("lease ", settings_.ns, "/", settings_.name, " is not held"));
   }
+  if (now - renewed_ >= settings_.duration) {
+    held_ = nullptr;
+    return absl::FailedPreconditionError(
+        StrCat("lease ", settings_.ns, "/", settings_.name, " lapsed: last renewed ",
+               absl::FormatDuration(absl::Trunc(now - renewed_, absl::Seconds(1))),
+               " ago, past its duration of ", absl::FormatDuration(settings_.duration),
+               ", so another copy may have taken it; stopping"));
+  }
   json lease = held_;
   lease["spec"]["renewTime"] = MicroTime(now);
   ASSIGN_OR_RETURN(bool written, Write(lease));
-  if (written) return absl::OkStatus();
+  if (written) {
+    renewed_ = now;
+    return absl::OkStatus();
+  }
   // Someone wrote the lease since our last renewal: it is ours only if it still names us.
   ASSIGN_OR_RETURN(std::optional<json> current, Read());
   if (current && HolderOf(*current).identity == settings_.identity) {
     json retry = *current;
     retry["spec"]["renewTime"] = MicroTime(now);
     ASSIGN_OR_RETURN(written, Write(retry));
-    if (written) return absl::OkStatus();
+    if (written) {
+      renewed_ = now;
+      return absl::OkStatus();
+    }
   }
   held_ = nullptr;
   std::string holder = current ? HolderOf(*current).identity : std::string("nobody (deleted)");

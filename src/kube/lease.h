@@ -38,8 +38,9 @@ class LeaseLock {
   // Takes the lease when it is absent, free, expired or already ours; returns the holder when
   // someone else holds it (nothing changed). An error Status is an API failure.
   absl::StatusOr<std::optional<LeaseHolder>> TryAcquire(absl::Time now);
-  // Renews a lease TryAcquire took. FailedPrecondition when it was taken over meanwhile: the
-  // caller must stop acting.
+  // Renews a lease TryAcquire took. FailedPrecondition when it was taken over meanwhile, or when
+  // it lapsed: `now` is a whole duration or more after the last renewal, so another copy may have
+  // found it free and acted (client-go's renew deadline). Either way the caller must stop acting.
   absl::Status Renew(absl::Time now);
   // Gives the lease up (empty holder), so the next copy need not wait out the duration.
   absl::Status Release(absl::Time now);
@@ -55,6 +56,7 @@ class LeaseLock {
   Client& client_;
   LeaseSettings settings_;
   nlohmann::json held_;  // the lease as last written by us; null when not held
+  absl::Time renewed_ = absl::InfinitePast();  // when we last wrote it
 };
 
 }  // namespace gpunode::kube

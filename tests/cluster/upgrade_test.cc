@@ -528,6 +528,25 @@ TEST_F(UpgradeTest, ASecondCopyFindsTheLeaseHeld) {
       << "the first holder learns it lost the lease";
 }
 
+// A renewal a whole duration or more after the last one is refused even though nobody took the
+// lease: another copy may have found it free in between and acted.
+TEST_F(UpgradeTest, ALeaseThatLapsedIsNotRenewed) {
+  kube::LeaseLock lock(*client_, {.ns = kNamespace,
+                                  .name = "gpunode-upgrade",
+                                  .identity = "upgrader-a",
+                                  .duration = absl::Seconds(60)});
+  absl::Time start = Now();
+  ASSERT_TRUE(lock.TryAcquire(start).ok());
+  EXPECT_TRUE(lock.Renew(start + absl::Seconds(59)).ok());
+  absl::Status lapsed = lock.Renew(start + absl::Seconds(59 + 60));
+  EXPECT_EQ(lapsed.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(lapsed.message(),
+            "lease gpu-ops/gpunode-upgrade lapsed: last renewed 1m ago, past its duration "
+            "of 1m, so another copy may have taken it; stopping");
+  EXPECT_EQ(lock.Renew(start + absl::Seconds(120)).code(), absl::StatusCode::kFailedPrecondition)
+      << "a lapsed lease is no longer held";
+}
+
 // While a smoke pod runs (minutes), the lease is renewed from inside the wait; when another copy
 // has taken it meanwhile, this one stops at once, deleting its smoke pod, and changes nothing
 // more.
