@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds one flavour of the tree. Usage: scripts/build.sh [release|asan|tsan|fuzz|dist]
-# release -> build/ (the binary is build/gpunode), asan -> build-asan/, tsan -> build-tsan/ (only
+# Configures and builds one flavour of the tree. Usage: scripts/build.sh [release|binary|asan|tsan|fuzz|dist]
+# release -> build/ (the binary is build/gpunode), binary -> build/ with only the binary, its HTTP
+# module and the simulator (no tests, benchmarks or fuzzers: scripts/demo.sh), asan -> build-asan/, tsan -> build-tsan/ (only
 # the binary and the test suites labelled "threads", which own threads), fuzz -> build-fuzz/,
 # dist -> build-dist/ (the binary as shipped: build-dist/gpunode, and next to it the HTTP module
 # and the simulator).
@@ -16,7 +17,9 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 
 case $flavour in
-  release) dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  # release and binary share build/ and its objects; each sets the options the other changes.
+  release) dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_TESTS=ON -DGPUNODE_BENCH=ON) ;;
+  binary) dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF) ;;
   asan) dir=build-asan; args=(-DCMAKE_BUILD_TYPE=Debug -DGPUNODE_SANITIZE=ON -DGPUNODE_BENCH=OFF) ;;
   # Optimised: ThreadSanitizer slows code 5-15 times, and the suites wait on real time.
   tsan) dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_TSAN=ON -DGPUNODE_BENCH=OFF) ;;
@@ -31,7 +34,7 @@ case $flavour in
     args=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG"
           -DGPUNODE_STATIC_DIST=ON -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF)
     ;;
-  *) echo "build.sh: unknown flavour '$flavour'; use release, asan, tsan, fuzz or dist" >&2; exit 2 ;;
+  *) echo "build.sh: unknown flavour '$flavour'; use release, binary, asan, tsan, fuzz or dist" >&2; exit 2 ;;
 esac
 
 cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
@@ -44,7 +47,7 @@ elif [[ $flavour == tsan ]]; then
   # tests/*/CMakeLists.txt; keep this list and those labels together.
   ninja -C "$dir" -j "$jobs" gpunode plugin_integration_test plugin_daemon_test plugin_config_label_test h2grpc_test \
     exporter_test sampler_test gpunode_sim_tests mig_manager_test
-elif [[ $flavour == dist ]]; then
+elif [[ $flavour == dist || $flavour == binary ]]; then
   # The binary (which depends on the HTTP module and the simulator it loads); tests run on the
   # release build.
   ninja -C "$dir" -j "$jobs" gpunode

@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian 12's archive.
+# Usage: scripts/install-deps.sh [--build-only]
+# --build-only: only what builds the binary, the simulator and the HTTP module (scripts/demo.sh):
+# no test peers, no sanitizer runtimes, no clang, no Go, no NVIDIA driver packages.
 # Idempotent: packages already present are left alone, so a second run is quick.
 set -euo pipefail
 
+build_only=false
+case ${1:-} in
+  '') ;;
+  --build-only) build_only=true ;;
+  *) echo "install-deps.sh: unknown argument '$1'; use --build-only or nothing" >&2; exit 2 ;;
+esac
+
 packages=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev lld
+  build-essential cmake ninja-build ccache pkg-config git
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libnghttp2-dev
   libyaml-cpp-dev nlohmann-json3-dev libtomlplusplus-dev libspdlog-dev libfmt-dev libcli11-dev
   libcpp-httplib-dev libsimdjson-dev libcurl4-openssl-dev libssl-dev libmbedtls-dev libpugixml-dev
+)
+test_packages=(
+  # the fuzz build, the sanitizer runtimes, the dist build's linker, the style check
+  clang clang-format libclang-rt-14-dev lld
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev containerd prometheus jq
   # the pods' network on the real kubelet's node (scripts/local-cluster.sh node: ptp, host-local)
@@ -21,7 +35,7 @@ packages=(
 )
 # Debian's kubectl: the kubectl plugin test runs `kubectl plugin list` and `kubectl gpunode`. Where
 # another package already provides kubectl (both own /usr/bin/kubectl), that one is used.
-command -v kubectl >/dev/null || packages+=(kubernetes-client)
+command -v kubectl >/dev/null || test_packages+=(kubernetes-client)
 
 # NVIDIA's driver user space as Debian packages it (component non-free, driver 535), for the CDI
 # tests (tests/cdi), which lay the packages out in a temporary driver root, and NVIDIA's nvml.h
@@ -34,6 +48,11 @@ nvidia_debs=(
   nvidia-persistenced firmware-nvidia-gsp libnvidia-ml-dev
 )
 nvidia_deb_cache=/var/cache/gpunode/nvidia-debs
+if $build_only; then
+  nvidia_debs=()
+else
+  packages+=("${test_packages[@]}")
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -44,7 +63,11 @@ for p in "${nvidia_debs[@]}"; do
   compgen -G "$nvidia_deb_cache/${p}_*.deb" >/dev/null || missing_debs+=("$p")
 done
 if ((${#missing[@]} == 0 && ${#missing_debs[@]} == 0)); then
-  echo "install-deps: all ${#packages[@]} packages present, NVIDIA driver packages in $nvidia_deb_cache"
+  if $build_only; then
+    echo "install-deps: all ${#packages[@]} build packages present"
+  else
+    echo "install-deps: all ${#packages[@]} packages present, NVIDIA driver packages in $nvidia_deb_cache"
+  fi
   exit 0
 fi
 
