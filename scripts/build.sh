@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of the tree. Usage: scripts/build.sh [release|binary|asan|tsan|fuzz|dist]
 # release -> build/ (the binary is build/gpunode), binary -> build/ with only the binary, its HTTP
-# module and the simulator (no tests, benchmarks or fuzzers: scripts/demo.sh), asan -> build-asan/, tsan -> build-tsan/ (only
-# the binary and the test suites labelled "threads", which own threads), fuzz -> build-fuzz/,
-# dist -> build-dist/ (the binary as shipped: build-dist/gpunode, and next to it the HTTP module
-# and the simulator).
+# module and the simulator (no tests, benchmarks or fuzzers: scripts/demo.sh), asan ->
+# build-asan/, tsan -> build-tsan/ (only the binary and the test suites labelled "threads", which
+# own threads), fuzz -> build-fuzz/, dist -> build-dist/ (the binary as shipped:
+# build-dist/gpunode, and next to it the HTTP module and the simulator).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
