@@ -19,7 +19,7 @@ struct UnhealthyDevice {
   std::string uuid;                         // the GPU's
   std::optional<unsigned> gpu_instance_id;  // set for a MIG device
   std::optional<unsigned> compute_instance_id;
-  std::string reason;               // e.g. "XID 48 (double-bit ECC error)"
+  std::string reason;               // e.g. "XID 48 (Double Bit ECC Error)"
   std::vector<std::string> faults;  // memory, gpu-lost, nvlink, other
   // Set when it stays Unhealthy until the plugin restarts: why (flapping, a remapper failure).
   std::string held;

@@ -296,12 +296,12 @@ TEST_F(Doctor, PluginHealthStateFromTheDevicePlugin) {
   fs::remove(PluginDir() / "gpunode-health.json");
   EXPECT_EQ(Find(Run({}), "plugin.health")["status"], "skip");  // no file: another plugin
   Write(PluginDir() / "gpunode-health.json", R"json({"unhealthy": [{"index": 2, "uuid": "GPU-2",
-      "reason": "XID 48 (double-bit ECC error)", "faults": ["memory"], "recovers": true,
+      "reason": "XID 48 (Double Bit ECC Error)", "faults": ["memory"], "recovers": true,
       "waiting_for": "a row remap is pending until the GPU is reset"}]})json");
   json finding = Find(Run({}), "plugin.health");
   EXPECT_EQ(finding["status"], "warn");
   EXPECT_EQ(finding["evidence"],
-            "GPU 2 (GPU-2): XID 48 (double-bit ECC error); a row remap is pending until the GPU "
+            "GPU 2 (GPU-2): XID 48 (Double Bit ECC Error); a row remap is pending until the GPU "
             "is reset");
   Write(PluginDir() / "gpunode-health.json", "{\"unhealthy\": 3}");
   finding = Find(Run({}), "plugin.health");

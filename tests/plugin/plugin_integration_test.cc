@@ -474,7 +474,7 @@ TEST_F(DevicePluginTest, CriticalXidMakesTheGpuUnhealthyThenItRecovers) {
   EXPECT_FALSE(gpu1_down.has_value());
   std::string log = plugin_->Log();
   EXPECT_THAT(log, HasSubstr("XID 79 (GPU has fallen off the bus)"));
-  EXPECT_THAT(log, HasSubstr("XID 13 (graphics engine exception (usually the application))"));
+  EXPECT_THAT(log, HasSubstr("XID 13 (Graphics Engine Exception; usually the application)"));
   EXPECT_THAT(log, HasSubstr("is Healthy again"));
 }
 

@@ -1,12 +1,11 @@
 #include "plugin/health/xid.h"
 
-#include <map>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "gpu/xid_catalog.h"
 
 namespace gpunode::plugin {
 namespace {
@@ -38,55 +37,37 @@ absl::StatusOr<XidList> ParseList(const char* name, const char* value) {
 }  // namespace
 
 const std::set<uint64_t>& ApplicationXids() {
-  static const auto* xids = new std::set<uint64_t>{13, 31, 43, 45, 68, 109};
+  static const auto* xids = [] {
+    auto* out = new std::set<uint64_t>;
+    for (uint64_t xid = 0; gpu::FindXid(xid) != nullptr; ++xid) {
+      if (gpu::FindXid(xid)->cause == gpu::XidCause::kApplication) out->insert(xid);
+    }
+    return out;
+  }();
   return *xids;
 }
 
 FaultClass ClassifyXid(uint64_t xid) {
-  switch (xid) {
-    case 48:
-    case 63:
-    case 64:
-    case 92:
-    case 94:
-    case 95:
+  const gpu::XidEntry* entry = gpu::FindXid(xid);
+  switch (entry != nullptr ? entry->recovery : gpu::XidRecovery::kResponds) {
+    case gpu::XidRecovery::kMemory:
       return FaultClass::kMemory;
-    case 79:
+    case gpu::XidRecovery::kGpuLost:
       return FaultClass::kGpuLost;
-    case 74:
+    case gpu::XidRecovery::kNvLink:
       return FaultClass::kNvLink;
-    default:
-      return FaultClass::kResponds;
+    case gpu::XidRecovery::kResponds:
+      break;
   }
+  return FaultClass::kResponds;
 }
 
 std::string XidMeaning(uint64_t xid) {
-  // From NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors).
-  static const auto* meanings = new std::map<uint64_t, const char*>{
-      {13, "graphics engine exception (usually the application)"},
-      {31, "GPU memory page fault (usually the application)"},
-      {32, "invalid or corrupted push buffer stream"},
-      {38, "driver firmware error"},
-      {43, "GPU stopped processing (usually the application)"},
-      {45, "preemptive cleanup after previous errors"},
-      {48, "double-bit ECC error"},
-      {61, "internal micro-controller breakpoint/warning"},
-      {62, "internal micro-controller halt"},
-      {63, "ECC page retirement or row remapping recorded"},
-      {64, "ECC page retirement or row remapping failed"},
-      {68, "video processor exception (usually the application)"},
-      {69, "graphics engine class error"},
-      {74, "NVLink error"},
-      {79, "GPU has fallen off the bus"},
-      {92, "high single-bit ECC error rate"},
-      {94, "contained ECC error"},
-      {95, "uncontained ECC error"},
-      {109, "context switch timeout (usually the application)"},
-      {119, "GSP RPC timeout"},
-      {120, "GSP error"},
-  };
-  auto it = meanings->find(xid);
-  return it != meanings->end() ? it->second : "see NVIDIA's XID catalog";
+  const gpu::XidEntry* entry = gpu::FindXid(xid);
+  if (entry == nullptr || xid == 0) return "not in NVIDIA's XID catalog";
+  if (entry->cause == gpu::XidCause::kApplication)
+    return std::string(entry->description) + "; usually the application";
+  return std::string(entry->description);
 }
 
 absl::StatusOr<XidPolicy> XidPolicyFromEnvironment(const char* disable, const char* enable) {

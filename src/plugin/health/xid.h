@@ -10,8 +10,8 @@
 
 namespace gpunode::plugin {
 
-// XIDs caused by the application running on the GPU, not by the GPU: NVIDIA's plugin ignores them
-// and so does gpunode (13, 31, 43, 45, 68, 109).
+// XIDs caused by the application running on the GPU, not by the GPU (gpu/xid_catalog.h): NVIDIA's
+// plugin ignores them and so does gpunode (13, 31, 43, 45, 68, 109).
 const std::set<uint64_t>& ApplicationXids();
 
 // What a GPU must show before a device it lost to an XID is offered again (docs/DEVICE_PLUGIN.md,
@@ -25,7 +25,9 @@ enum class FaultClass {
 
 FaultClass ClassifyXid(uint64_t xid);
 
-// "GPU has fallen off the bus" for 79; "see NVIDIA's XID catalog" for XIDs not listed here.
+// For the log line: NVIDIA's text for the XID ("GPU has fallen off the bus"), with
+// "; usually the application" for application XIDs and "not in NVIDIA's XID catalog" for an XID
+// newer than the catalog.
 std::string XidMeaning(uint64_t xid);
 
 struct XidPolicy {
