@@ -5,6 +5,7 @@
 #include <cctype>
 #include <map>
 #include <pugixml.hpp>
+#include <utility>
 
 #include "derived_ids.h"
 #include "gpu_families.h"
@@ -317,6 +318,18 @@ GpuModel read_gpu(pugi::xml_node node) {
   read_ecc_counters(ecc.child("aggregate"), gpu.ecc.corrected_aggregate,
                     gpu.ecc.uncorrected_aggregate);
   gpu.persistence_mode = switch_at(node, "persistence_mode");
+  // nvidia-smi's words for NVML_GPU_VIRTUALIZATION_MODE_*.
+  if (auto mode = text_at(node, "gpu_virtualization_mode/virtualization_mode")) {
+    constexpr std::pair<std::string_view, nvmlGpuVirtualizationMode_t> kModes[] = {
+        {"None", NVML_GPU_VIRTUALIZATION_MODE_NONE},
+        {"Pass-Through", NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH},
+        {"VGPU", NVML_GPU_VIRTUALIZATION_MODE_VGPU},
+        {"Host VGPU", NVML_GPU_VIRTUALIZATION_MODE_HOST_VGPU},
+        {"Host VSGA", NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA}};
+    for (const auto& [text, value] : kModes) {
+      if (*mode == text) gpu.virtualization_mode = value;
+    }
+  }
   if (auto state = text_at(node, "performance_state");
       state && state->size() >= 2 && (*state)[0] == 'P') {
     if (auto p = parse_uint(state->substr(1)); p && *p <= 15)

@@ -105,7 +105,9 @@ struct GpuModel {
   std::optional<bool> ecc_pending;
   EccCounters ecc;
   std::optional<bool> persistence_mode;
-  std::optional<unsigned> pstate;  // 0..15
+  nvmlGpuVirtualizationMode_t virtualization_mode = NVML_GPU_VIRTUALIZATION_MODE_NONE;
+  std::optional<bool> vgpu_licensed;  // a vGPU guest's licence; empty: no vGPU licensing
+  std::optional<unsigned> pstate;     // 0..15
   std::optional<unsigned> fan_percent;
   std::optional<unsigned> pcie_replay_counter;
   std::optional<RetiredPages> retired_pages;

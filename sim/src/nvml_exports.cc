@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #pragma GCC visibility push(default)
@@ -494,6 +495,38 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t
     if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!gpu.model().persistence_mode) return NVML_ERROR_NOT_SUPPORTED;
     *mode = enable_state(*gpu.model().persistence_mode);
+    return NVML_SUCCESS;
+  });
+}
+
+// Every GPU answers its mode: bare metal is NVML_GPU_VIRTUALIZATION_MODE_NONE.
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device,
+                                             nvmlGpuVirtualizationMode_t* pVirtualMode) {
+  return on_gpu(device, [&](NodeState&, GpuState& gpu) -> nvmlReturn_t {
+    if (pVirtualMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *pVirtualMode = gpu.model().virtualization_mode;
+    return NVML_SUCCESS;
+  });
+}
+
+// As NVIDIA documents it: success everywhere, isGridLicenseSupported 0 where there is no vGPU
+// licensing; a vGPU guest lists the one feature it uses (Virtual Compute Server), enabled, and
+// licensed or not.
+nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v4(
+    nvmlDevice_t device, nvmlGridLicensableFeatures_t* pGridLicensableFeatures) {
+  return on_gpu(device, [&](NodeState&, GpuState& gpu) -> nvmlReturn_t {
+    if (pGridLicensableFeatures == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *pGridLicensableFeatures = {};
+    const std::optional<bool>& licensed = gpu.model().vgpu_licensed;
+    if (!licensed) return NVML_SUCCESS;
+    pGridLicensableFeatures->isGridLicenseSupported = 1;
+    pGridLicensableFeatures->licensableFeaturesCount = 1;
+    nvmlGridLicensableFeature_t& feature = pGridLicensableFeatures->gridLicensableFeatures[0];
+    feature.featureCode = NVML_GRID_LICENSE_FEATURE_CODE_COMPUTE;
+    feature.featureState = *licensed ? 1 : 0;
+    feature.featureEnabled = 1;
+    std::snprintf(feature.productName, sizeof feature.productName, "%s",
+                  "NVIDIA Virtual Compute Server");
     return NVML_SUCCESS;
   });
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <span>
+#include <utility>
 
 #include "derived_ids.h"
 #include "gpu_families.h"
@@ -97,6 +98,8 @@ class ProfileReader {
   std::string string_value(const Field& field) const;
   SimTime duration_value(const Field& field) const;
   unsigned pstate_value(const Field& field) const;
+  nvmlGpuVirtualizationMode_t virtualization_value(const Field& field) const;
+  bool license_value(const Field& field) const;
   std::vector<Field> list(const Field& field, size_t max_items, std::string_view item) const;
 
   void read_gpu(const Fields& f, size_t index, const std::string& profile_name,
@@ -195,6 +198,32 @@ SimTime ProfileReader::duration_value(const Field& field) const {
     fail(field,
          str_cat(quote(text), " is not a duration; write e.g. 250ms, 2s or 1.5m (at most 24h)"));
   return *duration;
+}
+
+nvmlGpuVirtualizationMode_t ProfileReader::virtualization_value(const Field& field) const {
+  std::string text = scalar(field, "a virtualization mode");
+  std::string_view t = trim(text);
+  constexpr std::pair<std::string_view, nvmlGpuVirtualizationMode_t> kModes[] = {
+      {"none", NVML_GPU_VIRTUALIZATION_MODE_NONE},
+      {"passthrough", NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH},
+      {"vgpu", NVML_GPU_VIRTUALIZATION_MODE_VGPU},
+      {"host_vgpu", NVML_GPU_VIRTUALIZATION_MODE_HOST_VGPU},
+      {"host_vsga", NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA}};
+  for (const auto& [name, mode] : kModes) {
+    if (t == name) return mode;
+  }
+  fail(field,
+       str_cat(quote(text),
+               " is not a virtualization mode; write none, passthrough, vgpu (a vGPU guest), "
+               "host_vgpu or host_vsga"));
+}
+
+bool ProfileReader::license_value(const Field& field) const {
+  std::string text = scalar(field, "licensed or unlicensed");
+  std::string_view t = trim(text);
+  if (t == "licensed") return true;
+  if (t == "unlicensed") return false;
+  fail(field, str_cat(quote(text), " is not a licence state; write licensed or unlicensed"));
 }
 
 unsigned ProfileReader::pstate_value(const Field& field) const {
@@ -567,6 +596,13 @@ void ProfileReader::read_gpu(const Fields& f, size_t index, const std::string& p
   if (const Field* c = get("max_clocks")) gpu.max_clocks = read_clocks(*c);
   if (const Field* e = get("ecc")) read_ecc(*e, gpu);
   if (const Field* p = get("persistence_mode")) gpu.persistence_mode = switch_value(*p);
+  if (const Field* v = get("virtualization_mode"))
+    gpu.virtualization_mode = virtualization_value(*v);
+  if (const Field* l = get("vgpu_license")) {
+    if (gpu.virtualization_mode != NVML_GPU_VIRTUALIZATION_MODE_VGPU)
+      fail(*l, "is only for a vGPU guest; add virtualization_mode: vgpu or leave it out");
+    gpu.vgpu_licensed = license_value(*l);
+  }
   if (const Field* p = get("pstate")) gpu.pstate = pstate_value(*p);
   if (const Field* fan = get("fan_percent"))
     gpu.fan_percent = unsigned_value(*fan, 100, "give a percentage from 0 to 100");
@@ -739,7 +775,7 @@ TimelineEvent ProfileReader::read_event(const Field& field) const {
   return event;
 }
 
-constexpr std::array<std::string_view, 30> kGpuFields = {"name",
+constexpr std::array<std::string_view, 32> kGpuFields = {"name",
                                                          "uuid",
                                                          "serial",
                                                          "bus_id",
@@ -762,6 +798,8 @@ constexpr std::array<std::string_view, 30> kGpuFields = {"name",
                                                          "max_clocks",
                                                          "ecc",
                                                          "persistence_mode",
+                                                         "virtualization_mode",
+                                                         "vgpu_license",
                                                          "pstate",
                                                          "fan_percent",
                                                          "pcie_replay_counter",

@@ -165,7 +165,8 @@ void ReadProcessUtilization(FieldReader& reader, const nvml::Library& library,
   }
 }
 
-// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL over the GPU's active links (asked once per GPU).
+// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL over the GPU's active links (asked once per GPU); 0 on a GPU
+// without any, as dcgm-exporter writes it there, so dashboards show 0 rather than no data.
 void ReadNvLinkTotal(FieldReader& reader, const nvml::Library& library, const nvml::Device& device,
                      std::optional<std::vector<unsigned>>& links, FieldValues& values) {
   if (!links) {
@@ -178,9 +179,32 @@ void ReadNvLinkTotal(FieldReader& reader, const nvml::Library& library, const nv
     for (const nvml::NvLink& link : active.ok() ? *active : std::vector<nvml::NvLink>{})
       links->push_back(link.link);
   }
-  if (links->empty()) return;
+  if (links->empty()) {
+    values[kNvlinkBandwidthTotal] = 0;
+    return;
+  }
   if (std::optional<uint64_t> kib = reader.Get(nvml::NvLinkDataKib(library, device, *links)))
     values[kNvlinkBandwidthTotal] = static_cast<double>(*kib);
+}
+
+// DCGM_FI_DEV_VGPU_LICENSE_STATUS: in a vGPU guest, 1 while the guest's vGPU licence is held;
+// 0 on bare metal, in passthrough, on a vGPU host and where the driver does not say, as
+// dcgm-exporter writes it on every GPU.
+void ReadVgpuLicense(FieldReader& reader, const nvml::Device& device,
+                     std::optional<nvmlGpuVirtualizationMode_t>& mode, FieldValues& values) {
+  if (!mode) {
+    absl::StatusOr<nvmlGpuVirtualizationMode_t> asked = device.VirtualizationMode();
+    if (asked.ok()) {
+      mode = *asked;
+    } else if (nvml::IsNotSupported(asked.status())) {
+      mode = NVML_GPU_VIRTUALIZATION_MODE_NONE;
+    } else {
+      reader.Note(asked.status());
+    }
+  }
+  bool licensed = mode == NVML_GPU_VIRTUALIZATION_MODE_VGPU &&
+                  reader.Get(device.VgpuLicensed()).value_or(false);
+  values[kVgpuLicenseStatus] = licensed ? 1 : 0;
 }
 
 }  // namespace
@@ -219,6 +243,7 @@ std::vector<GpuReading> GpuReader::Read(uint64_t* errors) {
       ReadGpuFields(reader, gpu.values, *device);
       Carried& carried = carried_[index];
       ReadNvLinkTotal(reader, library_, *device, carried.nvlinks, gpu.values);
+      ReadVgpuLicense(reader, *device, carried.virtualization_mode, gpu.values);
       gpu.mig_enabled = reader.Get(device->MigEnabled()).value_or(false);
       bool profiled = reader.Get(gpm_.Supported(index, *device)).value_or(false);
       // GPM values per GPU instance: its compute instances share them.

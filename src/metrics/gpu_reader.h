@@ -34,8 +34,10 @@ class GpuReader {
   // What is asked once per GPU or carried from one Read to the next.
   struct Carried {
     std::optional<std::vector<unsigned>> nvlinks;  // active links, asked once
-    uint64_t utilization_seen_us = 0;              // newest process-utilization sample taken
-    bool lost = false;                             // in the last sample: logged once per fall
+    // NVML_GPU_VIRTUALIZATION_MODE_*, asked until the driver answers
+    std::optional<nvmlGpuVirtualizationMode_t> virtualization_mode;
+    uint64_t utilization_seen_us = 0;  // newest process-utilization sample taken
+    bool lost = false;                 // in the last sample: logged once per fall
   };
 
   const nvml::Library& library_;

@@ -43,6 +43,7 @@ const std::array<FieldSpec, kFieldCount>& FieldSpecs() {
        "Whether a row remapping is pending (the GPU needs a reset)", false},
       {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", kCounter,
        "Total NVLink data sent and received over all links (in KiB).", false},
+      {"DCGM_FI_DEV_VGPU_LICENSE_STATUS", kGauge, "vGPU License status", false},
       {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", kGauge, "Ratio of time the graphics engine is active.",
        true},
       {"DCGM_FI_PROF_SM_ACTIVE", kGauge, "The ratio of cycles an SM has at least 1 warp assigned.",

@@ -44,6 +44,7 @@ enum Field : uint8_t {
   kRowRemapFailure,
   kRowRemapPending,
   kNvlinkBandwidthTotal,
+  kVgpuLicenseStatus,
   // Profiling metrics, from GPM (Hopper and later).
   kProfGrEngineActive,
   kProfSmActive,

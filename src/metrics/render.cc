@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "gpu/xid_catalog.h"
 
 namespace gpunode::metrics {
 namespace {
@@ -34,8 +36,18 @@ std::string IdentityLabels(const NodeReading& node, const GpuReading& gpu, const
   return labels;
 }
 
-void AppendPodLabels(const PodLabels& pod, std::string* labels) {
+// dcgm-exporter 4.x's labels of DCGM_FI_DEV_XID_ERRORS: the XID and NVIDIA's text for it.
+void AppendXidAttributes(uint64_t xid, std::string* labels) {
+  AppendLabel("err_code", absl::StrCat(xid), labels);
+  AppendLabel("err_msg", gpu::XidErrorMessage(xid), labels);
+}
+
+// Attributes go sorted by name, as dcgm-exporter writes them: the XID's between container and
+// namespace.
+void AppendPodLabels(const PodLabels& pod, std::string* labels,
+                     std::optional<uint64_t> xid = std::nullopt) {
   AppendLabel("container", pod.container, labels);
+  if (xid) AppendXidAttributes(*xid, labels);
   AppendLabel("namespace", pod.namespace_name, labels);
   AppendLabel("pod", pod.pod, labels);
   if (!pod.vgpu.empty()) AppendLabel("vgpu", pod.vgpu, labels);
@@ -171,11 +183,21 @@ void RenderExposition(const NodeReading& node, std::string* out) {
     if (f == kDecUtil) {
       LazyFamily xid(writer, "DCGM_FI_DEV_XID_ERRORS", MetricType::kGauge,
                      "Value of the last XID error encountered.");
+      std::string labels;
       for (size_t i = 0; i < node.gpus.size(); ++i) {
         const GpuReading& gpu = node.gpus[i];
         if (gpu.lost || !gpu.last_xid) continue;
-        for (const std::string& labels : gpu_series[i].series)
+        if (gpu.mig_enabled || gpu.holders.empty()) {
+          labels = gpu_series[i].base;
+          AppendXidAttributes(*gpu.last_xid, &labels);
           xid.Sample(labels, "", *gpu.last_xid);
+          continue;
+        }
+        for (const PodLabels& holder : gpu.holders) {
+          labels = gpu_series[i].base;
+          AppendPodLabels(holder, &labels, gpu.last_xid);
+          xid.Sample(labels, "", *gpu.last_xid);
+        }
       }
     }
   }

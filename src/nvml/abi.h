@@ -63,6 +63,15 @@ enum : nvmlComputeMode_t {
   NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
 };
 
+typedef int nvmlGpuVirtualizationMode_t;
+enum : nvmlGpuVirtualizationMode_t {
+  NVML_GPU_VIRTUALIZATION_MODE_NONE = 0,         // bare metal
+  NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH = 1,  // the whole GPU passed to a virtual machine
+  NVML_GPU_VIRTUALIZATION_MODE_VGPU = 2,         // a vGPU, seen from inside its virtual machine
+  NVML_GPU_VIRTUALIZATION_MODE_HOST_VGPU = 3,    // the hypervisor's GPU in vGPU mode
+  NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA = 4,    // the hypervisor's GPU in vSGA mode
+};
+
 typedef int nvmlTemperatureSensors_t;
 enum : nvmlTemperatureSensors_t { NVML_TEMPERATURE_GPU = 0 };
 
@@ -431,7 +440,47 @@ typedef struct {
 } nvmlGpmSupport_t;
 constexpr unsigned NVML_GPM_SUPPORT_VERSION = 1;
 
+// vGPU software licensing, as a vGPU guest's driver reports it.
+typedef int nvmlGridLicenseFeatureCode_t;
+enum : nvmlGridLicenseFeatureCode_t {
+  NVML_GRID_LICENSE_FEATURE_CODE_UNKNOWN = 0,
+  NVML_GRID_LICENSE_FEATURE_CODE_VGPU = 1,
+  NVML_GRID_LICENSE_FEATURE_CODE_NVIDIA_RTX = 2,
+  NVML_GRID_LICENSE_FEATURE_CODE_GAMING = 3,
+  NVML_GRID_LICENSE_FEATURE_CODE_COMPUTE = 4,
+};
+constexpr unsigned NVML_GRID_LICENSE_BUFFER_SIZE = 128;
+constexpr unsigned NVML_GRID_LICENSE_FEATURE_MAX_COUNT = 3;
+
+typedef struct {
+  unsigned int year;
+  unsigned short month;
+  unsigned short day;
+  unsigned short hour;
+  unsigned short min;
+  unsigned short sec;
+  unsigned char status;
+} nvmlGridLicenseExpiry_t;
+
+typedef struct {
+  nvmlGridLicenseFeatureCode_t featureCode;
+  unsigned int featureState;  // non-zero while the feature is licensed
+  char licenseInfo[NVML_GRID_LICENSE_BUFFER_SIZE];
+  char productName[NVML_GRID_LICENSE_BUFFER_SIZE];
+  unsigned int featureEnabled;  // non-zero for the feature the guest uses
+  nvmlGridLicenseExpiry_t licenseExpiry;
+} nvmlGridLicensableFeature_t;
+
+typedef struct {
+  int isGridLicenseSupported;
+  unsigned int licensableFeaturesCount;
+  nvmlGridLicensableFeature_t gridLicensableFeatures[NVML_GRID_LICENSE_FEATURE_MAX_COUNT];
+} nvmlGridLicensableFeatures_t;
+
 static_assert(sizeof(nvmlDevice_t) == 8);
+static_assert(sizeof(nvmlGridLicenseExpiry_t) == 16);
+static_assert(sizeof(nvmlGridLicensableFeature_t) == 284);
+static_assert(sizeof(nvmlGridLicensableFeatures_t) == 860);
 static_assert(sizeof(nvmlMemory_t) == 24);
 static_assert(sizeof(nvmlMemory_v2_t) == 40);
 static_assert(kNvmlMemoryV2Version == 0x02000028);
@@ -541,6 +590,10 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRo
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
                                       nvmlFieldValue_t* values);
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode);
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device,
+                                             nvmlGpuVirtualizationMode_t* pVirtualMode);
+nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v4(
+    nvmlDevice_t device, nvmlGridLicensableFeatures_t* pGridLicensableFeatures);
 nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t* mode);
 nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mode);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,

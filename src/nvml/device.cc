@@ -1,8 +1,11 @@
 #include "nvml/device.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "nvml/library.h"
+#include "nvml/status.h"
 
 namespace gpunode::nvml {
 namespace {
@@ -226,6 +229,28 @@ absl::StatusOr<bool> Device::PersistenceModeEnabled() const {
   nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
   RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_persistence_mode, handle_, &mode));
   return mode == NVML_FEATURE_ENABLED;
+}
+
+absl::StatusOr<nvmlGpuVirtualizationMode_t> Device::VirtualizationMode() const {
+  nvmlGpuVirtualizationMode_t mode = NVML_GPU_VIRTUALIZATION_MODE_NONE;
+  RETURN_IF_ERROR(GPUNODE_NVML_CALL(*library_, device_get_virtualization_mode, handle_, &mode));
+  return mode;
+}
+
+absl::StatusOr<bool> Device::VgpuLicensed() const {
+  nvmlGridLicensableFeatures_t features{};
+  RETURN_IF_ERROR(
+      GPUNODE_NVML_CALL(*library_, device_get_grid_licensable_features, handle_, &features));
+  if (features.isGridLicenseSupported == 0) {
+    return FromReturn(NVML_ERROR_NOT_SUPPORTED, "nvmlDeviceGetGridLicensableFeatures_v4",
+                      "vGPU software licensing is not supported here");
+  }
+  unsigned count = std::min(features.licensableFeaturesCount, NVML_GRID_LICENSE_FEATURE_MAX_COUNT);
+  for (unsigned i = 0; i < count; ++i) {
+    const nvmlGridLicensableFeature_t& feature = features.gridLicensableFeatures[i];
+    if (feature.featureEnabled != 0) return feature.featureState != 0;
+  }
+  return false;
 }
 
 absl::StatusOr<nvmlComputeMode_t> Device::ComputeMode() const {

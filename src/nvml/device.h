@@ -102,6 +102,11 @@ class Device {
   absl::StatusOr<unsigned> MemoryTemperatureC() const;
   absl::StatusOr<RemappedRows> Remapped() const;
   absl::StatusOr<bool> PersistenceModeEnabled() const;
+  // NVML_GPU_VIRTUALIZATION_MODE_*: bare metal, passthrough, a vGPU guest or a vGPU host.
+  absl::StatusOr<nvmlGpuVirtualizationMode_t> VirtualizationMode() const;
+  // In a vGPU guest: whether the vGPU software licence the guest uses is held (a feature the
+  // driver lists as enabled is licensed). NOT_SUPPORTED where the driver has no vGPU licensing.
+  absl::StatusOr<bool> VgpuLicensed() const;
   // NVML_COMPUTEMODE_*; setting it needs root on a real GPU (NO_PERMISSION otherwise).
   absl::StatusOr<nvmlComputeMode_t> ComputeMode() const;
   absl::Status SetComputeMode(nvmlComputeMode_t mode) const;

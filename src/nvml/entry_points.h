@@ -47,6 +47,8 @@
   X(device_get_remapped_rows, nvmlDeviceGetRemappedRows)                                           \
   X(device_get_field_values, nvmlDeviceGetFieldValues)                                             \
   X(device_get_persistence_mode, nvmlDeviceGetPersistenceMode)                                     \
+  X(device_get_virtualization_mode, nvmlDeviceGetVirtualizationMode)                               \
+  X(device_get_grid_licensable_features, nvmlDeviceGetGridLicensableFeatures_v4)                   \
   X(device_get_compute_mode, nvmlDeviceGetComputeMode)                                             \
   X(device_set_compute_mode, nvmlDeviceSetComputeMode)                                             \
   X(device_get_compute_running_processes, nvmlDeviceGetComputeRunningProcesses_v3,                 \

@@ -66,7 +66,10 @@ TEST_P(BuiltinProfile, OnceReportsEveryGpuHealthyWithItsIdentity) {
   for (int i = 0; i < gpus; ++i) {
     std::string gpu = Label("gpu", std::to_string(i));
     EXPECT_EQ(testing::SampleValue(out, "gpunode_gpu_health", {gpu}), 1) << i;
-    EXPECT_EQ(testing::SampleValue(out, "DCGM_FI_DEV_XID_ERRORS", {gpu}), 0) << i;
+    EXPECT_EQ(testing::SampleValue(out, "DCGM_FI_DEV_XID_ERRORS",
+                                   {gpu, Label("err_code", "0"), Label("err_msg", "No Error")}),
+              0)
+        << i;
     EXPECT_EQ(testing::SampleCount(out, "DCGM_FI_DEV_GPU_TEMP",
                                    {gpu, Label("device", "nvidia" + std::to_string(i)),
                                     "DCGM_FI_DRIVER_VERSION=\""}),
@@ -446,6 +449,10 @@ TEST(Exporter, CountsXidsAndKeepsALostGpusHealthSeries) {
   })) << out;
   EXPECT_EQ(testing::SampleValue(out, "gpunode_xid_errors_total", {gpu0, Label("xid", "43")}), 2);
   EXPECT_EQ(testing::SampleValue(out, "DCGM_FI_DEV_XID_ERRORS", {gpu0}), 48);
+  // dcgm-exporter 4.x's labels: the XID and NVIDIA's text, after the identity labels.
+  EXPECT_THAT(out, HasSubstr("DCGM_FI_DRIVER_VERSION=\"550.90.07\",err_code=\"48\","
+                             "err_msg=\"Double Bit ECC Error\"} 48\n"));
+  EXPECT_EQ(testing::SampleCount(out, "DCGM_FI_DEV_XID_ERRORS"), 1) << "none for the lost GPU";
   EXPECT_EQ(testing::SampleValue(out, "gpunode_xid_errors_total", {gpu1, Label("xid", "79")}), 1);
   // GPU1 keeps the labels it had: the same series, now 0.
   EXPECT_EQ(testing::SampleCount(out, "gpunode_gpu_health",

@@ -270,8 +270,10 @@ TEST(Render, LabelsInDcgmOrderWithPodsMigAndLostGpus) {
   EXPECT_THAT(out,
               HasSubstr("DCGM_FI_DEV_POWER_USAGE{" + base0 +
                         ",container=\"c\",namespace=\"ns\",pod=\"a\",vgpu=\"0\"} 16.400000\n"));
+  // dcgm-exporter 4.x's XID labels sit among the pod's, sorted by name.
   EXPECT_THAT(out, HasSubstr("DCGM_FI_DEV_XID_ERRORS{" + base0 +
-                             ",container=\"c\",namespace=\"ns\",pod=\"a\",vgpu=\"0\"} 48\n"));
+                             ",container=\"c\",err_code=\"48\",err_msg=\"Double Bit ECC Error\","
+                             "namespace=\"ns\",pod=\"a\",vgpu=\"0\"} 48\n"));
   EXPECT_THAT(out, HasSubstr("gpunode_xid_errors_total{" + base0 + ",xid=\"48\"} 2\n"));
   EXPECT_THAT(out, HasSubstr("gpunode_gpu_process_used_memory_bytes{" + base0 +
                              ",pid=\"99\",orphan=\"true\",reason=\"gpu_not_allocated\","

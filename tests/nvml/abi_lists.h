@@ -28,7 +28,10 @@
   S(nvmlGpmMetric_t, nvmlGpmMetric_t)                                         \
   S(nvmlGpmMetricsGet_t, nvmlGpmMetricsGet_t)                                 \
   S(nvmlGpmSupport_t, nvmlGpmSupport_t)                                       \
-  S(nvmlFieldValue_t, nvmlFieldValue_t)
+  S(nvmlFieldValue_t, nvmlFieldValue_t)                                       \
+  S(nvmlGridLicenseExpiry_t, nvmlGridLicenseExpiry_t)                         \
+  S(nvmlGridLicensableFeature_t, nvmlGridLicensableFeature_t)                 \
+  S(nvmlGridLicensableFeatures_t, nvmlGridLicensableFeatures_t)
 
 // F(ours, nvidias, field): fields whose offset and size must match.
 #define GPUNODE_NVML_ABI_FIELDS(F)                                                                 \
@@ -153,7 +156,23 @@
   F(nvmlGpmMetricsGet_t, nvmlGpmMetricsGet_t, metrics)                                             \
   F(nvmlGpmSupport_t, nvmlGpmSupport_t, version)                                                   \
   F(nvmlGpmSupport_t, nvmlGpmSupport_t, isSupportedDevice)                                         \
-  F(nvmlFieldValue_t, nvmlFieldValue_t, value)
+  F(nvmlFieldValue_t, nvmlFieldValue_t, value)                                                     \
+  F(nvmlGridLicenseExpiry_t, nvmlGridLicenseExpiry_t, year)                                        \
+  F(nvmlGridLicenseExpiry_t, nvmlGridLicenseExpiry_t, month)                                       \
+  F(nvmlGridLicenseExpiry_t, nvmlGridLicenseExpiry_t, day)                                         \
+  F(nvmlGridLicenseExpiry_t, nvmlGridLicenseExpiry_t, hour)                                        \
+  F(nvmlGridLicenseExpiry_t, nvmlGridLicenseExpiry_t, min)                                         \
+  F(nvmlGridLicenseExpiry_t, nvmlGridLicenseExpiry_t, sec)                                         \
+  F(nvmlGridLicenseExpiry_t, nvmlGridLicenseExpiry_t, status)                                      \
+  F(nvmlGridLicensableFeature_t, nvmlGridLicensableFeature_t, featureCode)                         \
+  F(nvmlGridLicensableFeature_t, nvmlGridLicensableFeature_t, featureState)                        \
+  F(nvmlGridLicensableFeature_t, nvmlGridLicensableFeature_t, licenseInfo)                         \
+  F(nvmlGridLicensableFeature_t, nvmlGridLicensableFeature_t, productName)                         \
+  F(nvmlGridLicensableFeature_t, nvmlGridLicensableFeature_t, featureEnabled)                      \
+  F(nvmlGridLicensableFeature_t, nvmlGridLicensableFeature_t, licenseExpiry)                       \
+  F(nvmlGridLicensableFeatures_t, nvmlGridLicensableFeatures_t, isGridLicenseSupported)            \
+  F(nvmlGridLicensableFeatures_t, nvmlGridLicensableFeatures_t, licensableFeaturesCount)           \
+  F(nvmlGridLicensableFeatures_t, nvmlGridLicensableFeatures_t, gridLicensableFeatures)
 
 // C(name): constants whose value must match. Not compared: the error codes after 25,
 // NVML_VALUE_TYPE_SIGNED_INT, nvmlValue_t's siVal and the GPU instance profiles after
@@ -248,7 +267,15 @@
   C(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC)                   \
   C(NVML_GPM_METRIC_MAX)                                       \
   C(NVML_GPM_METRICS_GET_VERSION)                              \
-  C(NVML_GPM_SUPPORT_VERSION)
+  C(NVML_GPM_SUPPORT_VERSION)                                  \
+  C(NVML_GPU_VIRTUALIZATION_MODE_NONE)                         \
+  C(NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH)                  \
+  C(NVML_GPU_VIRTUALIZATION_MODE_VGPU)                         \
+  C(NVML_GPU_VIRTUALIZATION_MODE_HOST_VGPU)                    \
+  C(NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA)                    \
+  C(NVML_GRID_LICENSE_FEATURE_CODE_COMPUTE)                    \
+  C(NVML_GRID_LICENSE_BUFFER_SIZE)                             \
+  C(NVML_GRID_LICENSE_FEATURE_MAX_COUNT)
 
 // E(name): entry points of src/nvml/entry_points.h that NVIDIA's header of that version declares.
 #define GPUNODE_NVML_HEADER_ENTRY_POINTS(E)        \
@@ -309,6 +336,8 @@
   E(nvmlDeviceGetPcieReplayCounter)                \
   E(nvmlDeviceGetPerformanceState)                 \
   E(nvmlDeviceGetPersistenceMode)                  \
+  E(nvmlDeviceGetVirtualizationMode)               \
+  E(nvmlDeviceGetGridLicensableFeatures_v4)        \
   E(nvmlDeviceGetPowerUsage)                       \
   E(nvmlDeviceGetRemappedRows)                     \
   E(nvmlDeviceGetRetiredPages)                     \

@@ -108,6 +108,24 @@ TEST_F(BadInputTest, WrongTypeInAField) {
                {"gpus.yaml:1: gpus: is a map; expected a list of GPUs"});
 }
 
+TEST_F(BadInputTest, VirtualizationProblems) {
+  expect_error(profile("mode.yaml", replace(kGood, "memory_mib: 81559\n  - name",
+                                            "memory_mib: 81559\n    virtualization_mode: vm\n"
+                                            "  - name")),
+               {"mode.yaml:8: gpus[0].virtualization_mode: \"vm\" is not a virtualization mode; "
+                "write none, passthrough, vgpu"});
+  expect_error(profile("licence.yaml", replace(kGood, "memory_mib: 81559\n  - name",
+                                               "memory_mib: 81559\n    vgpu_license: licensed\n"
+                                               "  - name")),
+               {"licence.yaml:8: gpus[0].vgpu_license: is only for a vGPU guest; add "
+                "virtualization_mode: vgpu"});
+  expect_error(profile("state.yaml", replace(kGood, "memory_mib: 81559\n  - name",
+                                             "memory_mib: 81559\n    virtualization_mode: vgpu\n"
+                                             "    vgpu_license: maybe\n  - name")),
+               {"state.yaml:9: gpus[0].vgpu_license: \"maybe\" is not a licence state; write "
+                "licensed or unlicensed"});
+}
+
 TEST_F(BadInputTest, UnknownField) {
   expect_error(profile("typo.yaml", replace(kGood, "memory_mib: 81559\n  - name",
                                             "memroy_mib: 81559\n  - name")),

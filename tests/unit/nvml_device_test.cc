@@ -76,6 +76,12 @@ TEST_F(TeslaP100, NotAvailableIsNotSupported) {
   EXPECT_TRUE(IsNotSupported(fan.status())) << fan.status();
 }
 
+// The capture comes from a cloud VM that has the GPU passed through whole: no vGPU licence.
+TEST_F(TeslaP100, PassedThroughWithoutVgpuLicensing) {
+  EXPECT_EQ(device_->VirtualizationMode().value_or(-1), NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH);
+  EXPECT_TRUE(IsNotSupported(device_->VgpuLicensed().status()));
+}
+
 TEST_F(TeslaP100, MigIsNotEnabled) {
   absl::StatusOr<bool> mig = device_->MigEnabled();
   EXPECT_FALSE(mig.ok() && *mig);
