@@ -34,6 +34,7 @@
 #include "labels/sanitize.h"
 #include "labels/sharing.h"
 #include "labels/stable_labels.h"
+#include "plugin_config/config.h"
 #include "plugin_config/config_dir.h"
 #include "plugin_config/config_file.h"
 #include "plugin_config/sources.h"
@@ -67,9 +68,19 @@ const char* FirstEnv(std::initializer_list<const char*> names, std::string* whic
   return nullptr;
 }
 
-bool EnvTrue(const char* value) {
-  std::string text = value == nullptr ? "" : value;
-  return text == "true" || text == "1" || text == "True" || text == "TRUE";
+// GFD's boolean environment variables, read as NVIDIA's GFD reads them (Go's strconv.ParseBool,
+// so GFD_ONESHOT=t counts): unset or empty leaves `*on` as it is; a word ParseBool refuses is an
+// error naming the variable, as GFD's is.
+absl::Status EnvBool(const char* name, bool* on) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return absl::OkStatus();
+  absl::StatusOr<bool> parsed = plugin_config::ParseGoBool(value);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("environment variable ", name, ": ", parsed.status().message()));
+  }
+  *on = *parsed;
+  return absl::OkStatus();
 }
 
 struct Settings {
@@ -186,9 +197,14 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
   if (cmd.count("--output") == 0) {
     if (const char* env = FirstEnv({"GFD_OUTPUT_FILE"}, &which)) options.output = env;
   }
-  if (cmd.count("--oneshot") == 0) options.oneshot = EnvTrue(std::getenv("GFD_ONESHOT"));
-  if (cmd.count("--no-timestamp") == 0)
-    options.no_timestamp = EnvTrue(std::getenv("GFD_NO_TIMESTAMP"));
+  if (cmd.count("--oneshot") == 0) {
+    if (absl::Status st = EnvBool("GFD_ONESHOT", &options.oneshot); !st.ok())
+      return ReportError(st);
+  }
+  if (cmd.count("--no-timestamp") == 0) {
+    if (absl::Status st = EnvBool("GFD_NO_TIMESTAMP", &options.no_timestamp); !st.ok())
+      return ReportError(st);
+  }
   if (cmd.count("--machine-type-file") == 0) {
     if (const char* env = FirstEnv({"GFD_MACHINE_TYPE_FILE"}, &which))
       options.machine_type_file = env;

@@ -334,6 +334,20 @@ TEST(Labels, StdoutWithDash) {
   EXPECT_EQ(Parse(r.out).at("nvidia.com/gpu.product"), "NVIDIA-H200");
 }
 
+// GFD's booleans are Go's strconv.ParseBool: "t" and "T" count as NVIDIA's GFD counts them.
+TEST(Labels, GfdEnvironmentBooleansAsGoParsesThem) {
+  testing::ProcessResult r =
+      Gpunode({"--sim", "h200-1", "labels", "-o", "-"}, {"GFD_ONESHOT=t", "GFD_NO_TIMESTAMP=T"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Labels labels = Parse(r.out);
+  EXPECT_EQ(labels.at("nvidia.com/gpu.product"), "NVIDIA-H200");
+  EXPECT_FALSE(labels.contains("nvidia.com/gfd.timestamp"));
+  // Empty is unset, as for GFD: the timestamp stays.
+  r = Gpunode({"--sim", "h200-1", "labels", "-o", "-"}, {"GFD_ONESHOT=1", "GFD_NO_TIMESTAMP="});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Parse(r.out).contains("nvidia.com/gfd.timestamp"));
+}
+
 TEST(Labels, SaysWhatItRunsWithAtInfo) {
   testing::ProcessResult r = Gpunode(
       {"--sim", "h200-1", "--log-level", "info", "labels", "--oneshot", "-o", "-",
@@ -359,6 +373,9 @@ TEST(Labels, BadInputIsOneLineExit2AndNothingWritten) {
            {{}, {"CONFIG_FILE=" + kConfigs + "/bad-replicas.yaml"}, "CONFIG_FILE: "},
            {{"--mig-strategy", "some"}, {}, "--mig-strategy"},
            {{}, {"MIG_STRATEGY=all"}, "MIG_STRATEGY"},
+           {{},
+            {"GFD_NO_TIMESTAMP=yes"},
+            "environment variable GFD_NO_TIMESTAMP: \"yes\" is not a boolean"},
            {{"--interval", "often"}, {}, "--interval"},
            {{"--interval", "10s", "--oneshot"}, {}, "--oneshot and --interval"},
            {{"--stable-labels", "--stable-label-prefix", "Example.com/"},
