@@ -263,6 +263,10 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
 
   // By a change of the config label or of the config file, logged once the file is written.
   std::string relabelled;
+  // What the last pass wrote, but its time: tells a relabel from a wake-up that found the config
+  // as it was (a ConfigMap volume is updated in steps, and the first may wake the labeller before
+  // the new version is in place; the last step wakes it again).
+  labels::Labels previous;
   for (bool first = true;; first = false) {
     absl::StatusOr<labels::NodeFacts> facts = labels::ReadNodeFacts(**library);
     if (!facts.ok()) return ReportError(facts.status());
@@ -292,10 +296,16 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
       spdlog::info("labels written to {}; again every {}", options.output,
                    absl::FormatDuration(settings->interval));
     }
+    all.erase(labels::kTimestampLabel);
     if (!relabelled.empty()) {
-      spdlog::info("{}: relabelled with the config it selects", relabelled);
+      if (all != previous) {
+        spdlog::info("{}: relabelled with the config it selects", relabelled);
+      } else {
+        spdlog::debug("{}: the config it selects gives the same labels", relabelled);
+      }
       relabelled.clear();
     }
+    previous = std::move(all);
 
     // Until the interval has passed, a stop signal, a new config label or a config edit (relabel
     // at once).

@@ -208,7 +208,7 @@ std::string GpuFamily(int major, int minor) {
 
 Labels GfdLabels(const NodeFacts& facts, const GfdOptions& options) {
   Labels labels;
-  if (options.timestamp) labels["nvidia.com/gfd.timestamp"] = absl::StrCat(*options.timestamp);
+  if (options.timestamp) labels[kTimestampLabel] = absl::StrCat(*options.timestamp);
   std::string machine = SanitizeLabelValue(options.machine_type);
   labels["nvidia.com/gpu.machine"] = machine.empty() ? "unknown" : machine;
   VersionLabels(facts, labels);

@@ -16,6 +16,9 @@ namespace gpunode::labels {
 // Label key (with its nvidia.com/ prefix) -> value, sorted for stable output.
 using Labels = std::map<std::string, std::string>;
 
+// When the labels were written: the one label that changes on every pass.
+inline constexpr char kTimestampLabel[] = "nvidia.com/gfd.timestamp";
+
 struct GfdOptions {
   plugin_config::MigStrategy mig_strategy = plugin_config::MigStrategy::kNone;
   SharingConfig sharing;
