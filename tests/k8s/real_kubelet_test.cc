@@ -395,11 +395,8 @@ TEST(DevicePluginOnTheRealKubelet, ARestartedKubeletHasThePluginBackWithinASecon
   Plugin plugin("dgx-h100", {});
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
   ASSERT_TRUE(cluster->RestartKubelet()) << cluster->error();
-  // The kubelet made its registration socket anew when it started; the plugin registers again.
-  struct stat socket {};
-  ASSERT_EQ(::stat((cluster->device_plugin_dir() + "/kubelet.sock").c_str(), &socket), 0);
-  Clock::time_point made = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-      seconds(socket.st_ctim.tv_sec) + std::chrono::nanoseconds(socket.st_ctim.tv_nsec)));
+  // The kubelet makes its registration socket anew when it starts, which can be after its healthz
+  // answers; the plugin registers again.
   auto registered_twice = [&] {
     std::string log = plugin.Log();
     return log.find("Registered device plugin") != log.rfind("Registered device plugin");
@@ -410,6 +407,12 @@ TEST(DevicePluginOnTheRealKubelet, ARestartedKubeletHasThePluginBackWithinASecon
     std::this_thread::sleep_for(milliseconds(20));
   }
   ASSERT_TRUE(registered_twice()) << plugin.Log();
+  // Only now is the socket surely the new kubelet's: the old one stays on disk until the new
+  // kubelet replaces it, so a stat before the second registration could read the old one's time.
+  struct stat socket {};
+  ASSERT_EQ(::stat((cluster->device_plugin_dir() + "/kubelet.sock").c_str(), &socket), 0);
+  Clock::time_point made = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+      seconds(socket.st_ctim.tv_sec) + std::chrono::nanoseconds(socket.st_ctim.tv_nsec)));
   std::optional<Clock::time_point> again =
       testing::LastLogTime(plugin.Log(), "Registered device plugin");
   ASSERT_TRUE(again.has_value());
