@@ -1,6 +1,8 @@
 #include "kube/client.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -257,6 +259,7 @@ echo $n > "$dir/runs"
 printf '%s' "$KUBERNETES_EXEC_INFO" > "$dir/exec-info"
 printf '%s %s' "$PLUGIN_PROFILE" "$*" > "$dir/args"
 echo "plugin run $n" >&2
+grep -E '^Sig(Blk|Ign):' /proc/$$/status > "$dir/signals"
 [ -f "$dir/fail" ] && exit 3
 cat "$dir/token.$n"
 )");
@@ -345,6 +348,33 @@ TEST_F(ExecPluginTest, FailuresNameThePluginAndItsInstallHint) {
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(std::string(failed.status().message()).find("cannot run it"), std::string::npos)
       << failed.status();
+}
+
+// A daemon blocks its stop signals to read them from a signalfd, and a shell may have left some
+// ignored; the plugin it runs inherits neither, or SIGTERM could not stop it.
+TEST_F(ExecPluginTest, ThePluginStartsWithNoSignalBlockedOrIgnored) {
+  Answer(1, "double-token");
+  sigset_t stop, old_mask;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &stop, &old_mask), 0);
+  struct sigaction ignore {
+  }, previous{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGHUP, &ignore, &previous), 0);
+  absl::StatusOr<std::string> got = NewTestClient(PluginAccess())->Get("/api/v1/nodes");
+  sigaction(SIGHUP, &previous, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ASSERT_TRUE(got.ok()) << got.status();
+  // Signals 1-31: glibc keeps 32 and 33 for itself.
+  std::string masks = gpunode::testing::ReadText(plugin_dir_->path() + "/signals");
+  for (std::string field : {"SigBlk:\t", "SigIgn:\t"}) {
+    size_t at = masks.find(field);
+    ASSERT_NE(at, std::string::npos) << masks;
+    EXPECT_EQ(std::stoull(masks.substr(at + field.size(), 16), nullptr, 16) & 0x7fffffffu, 0u)
+        << masks;
+  }
 }
 
 TEST(ExecCredential, ParsesTokensCertificatesAndExpiry) {
