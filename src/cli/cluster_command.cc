@@ -234,7 +234,7 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
   absl::StatusOr<cluster::DrainOutcome> outcome =
       cluster::RunDrain(*c->client, d, cluster::DrainClock{}, std::cout);
   if (!outcome.ok()) return ReportError(FromCluster(outcome.status()));
-  if (outcome->complete) {
+  if (outcome->complete()) {
     std::cout << outcome->summary << "\n";
     return kExitOk;
   }

@@ -1,5 +1,6 @@
 // gpunode: one binary, one role per subcommand.
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -14,6 +15,7 @@
 #include "cli/parse_error.h"
 #include "cli/report_error.h"
 #include "core/log.h"
+#include "core/printable.h"
 
 namespace gpunode::cli {
 namespace {
@@ -120,7 +122,19 @@ int Main(int argc, char** argv) {
                        "leave --sim and --sim-topology out")));
     }
   }
-  return run ? run() : kExitUsage;
+  if (!run) return kExitUsage;
+  // An exception that escaped a command is a defect, and the user still gets the one line and
+  // exit 1 that every failure gets, not std::terminate's abort (exit 134).
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    return ReportError(
+        absl::InternalError(absl::StrCat("internal error: ", core::Printable(e.what()),
+                                         "; please report it with the command that was run")));
+  } catch (...) {
+    return ReportError(absl::InternalError(
+        "internal error: an unknown exception; please report it with the command that was run"));
+  }
 }
 
 }  // namespace

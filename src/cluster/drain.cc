@@ -280,7 +280,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   DrainOutcome outcome;
   if (options.dry_run) {
     PrintPlan(plan, options, out);
-    outcome.complete = !plan.Refused();
+    outcome.end = plan.Refused() ? DrainOutcome::End::kRefused : DrainOutcome::End::kDrained;
     outcome.summary = plan.Refused() ? "dry run: the drain would refuse some pods (see REFUSE)"
                                      : "dry run: nothing was changed";
     return outcome;
@@ -292,6 +292,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
         (refusal == PodAction::kRefuseEmptyDir ? empty_dir : unmanaged).push_back(PodName(*p.pod));
       }
     }
+    outcome.end = DrainOutcome::End::kRefused;
     outcome.summary = StrCat("refusing to drain ", options.node, ", nothing was changed:");
     if (!empty_dir.empty()) {
       core::StrAppend(&outcome.summary, " ", Names(empty_dir),
@@ -422,7 +423,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   int evicted = static_cast<int>(
       std::count_if(targets.begin(), targets.end(), [](const Target& t) { return t.evicted; }));
   if (blocked.empty() && failed.empty() && still_there.empty() && refused.empty()) {
-    outcome.complete = true;
+    outcome.end = DrainOutcome::End::kDrained;
     outcome.summary = StrCat("node ", options.node, " drained: ", finished.size(),
                              " pod(s) finished on their own, ", evicted, " evicted, ", skipped,
                              " DaemonSet/static pod(s) left in place; run `gpunode cluster "

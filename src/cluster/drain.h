@@ -69,8 +69,13 @@ nlohmann::json DrainNodePatch(const kube::NodeView& node, bool cordon, absl::Tim
 void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream& out);
 
 struct DrainOutcome {
-  bool complete = false;  // every pod that had to go is gone
+  enum class End {
+    kDrained,     // every pod that had to go is gone
+    kRefused,     // pods it may not evict without a flag: nothing was changed
+    kPodsRemain,  // evictions blocked, failed or unfinished by the eviction timeout
+  } end = End::kPodsRemain;
   std::string summary;
+  bool complete() const { return end == End::kDrained; }
 };
 
 // How the drain waits: real time in the binary; tests may speed it up.

@@ -225,7 +225,7 @@ absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeVie
                                        int64_t gpus, const VerifyOptions& options,
                                        const VerifyClock& clock, std::ostream& progress) {
   VerifyStep step;
-  step.step = "smoke-pod";
+  step.step = VerifyCheck::kSmokePod;
   const std::string name = SmokePodName(node.name);
   const std::string& ns = options.ns;
   // A leftover of a run that was killed: delete it and wait until it is gone.

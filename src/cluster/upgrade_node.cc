@@ -79,8 +79,8 @@ absl::StatusOr<bool> DrainRound(StepContext& ctx, const FleetNode& node, bool al
   drain.eviction_timeout = absl::ZeroDuration();
   DrainClock clock{.now = ctx.clock.now, .sleep = ctx.clock.sleep};
   ASSIGN_OR_RETURN(DrainOutcome outcome, RunDrain(ctx.client, drain, clock, ctx.out));
-  if (outcome.complete) return true;
-  if (outcome.summary.rfind("refusing", 0) == 0) {
+  if (outcome.complete()) return true;
+  if (outcome.end == DrainOutcome::End::kRefused) {
     RETURN_IF_ERROR(FailNode(ctx, node, outcome.summary));
   } else if (TimedOut(ctx, node, ctx.options.drain_timeout)) {
     RETURN_IF_ERROR(FailNode(ctx, node,
@@ -119,12 +119,8 @@ absl::Status DeleteJob(StepContext& ctx, std::string_view name) {
 
 // The Job's condition of `type` when True, else null.
 const json* TrueCondition(const json& job, std::string_view type) {
-  const json* conditions = nullptr;
-  if (job.contains("status") && job["status"].is_object() && job["status"].contains("conditions") &&
-      job["status"]["conditions"].is_array()) {
-    conditions = &job["status"]["conditions"];
-  }
-  if (conditions == nullptr) return nullptr;
+  const json* conditions = core::JsonAt(job, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) return nullptr;
   for (const json& c : *conditions) {
     if (core::JsonString(c, "type") == type && core::JsonString(c, "status") == "True") return &c;
   }
@@ -167,8 +163,9 @@ absl::StatusOr<bool> RunMaintenanceJob(StepContext& ctx, const FleetNode& node) 
     RETURN_IF_ERROR(DeleteJob(ctx, name));
     return false;
   }
+  const json* status = core::JsonAt(job, {"status"});
   if (TrueCondition(job, "Complete") != nullptr ||
-      core::JsonInteger(job.value("status", json::object()), "succeeded", 0) > 0) {
+      (status != nullptr && core::JsonInteger(*status, "succeeded", 0) > 0)) {
     ctx.out << "node " << node.name << ": maintenance Job " << name << " succeeded\n";
     RETURN_IF_ERROR(DeleteJob(ctx, name));
     RETURN_IF_ERROR(MoveNode(ctx, node, UpgradeState::kPostMaintenanceRequired));
@@ -250,7 +247,7 @@ absl::StatusOr<bool> Validate(StepContext& ctx, const FleetNode& node) {
   for (const NodeVerdict& verdict : report.nodes) {
     for (const VerifyStep& step : verdict.steps) {
       if (step.result == StepResult::kFail)
-        failed.push_back(StrCat(step.step, ": ", step.evidence));
+        failed.push_back(StrCat(VerifyCheckName(step.step), ": ", step.evidence));
     }
   }
   RETURN_IF_ERROR(

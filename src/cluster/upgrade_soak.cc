@@ -166,9 +166,9 @@ absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const Fl
     std::vector<std::string> failed;
     for (const VerifyStep& step : verdict.steps) {
       if (step.result != StepResult::kFail) continue;
-      bool gpus = step.step == "ready" || step.step == "capacity";
+      bool gpus = step.step == VerifyCheck::kReady || step.step == VerifyCheck::kCapacity;
       if (gpus ? options.regress_on_gpus : options.regress_on_verify) {
-        failed.push_back(StrCat(step.step, ": ", step.evidence));
+        failed.push_back(StrCat(VerifyCheckName(step.step), ": ", step.evidence));
       }
     }
     if (!failed.empty()) {

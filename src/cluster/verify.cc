@@ -138,7 +138,8 @@ bool PodReady(const json& pod) {
 std::string ControllerOf(const json& pod) {
   if (!pod.contains("metadata") || !pod["metadata"].contains("ownerReferences")) return "";
   for (const json& ref : pod["metadata"]["ownerReferences"]) {
-    if (ref.value("controller", false) && core::JsonStringAt(ref, {"kind"}) == "DaemonSet") {
+    if (core::JsonBool(ref, "controller", false) &&
+        core::JsonStringAt(ref, {"kind"}) == "DaemonSet") {
       return core::JsonStringAt(ref, {"name"});
     }
   }
@@ -147,7 +148,7 @@ std::string ControllerOf(const json& pod) {
 
 VerifyStep ReadyStep(const kube::NodeView& node) {
   VerifyStep step;
-  step.step = "ready";
+  step.step = VerifyCheck::kReady;
   if (node.ready == kube::ConditionStatus::kTrue) {
     step.result = StepResult::kPass;
     step.evidence = "condition Ready is True";
@@ -163,7 +164,7 @@ VerifyStep ReadyStep(const kube::NodeView& node) {
 
 VerifyStep LabelsStep(const kube::NodeView& node, const VerifyOptions& options) {
   VerifyStep step;
-  step.step = "labels";
+  step.step = VerifyCheck::kLabels;
   std::vector<std::string> seen, missing;
   for (std::string_view key : kGfdLabels) {
     if (auto v = kube::FindLabel(node.labels, key)) {
@@ -212,7 +213,7 @@ VerifyStep LabelsStep(const kube::NodeView& node, const VerifyOptions& options) 
 
 VerifyStep CapacityStep(const kube::NodeView& node, const VerifyOptions& options) {
   VerifyStep step;
-  step.step = "capacity";
+  step.step = VerifyCheck::kCapacity;
   RestoreCheck check = CheckRestore(node, options.count_label);
   step.result = check.ok ? StepResult::kPass : StepResult::kFail;
   step.evidence = check.message;
@@ -226,7 +227,7 @@ VerifyStep CapacityStep(const kube::NodeView& node, const VerifyOptions& options
 absl::StatusOr<VerifyStep> DevicePluginStep(kube::Client& client, const kube::NodeView& node,
                                             const DevicePlugins& plugins) {
   VerifyStep step;
-  step.step = "device-plugin";
+  step.step = VerifyCheck::kDevicePlugin;
   step.result = StepResult::kFail;
   if (!plugins.error.empty()) {
     step.evidence = plugins.error;
@@ -305,14 +306,14 @@ absl::StatusOr<VerifyStep> DevicePluginStep(kube::Client& client, const kube::No
   return step;
 }
 
-bool Failed(const NodeVerdict& v, std::string_view step) {
+bool Failed(const NodeVerdict& v, VerifyCheck step) {
   return std::any_of(v.steps.begin(), v.steps.end(), [&](const VerifyStep& s) {
     return s.step == step && s.result == StepResult::kFail;
   });
 }
 
 void Progress(std::ostream& out, const VerifyStep& step) {
-  out << "  " << step.step << ": "
+  out << "  " << VerifyCheckName(step.step) << ": "
       << (step.result == StepResult::kPass   ? "pass"
           : step.result == StepResult::kFail ? "FAIL"
                                              : "skip")
@@ -382,10 +383,11 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
       }
 
       VerifyStep smoke;
-      smoke.step = "smoke-pod";
+      smoke.step = VerifyCheck::kSmokePod;
       std::vector<std::string> blocking;
-      for (std::string_view s : {"ready", "device-plugin", "capacity"}) {
-        if (Failed(verdict, s)) blocking.push_back(std::string(s));
+      for (VerifyCheck s :
+           {VerifyCheck::kReady, VerifyCheck::kDevicePlugin, VerifyCheck::kCapacity}) {
+        if (Failed(verdict, s)) blocking.push_back(std::string(VerifyCheckName(s)));
       }
       ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
       int64_t capacity = kube::MilliOf(node.capacity, kube::kGpuResource) / 1000;

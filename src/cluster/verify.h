@@ -8,6 +8,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -48,8 +49,16 @@ struct VerifyClock {
 
 enum class StepResult { kPass, kFail, kSkip };
 
+// What verify checks on each node, in the order it checks and prints them.
+enum class VerifyCheck { kReady, kLabels, kDevicePlugin, kCapacity, kSmokePod };
+inline constexpr VerifyCheck kVerifyChecks[] = {VerifyCheck::kReady, VerifyCheck::kLabels,
+                                                VerifyCheck::kDevicePlugin, VerifyCheck::kCapacity,
+                                                VerifyCheck::kSmokePod};
+// ready, labels, device-plugin, capacity, smoke-pod: the report's and the JSON's names.
+std::string_view VerifyCheckName(VerifyCheck check);
+
 struct VerifyStep {
-  std::string step;  // ready, labels, device-plugin, capacity, smoke-pod
+  VerifyCheck step = VerifyCheck::kReady;
   StepResult result = StepResult::kSkip;
   std::string evidence;  // what was seen
   std::string fix;       // empty on pass

@@ -8,8 +8,6 @@
 namespace gpunode::cluster {
 namespace {
 
-constexpr std::string_view kSteps[] = {"ready", "labels", "device-plugin", "capacity", "smoke-pod"};
-
 std::string_view ResultName(StepResult r) {
   switch (r) {
     case StepResult::kPass:
@@ -36,11 +34,28 @@ void Row(std::string row, std::ostream& out) {
 
 }  // namespace
 
+std::string_view VerifyCheckName(VerifyCheck check) {
+  switch (check) {
+    case VerifyCheck::kReady:
+      return "ready";
+    case VerifyCheck::kLabels:
+      return "labels";
+    case VerifyCheck::kDevicePlugin:
+      return "device-plugin";
+    case VerifyCheck::kCapacity:
+      return "capacity";
+    case VerifyCheck::kSmokePod:
+      return "smoke-pod";
+  }
+  return "ready";
+}
+
 void PrintVerifyTable(const VerifyReport& report, std::ostream& out) {
   size_t name_width = 4;
   for (const NodeVerdict& n : report.nodes) name_width = std::max(name_width, n.node.size());
   std::string header = Pad("NODE", name_width + 3) + Pad("RESULT", 9);
-  for (std::string_view s : kSteps) {
+  for (VerifyCheck check : kVerifyChecks) {
+    std::string_view s = VerifyCheckName(check);
     std::string upper(s);
     std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
     header += Pad(upper, s.size() + 3);
@@ -50,12 +65,12 @@ void PrintVerifyTable(const VerifyReport& report, std::ostream& out) {
   for (const NodeVerdict& n : report.nodes) {
     passed += n.Passed() ? 1 : 0;
     std::string row = Pad(n.node, name_width + 3) + Pad(n.Passed() ? "pass" : "FAIL", 9);
-    for (std::string_view s : kSteps) {
+    for (VerifyCheck check : kVerifyChecks) {
       std::string_view result = "-";
       for (const VerifyStep& step : n.steps) {
-        if (step.step == s) result = ResultName(step.result);
+        if (step.step == check) result = ResultName(step.result);
       }
-      row += Pad(result, s.size() + 3);
+      row += Pad(result, VerifyCheckName(check).size() + 3);
     }
     Row(row, out);
   }
@@ -65,7 +80,8 @@ void PrintVerifyTable(const VerifyReport& report, std::ostream& out) {
       if (step.result != StepResult::kFail) continue;
       if (!any_failure) out << "\n";
       any_failure = true;
-      out << "fail  " << step.step << "  node/" << n.node << "\n    " << step.evidence << "\n";
+      out << "fail  " << VerifyCheckName(step.step) << "  node/" << n.node << "\n    "
+          << step.evidence << "\n";
       if (!step.fix.empty()) out << "    fix: " << step.fix << "\n";
     }
   }
@@ -81,7 +97,7 @@ std::string VerifyJson(const VerifyReport& report) {
     passed += n.Passed() ? 1 : 0;
     nlohmann::json steps = nlohmann::json::array();
     for (const VerifyStep& s : n.steps) {
-      steps.push_back({{"step", s.step},
+      steps.push_back({{"step", VerifyCheckName(s.step)},
                        {"result", ResultName(s.result)},
                        {"evidence", s.evidence},
                        {"fix", s.fix}});

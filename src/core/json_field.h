@@ -23,18 +23,33 @@ inline std::string JsonString(const nlohmann::json& object, std::string_view key
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
 }
 
-// The string at `path` (each element a member of the object before it), or "" when any step is
-// missing or not an object, or the end is not a string: {"status", "phase"}.
-inline std::string JsonStringAt(const nlohmann::json& object,
-                                std::initializer_list<const char*> path) {
+// The member at `path` (each element a member of the object before it), or null when any step is
+// missing or not an object. Unlike operator[], it neither inserts nor asserts.
+inline const nlohmann::json* JsonAt(const nlohmann::json& object,
+                                    std::initializer_list<const char*> path) {
   const nlohmann::json* at = &object;
   for (const char* key : path) {
-    if (!at->is_object()) return "";
+    if (!at->is_object()) return nullptr;
     auto it = at->find(key);
-    if (it == at->end()) return "";
+    if (it == at->end()) return nullptr;
     at = &*it;
   }
-  return at->is_string() ? at->get<std::string>() : "";
+  return at;
+}
+
+// The string at `path`, or "" when any step is missing or not an object, or the end is not a
+// string: {"status", "phase"}.
+inline std::string JsonStringAt(const nlohmann::json& object,
+                                std::initializer_list<const char*> path) {
+  const nlohmann::json* at = JsonAt(object, path);
+  return at != nullptr && at->is_string() ? at->get<std::string>() : "";
+}
+
+// The member `key` of `object` when it is a boolean; otherwise `fallback`.
+inline bool JsonBool(const nlohmann::json& object, std::string_view key, bool fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() ? it->get<bool>() : fallback;
 }
 
 // The member `key` of `object` when it is an integer; otherwise `fallback`.

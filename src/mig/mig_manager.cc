@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/json_field.h"
 #include "core/log.h"
 #include "mig/mig_apply.h"
 #include "mig/mig_config.h"
@@ -43,10 +44,15 @@ absl::Status MigManager::RelabelClients(const std::function<bool(const json* val
   if (!body.ok()) return body.status();
   json node = json::parse(*body, nullptr, false);
   if (node.is_discarded()) return absl::InternalError("node " + options_.node + ": not JSON");
-  const json labels = node["metadata"].value("labels", json::object());
+  const json* labels = core::JsonAt(node, {"metadata", "labels"});
   std::vector<std::pair<std::string, std::string>> changes;
   for (const std::string& key : options_.client_labels) {
-    if (select(labels.contains(key) ? &labels[key] : nullptr)) changes.emplace_back(key, to);
+    const json* value = nullptr;
+    if (labels != nullptr && labels->is_object()) {
+      auto it = labels->find(key);
+      if (it != labels->end()) value = &*it;
+    }
+    if (select(value)) changes.emplace_back(key, to);
   }
   if (changes.empty()) return absl::OkStatus();
   for (const auto& [key, value] : changes) {
@@ -79,11 +85,14 @@ absl::Status MigManager::AwaitClientsGone() {
                   std::string_view) -> absl::StatusOr<std::string> {
             json page = json::parse(body.data(), body.data() + body.size(), nullptr, false);
             if (page.is_discarded()) return absl::InternalError("pod list: not JSON");
-            for (const json& pod : page.value("items", json::array())) {
-              left.push_back(absl::StrCat(pod["metadata"].value("namespace", ""), "/",
-                                          pod["metadata"].value("name", "")));
+            const json* items = core::JsonAt(page, {"items"});
+            if (items != nullptr && items->is_array()) {
+              for (const json& pod : *items) {
+                left.push_back(absl::StrCat(core::JsonStringAt(pod, {"metadata", "namespace"}), "/",
+                                            core::JsonStringAt(pod, {"metadata", "name"})));
+              }
             }
-            return page["metadata"].value("continue", "");
+            return core::JsonStringAt(page, {"metadata", "continue"});
           });
       if (!st.ok()) return st;
     }

@@ -66,18 +66,20 @@ absl::StatusOr<std::optional<Ledger>> ReadLedger(const std::string& config_path)
   try {
     Ledger ledger;
     ledger.mode = json.at("mode").get<std::string>();
-    ledger.drop_in = json.value("drop_in", "");
+    if (json.contains("drop_in")) ledger.drop_in = json.at("drop_in").get<std::string>();
     for (const nlohmann::json& file : json.at("files")) {
       LedgerEntry entry;
       entry.path = file.at("path").get<std::string>();
       entry.existed = file.at("existed").get<bool>();
-      entry.backup = file.value("backup", "");
+      if (file.contains("backup")) entry.backup = file.at("backup").get<std::string>();
       entry.written_hash = std::stoull(file.at("written_fnv1a64").get<std::string>(), nullptr, 16);
       entry.written_size = file.at("written_size").get<uint64_t>();
       ledger.files.push_back(std::move(entry));
     }
-    for (const nlohmann::json& dir : json.value("created_dirs", nlohmann::json::array())) {
-      ledger.created_dirs.push_back(dir.get<std::string>());
+    if (json.contains("created_dirs")) {
+      for (const nlohmann::json& dir : json.at("created_dirs")) {
+        ledger.created_dirs.push_back(dir.get<std::string>());
+      }
     }
     return std::optional<Ledger>(std::move(ledger));
   } catch (const std::exception& e) {

@@ -99,7 +99,7 @@ TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
   });
   absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
-  EXPECT_TRUE(outcome->complete) << outcome->summary << "\n" << out_.str();
+  EXPECT_TRUE(outcome->complete()) << outcome->summary << "\n" << out_.str();
   EXPECT_NE(outcome->summary.find("1 pod(s) finished on their own, 2 evicted"), std::string::npos)
       << outcome->summary;
   std::string out = out_.str();
@@ -143,7 +143,8 @@ TEST_F(DrainLiveTest, ABudgetThatNeverAllowsItEndsIncompleteNamingIt) {
   options_.timeout = absl::ZeroDuration();  // evict at once
   absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
-  EXPECT_FALSE(outcome->complete);
+  EXPECT_FALSE(outcome->complete());
+  EXPECT_EQ(outcome->end, DrainOutcome::End::kPodsRemain);
   EXPECT_NE(outcome->summary.find("still blocked after 5m: serving/infer-7b9d6c5f4-p2r8s: "
                                   "Cannot evict pod"),
             std::string::npos)
@@ -162,7 +163,7 @@ TEST_F(DrainLiveTest, ABurstOfServerErrorsOnAnEvictionIsRetried) {
   server_->FailNext("POST", eviction, 503, 3);
   absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
-  EXPECT_TRUE(outcome->complete) << outcome->summary << "\n" << out_.str();
+  EXPECT_TRUE(outcome->complete()) << outcome->summary << "\n" << out_.str();
   EXPECT_EQ(server_->CountRequests("POST", eviction), 4);
   EXPECT_FALSE(server_->Pod("research", "notebook-alice").has_value());
 }
@@ -176,7 +177,7 @@ TEST_F(DrainLiveTest, AnEvictionTheServerKeepsFailingEndsIncompleteNamingEachPod
   server_->FailNext("POST", eviction, 500, 1000);
   absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
-  EXPECT_FALSE(outcome->complete);
+  EXPECT_FALSE(outcome->complete());
   EXPECT_EQ(server_->CountRequests("POST", eviction), 5);
   EXPECT_NE(outcome->summary.find("evicted: ml/train-llama-6c8d7f9b5-q4x2z, "
                                   "serving/infer-7b9d6c5f4-p2r8s;"),
@@ -197,7 +198,8 @@ TEST_F(DrainLiveTest, RefusesBeforeChangingAnything) {
   options_.force = false;
   absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
   ASSERT_TRUE(outcome.ok());
-  EXPECT_FALSE(outcome->complete);
+  EXPECT_FALSE(outcome->complete());
+  EXPECT_EQ(outcome->end, DrainOutcome::End::kRefused);
   EXPECT_NE(outcome->summary.find("research/notebook-alice have no controller to recreate them "
                                   "(pass --force)"),
             std::string::npos)
