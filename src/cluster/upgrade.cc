@@ -55,6 +55,7 @@ class Rollout {
     }
     for (;;) {
       if (clock_.interrupted()) return Finish(UpgradeResult::kInterrupted, Interrupted());
+      RETURN_IF_ERROR(RenewLease());
       ASSIGN_OR_RETURN(Fleet fleet, ReadFleet(client_, options_));
       if (options_.dry_run) return Plan(fleet);
       ASSIGN_OR_RETURN(std::optional<UpgradeResult> result, Tick(fleet));
@@ -76,6 +77,7 @@ class Rollout {
     for (FleetPool& pool : fleet.pools) {
       for (FleetNode* node : pool.nodes) {
         if (node->NeedsReset(options_.driver_version)) {
+          RETURN_IF_ERROR(RenewLease());
           RETURN_IF_ERROR(Reset(*node));
           reset = true;
         }
@@ -89,6 +91,7 @@ class Rollout {
       for (FleetNode* node : pool.nodes) {
         if (!node->state || !InProgress(*node->state)) continue;
         if (clock_.interrupted()) return Finish(UpgradeResult::kInterrupted, Interrupted(), &fleet);
+        RETURN_IF_ERROR(RenewLease());
         ASSIGN_OR_RETURN(bool changed, StepNode(ctx_, *node));
         RETURN_IF_ERROR(lease_error_);
         moved = moved || changed;
@@ -158,6 +161,7 @@ class Rollout {
         if (unavailable >= max) break;
         ++unavailable;
       }
+      RETURN_IF_ERROR(RenewLease());
       RETURN_IF_ERROR(MoveNode(ctx_, *node, UpgradeState::kCordonRequired));
       started = true;
     }
@@ -198,6 +202,7 @@ class Rollout {
         for (const Regression& r : regressions) {
           for (const FleetNode* node : pool.nodes) {
             if (node->name != r.node) continue;
+            RETURN_IF_ERROR(RenewLease());
             RETURN_IF_ERROR(
                 FailNode(ctx_, *node,
                          StrCat("regression during the soak of pool ", pool.name, ": ", r.why)));
@@ -221,6 +226,7 @@ class Rollout {
   absl::Status Annotate(const Nodes& nodes, std::string_view key, absl::Time at) {
     json patch = {{"metadata", {{"annotations", {{std::string(key), Rfc3339(at)}}}}}};
     for (const FleetNode* node : nodes) {
+      RETURN_IF_ERROR(RenewLease());
       RETURN_IF_ERROR(client_.Patch(StrCat("/api/v1/nodes/", kube::UrlEncode(node->name)),
                                     "application/merge-patch+json", patch.dump()));
     }
@@ -250,6 +256,9 @@ class Rollout {
     return RenewLease();
   }
 
+  // Renews the lease once a third of its duration has passed since the last renewal. Called on
+  // every pass and before every change to a node, and from the steps' sleeps: a pass over many
+  // nodes can outlast the lease, and no change may be made on a lease that could have lapsed.
   absl::Status RenewLease() {
     if (!lease_) return absl::OkStatus();
     absl::Time now = clock_.now();

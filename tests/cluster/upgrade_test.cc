@@ -92,9 +92,11 @@ class UpgradeTest : public ::testing::Test {
     clock_.interrupted = [this] { return interrupt_ && interrupt_(); };
 
     // The kubelet: a smoke pod that is looked at has run and printed what it saw. And the
-    // invariant every test holds: before any change, no pool has more nodes out of service
-    // than --max-unavailable allows.
+    // invariants every test holds: before any change, no pool has more nodes out of service
+    // than --max-unavailable allows, and the lease has not lapsed.
     server_->OnRequest([this](const ApiServerDouble::Request& req) {
+      Spend(req);
+      CheckLeaseHeld(req);
       const std::string smoke =
           std::string("/api/v1/namespaces/") + kNamespace + "/pods/gpunode-verify-";
       if (req.method == "GET" && req.path.rfind(smoke, 0) == 0 &&
@@ -120,6 +122,41 @@ class UpgradeTest : public ::testing::Test {
   void TearDown() override {
     server_->OnRequest(nullptr);
     CheckAvailability();
+    std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_EQ(changes_on_a_lapsed_lease_, std::vector<std::string>{})
+        << "changes made after the lease's renewTime + leaseDurationSeconds";
+  }
+
+  // A request takes request_cost_ of simulated time (a slow API server). A pass of the rollout
+  // runs from one read of the fleet to the next; its busy time is the time its requests took,
+  // not the waits between them (which renew the lease as they sleep).
+  void Spend(const ApiServerDouble::Request& req) {
+    std::lock_guard<std::mutex> lock(mu_);
+    now_ += request_cost_;
+    if (req.method == "GET" && req.path == "/api/v1/nodes") {
+      longest_pass_ = std::max(longest_pass_, pass_requests_ * request_cost_);
+      pass_requests_ = 0;
+    }
+    ++pass_requests_;
+  }
+
+  // Every change but the lease's own is made while the lease is live: renewed within its
+  // duration, as another copy reads it before taking it over.
+  void CheckLeaseHeld(const ApiServerDouble::Request& req) {
+    if (req.method == "GET" || req.path.find("/leases") != std::string::npos) return;
+    std::optional<json> lease = server_->Lease(kNamespace, "gpunode-upgrade");
+    if (!lease) return;
+    const json& spec = (*lease)["spec"];
+    absl::Time renewed;
+    std::string error;
+    if (!absl::ParseTime(absl::RFC3339_full, spec.value("renewTime", ""), &renewed, &error)) {
+      ADD_FAILURE() << "renewTime: " << error;
+      return;
+    }
+    absl::Duration duration = absl::Seconds(spec.value("leaseDurationSeconds", 0));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (renewed + duration < now_)
+      changes_on_a_lapsed_lease_.push_back(req.method + " " + req.path);
   }
 
   bool HoldSmokePods() {
@@ -272,6 +309,10 @@ class UpgradeTest : public ::testing::Test {
   bool crash_instead_ = false;
   bool fail_next_request_ = false;
   bool hold_smoke_pods_ = false;  // the kubelet never finishes a smoke pod
+  absl::Duration request_cost_ = absl::ZeroDuration();
+  int pass_requests_ = 0;
+  absl::Duration longest_pass_ = absl::ZeroDuration();
+  std::vector<std::string> changes_on_a_lapsed_lease_;
 };
 
 TEST_F(UpgradeTest, RollsOutPoolByPoolWithASoakBetween) {
@@ -545,6 +586,21 @@ TEST_F(UpgradeTest, ALeaseThatLapsedIsNotRenewed) {
             "of 1m, so another copy may have taken it; stopping");
   EXPECT_EQ(lock.Renew(start + absl::Seconds(120)).code(), absl::StatusCode::kFailedPrecondition)
       << "a lapsed lease is no longer held";
+}
+
+// A slow API server: every request takes 2 simulated seconds, so the requests of one pass over
+// the fleet take longer than a one-minute lease (over two minutes, measured). The rollout renews on
+// every pass and before every change, so it finishes, and no change is made on a lapsed lease
+// (checked on every request, in TearDown).
+TEST_F(UpgradeTest, ALeaseShorterThanAPassIsRenewedThroughIt) {
+  request_cost_ = absl::Seconds(2);
+  options_.lease.duration = absl::Minutes(1);
+  absl::StatusOr<UpgradeResult> result = Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, UpgradeResult::kDone) << result->summary;
+  ExpectAllUpgraded();
+  std::lock_guard<std::mutex> lock(mu_);
+  EXPECT_GT(longest_pass_, options_.lease.duration) << "no pass outlasted the lease";
 }
 
 // While a smoke pod runs (minutes), the lease is renewed from inside the wait; when another copy
