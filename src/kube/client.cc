@@ -377,8 +377,13 @@ absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& 
     case 429:
       return absl::ResourceExhaustedError(text);
     default:
+      // Any other 4xx (400, 422, ...) refuses the request itself: gpunode sent something the
+      // server would not take, or the object changed under it. The user typed nothing wrong, so
+      // it is a failure (exit 1), not an input error; a caller whose request carries the user's
+      // own input (a file they named) marks it as such.
       return response.status >= 500 ? absl::UnavailableError(text)
-                                    : absl::InvalidArgumentError(text);
+                                    : absl::FailedPreconditionError(
+                                          StrCat(text, "; the API server refused the request"));
   }
 }
 

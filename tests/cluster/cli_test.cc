@@ -388,6 +388,19 @@ current-context: x
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
+// An API server that refuses a request gpunode made (422: the request or the object is wrong) is
+// the cluster failing the command, not the user's typing: exit 1, one line naming the answer.
+TEST_F(ClusterCliLiveTest, ARequestTheApiServerRefusesIsAFailureNotAUsageError) {
+  ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
+  server_->FailNext("PATCH", "/api/v1/nodes/gpu-a", 422, 1);
+  ProcessResult r = Live({"cluster", "drain", "gpu-a", "--cordon", "--force",
+                          "--delete-emptydir-data", "--timeout", "0"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("PATCH /api/v1/nodes/gpu-a: 422"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the API server refused the request"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(WebhookCliTest, RefusesToStartWithoutItsCertificate) {
   ProcessResult r =
       Gpunode({"webhook", "--tls-cert", "/no/such/tls.crt", "--tls-key", "/no/such/tls.key"});
