@@ -1,104 +1,140 @@
 // `gpunode mps-control-daemon`: NVIDIA's MPS control daemon for the device plugin's resources
-// shared through MPS (sharing.mps), from the same config sources as the plugin.
-#include <poll.h>
-
-#include <csignal>
+// shared through MPS (sharing.mps), from the same config sources as the plugin, followed as the
+// plugin follows them (plugin/mps/mps_daemon.h).
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
 
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
+#include "cli/config_label.h"
 #include "cli/nvml_session.h"
 #include "core/log.h"
+#include "host/host_root.h"
 #include "plugin/daemon/signal_fd.h"
 #include "plugin/mps/mps_control.h"
+#include "plugin/mps/mps_daemon.h"
 #include "plugin/mps/mps_supervisor.h"
 #include "plugin/rm/node.h"
+#include "plugin_config/config_dir.h"
 #include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
 namespace {
 
-// How often every daemon is asked whether it is alive.
-constexpr int kCheckPeriodMs = 1000;
-
 struct MpsDaemonOptions {
   std::optional<std::string> config_file;
+  std::optional<std::string> default_config;
   std::optional<std::string> mps_root;
   bool check_config = false;
 };
 
-absl::StatusOr<plugin_config::ResolvedConfig> Resolve(const GlobalOptions& global,
-                                                      const MpsDaemonOptions& options) {
-  plugin_config::ConfigLayer flags;
-  if (options.mps_root) flags.mps_root = *options.mps_root;
-  if (global.driver_root != "/") flags.nvidia_driver_root = global.driver_root;
-  return plugin_config::ResolveConfig(flags, options.config_file,
-                                      &plugin_config::ProcessEnvironment);
-}
-
-int RunMpsControlDaemon(const GlobalOptions& global, const MpsDaemonOptions& options) {
-  // Before any thread exists, so that the control loop alone takes these signals.
-  absl::StatusOr<plugin::SignalFd> signals = plugin::SignalFd::Open();
-  if (!signals.ok()) return ReportError(signals.status());
-  absl::StatusOr<plugin_config::ResolvedConfig> resolved = Resolve(global, options);
-  if (!resolved.ok()) return ReportError(resolved.status());
-  for (const std::string& warning : resolved->warnings) spdlog::warn("config: {}", warning);
-  const plugin_config::Config& config = resolved->config;
-
+// NVIDIA's nvidiaDriverRoot says where the driver's libnvidia-ml is, unless --driver-root does;
+// in a container the host's driver root is mounted at containerDriverRoot when that is set.
+GlobalOptions NvmlOptions(const GlobalOptions& global, const plugin_config::Config& config) {
   GlobalOptions nvml_options = global;
   if (nvml_options.driver_root == "/") {
     nvml_options.driver_root = config.container_driver_root.empty() ? config.nvidia_driver_root
                                                                     : config.container_driver_root;
   }
+  return nvml_options;
+}
+
+plugin_config::ConfigLayer FlagLayer(const GlobalOptions& global, const MpsDaemonOptions& options) {
+  plugin_config::ConfigLayer flags;
+  if (options.mps_root) flags.mps_root = *options.mps_root;
+  if (global.driver_root != "/") flags.nvidia_driver_root = global.driver_root;
+  return flags;
+}
+
+absl::StatusOr<plugin_config::ResolvedConfig> Resolve(const GlobalOptions& global,
+                                                      const MpsDaemonOptions& options) {
+  return plugin_config::ResolveConfig(FlagLayer(global, options), options.config_file,
+                                      &plugin_config::ProcessEnvironment);
+}
+
+int CheckConfig(const GlobalOptions& global, const MpsDaemonOptions& options) {
+  absl::StatusOr<plugin_config::ResolvedConfig> resolved = Resolve(global, options);
+  if (!resolved.ok()) return ReportError(resolved.status());
+  for (const std::string& warning : resolved->warnings) spdlog::warn("config: {}", warning);
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library =
+      OpenNvml(NvmlOptions(global, resolved->config));
+  if (!library.ok()) return ReportError(library.status());
+  absl::StatusOr<plugin::Node> node = plugin::ReadNode(**library, host::HostRoot(global.host_root));
+  if (!node.ok()) return ReportError(node.status());
+  absl::StatusOr<std::vector<plugin::MpsPlan>> plans =
+      plugin::PlanMps(**library, resolved->config, *node);
+  if (!plans.ok()) return ReportError(plans.status());
+  if (plans->empty()) std::cout << "no resource is shared through MPS (sharing.mps)\n";
+  for (const plugin::MpsPlan& plan : *plans) {
+    for (const std::string& line : plugin::DescribeMpsLimits(plan.resource, plan.limits)) {
+      std::cout << line << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+int RunMpsControlDaemon(const GlobalOptions& global, const MpsDaemonOptions& options) {
+  if (options.check_config) return CheckConfig(global, options);
+  // Before any thread exists, so that the control loop alone takes these signals.
+  absl::StatusOr<plugin::SignalFd> signals = plugin::SignalFd::Open();
+  if (!signals.ok()) return ReportError(signals.status());
+
+  // The device plugin's sources, read the same way: a directory of configs is picked from by the
+  // node's label, followed through the API server; the config's directory is watched.
+  plugin_config::ConfigLayer flags = FlagLayer(global, options);
+  std::string config_path =
+      plugin_config::ConfigFilePath(options.config_file, &plugin_config::ProcessEnvironment);
+  std::error_code ec;
+  bool config_directory = !config_path.empty() && std::filesystem::is_directory(config_path, ec);
+  std::optional<ConfigLabelSource> label;
+  if (config_directory) label = ConfigLabelSource::Follow("gpunode-mps-control-daemon");
+  plugin_config::ConfigSelection selection{.default_config = options.default_config};
+  const kube::NodeLabelWatch* watch = label ? &label->watch() : nullptr;
+  plugin::ConfigLoader loader = [flags, file = options.config_file, selection, watch] {
+    plugin_config::ConfigSelection now = selection;
+    if (watch != nullptr) now.label = watch->Value();
+    return plugin_config::ResolveConfig(flags, file, &plugin_config::ProcessEnvironment, now);
+  };
+  absl::StatusOr<plugin_config::ResolvedConfig> config = loader();
+  if (!config.ok() && watch != nullptr && watch->Value()) {
+    // As the plugin does: a label naming a config that is missing or broken starts the default.
+    spdlog::error("{}; starting with the default config instead", config.status().message());
+    label->Refused(std::string(config.status().message()),
+                   "starting with the default config instead");
+    config = plugin_config::ResolveConfig(flags, options.config_file,
+                                          &plugin_config::ProcessEnvironment, selection);
+  }
+  if (!config.ok()) return ReportError(config.status());
+  for (const std::string& warning : config->warnings) spdlog::warn("config: {}", warning);
+
+  GlobalOptions nvml_options = NvmlOptions(global, config->config);
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(nvml_options);
   if (!library.ok()) return ReportError(library.status());
   absl::StatusOr<plugin::Node> node = plugin::ReadNode(**library, host::HostRoot(global.host_root));
   if (!node.ok()) return ReportError(node.status());
-  absl::StatusOr<std::vector<plugin::MpsPlan>> plans = plugin::PlanMps(**library, config, *node);
-  if (!plans.ok()) return ReportError(plans.status());
 
-  if (options.check_config) {
-    if (plans->empty()) std::cout << "no resource is shared through MPS (sharing.mps)\n";
-    for (const plugin::MpsPlan& plan : *plans) {
-      for (const std::string& line : plugin::DescribeMpsLimits(plan.resource, plan.limits)) {
-        std::cout << line << "\n";
-      }
-    }
-    return kExitOk;
+  plugin::MpsDaemonOptions daemon;
+  daemon.binary = plugin::FindMpsControl(nvml_options.driver_root);
+  if (!config_path.empty()) {
+    daemon.config_watch_dir =
+        config_directory ? config_path : std::filesystem::path(config_path).parent_path().string();
+    if (daemon.config_watch_dir.empty()) daemon.config_watch_dir = ".";
   }
-
-  absl::StatusOr<std::string> binary = plugin::FindMpsControl(nvml_options.driver_root);
-  if (plans->empty()) {
-    spdlog::warn("no resource is shared through MPS (sharing.mps); nothing to run until stopped");
-  } else if (!binary.ok()) {
-    return ReportError(binary.status());
+  if (label) {
+    kube::NodeLabelWatch* follow = &label->watch();
+    daemon.config_label_fd = follow->fd();
+    daemon.clear_config_label = [follow] { follow->Clear(); };
+    daemon.config_refused = [&label](const std::string& why) {
+      label->Refused(why, "the running MPS control daemons stay");
+    };
   }
-  // The effective configuration: the daemon here, and each resource's limits as StartDaemon
-  // sets them (logged there, as --check-config prints them).
-  spdlog::info("MPS control daemon {} for {} resource(s)", binary.value_or("(none)"),
-               plans->size());
-  if (absl::Status st = plugin::AdoptDaemons(); !st.ok()) return ReportError(st);
-  plugin::MpsSupervisor supervisor(**library, binary.value_or(""), std::move(*plans));
-  if (absl::Status st = supervisor.Start(); !st.ok()) {
-    spdlog::error("{}", st.message());
-    return kExitFailures;
-  }
-  spdlog::info("MPS control daemons ready");
-  while (true) {
-    struct pollfd fd = {signals->fd(), POLLIN, 0};
-    poll(&fd, 1, kCheckPeriodMs);
-    while (std::optional<int> signal = signals->Read()) {
-      if (*signal == SIGHUP) continue;  // the daemons keep running; limits come with a restart
-      spdlog::warn("received signal {}; quitting the MPS control daemons", *signal);
-      supervisor.Stop();
-      return kExitOk;
-    }
-    plugin::ReapChildren();
-    supervisor.Check();
-  }
+  plugin::MpsDaemon mps(**library, std::move(*node), std::move(daemon), std::move(loader),
+                        std::move(*signals));
+  if (absl::Status st = mps.Run(std::move(*config)); !st.ok()) return ReportError(st);
+  return kExitOk;
 }
 
 int RunMountShm(const GlobalOptions& global, const MpsDaemonOptions& options) {
@@ -122,7 +158,11 @@ void AddMpsControlDaemonCommand(CLI::App& app, const GlobalOptions& global, Comm
       "mps-control-daemon",
       "NVIDIA's MPS control daemon for the device plugin's sharing.mps resources");
   cmd->add_option("--config-file", o->config_file,
-                  "the device plugin's config file (env CONFIG_FILE)");
+                  "the device plugin's config file, or a directory of configs the node label "
+                  "nvidia.com/device-plugin.config picks from (env CONFIG_FILE)");
+  cmd->add_option("--default-config", o->default_config,
+                  "with a directory of configs: the one used while the node has no label "
+                  "(env CONFIG_DEFAULT)");
   cmd->add_option("--mps-root", o->mps_root,
                   "host directory for the daemons' pipes and logs (env MPS_ROOT)");
   cmd->add_flag("--check-config", o->check_config,

@@ -14,6 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/apiserver_double.h"
 #include "kubelet_double.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
@@ -28,6 +29,7 @@ using ::testing::Contains;
 using testing::DeviceState;
 using ::testing::HasSubstr;
 using ::testing::Pair;
+using ::testing::StartsWith;
 
 constexpr milliseconds kWait{20000};
 // Longer than the daemon command waits (up to 30 s) for NVIDIA's daemon to start and answer, so
@@ -241,6 +243,69 @@ TEST_F(MpsTest, PluginOffersNothingUntilTheDaemonIsReady) {
       kubelet_->WaitForDevices("nvidia.com/gpu", Count(12, "Healthy"), kStartWait).has_value())
       << plugin_->Log() << daemon_->Log();
   EXPECT_EQ(daemon_->Stop(SIGTERM), 0);
+  EXPECT_THAT(ProcessesUnder(driver_), ::testing::IsEmpty());
+}
+
+// The node label that picks the plugin's config picks the daemon's too: a flip from MPS by 2 to
+// MPS by 4 restarts NVIDIA's daemon with the new limits, and the plugin offers the new replicas
+// once the daemon's marker names the new plan.
+TEST_F(MpsTest, ALabelFlipRestartsTheDaemonOnTheNewPlanAndThePluginFollows) {
+  testing::ApiServerDouble::Options plain_http;
+  plain_http.token = "";
+  testing::ApiServerDouble api(plain_http);
+  ASSERT_TRUE(api.Start());
+  std::string kubeconfig = dir_ + "/kubeconfig";
+  std::ofstream(kubeconfig) << api.PlainKubeconfig();
+  std::string configs = dir_ + "/configs";
+  fs::create_directories(configs);
+  for (int replicas : {2, 4}) {
+    std::ofstream(configs + "/mps" + std::to_string(replicas))
+        << "version: v1\nsharing:\n  mps:\n    resources:\n"
+        << "    - {name: nvidia.com/gpu, replicas: " << replicas << "}\n";
+  }
+  auto label = [&api](const std::string& config) {
+    api.AddObject(
+        {{"kind", "Node"},
+         {"apiVersion", "v1"},
+         {"metadata",
+          {{"name", "gpu-a"}, {"labels", {{"nvidia.com/device-plugin.config", config}}}}}});
+  };
+  label("mps2");
+  testing::BackgroundProcess::Options options{
+      .extra_env = {"MPS_ROOT=" + mps_root_, "NODE_NAME=gpu-a", "KUBECONFIG=" + kubeconfig},
+      .stderr_path = dir_ + "/daemon.log"};
+  daemon_ = std::make_unique<testing::BackgroundProcess>(
+      std::vector<std::string>{GPUNODE_BINARY, "--sim", "a10-pcie-4", "--log-level", "info",
+                               "--driver-root", driver_, "mps-control-daemon", "--config-file",
+                               configs, "--default-config", "mps2"},
+      options);
+  ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
+      << daemon_->Log() << Slurp(mps_root_ + "/gpu/log/control.log");
+  EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
+  ASSERT_TRUE(daemon_->WaitForLog("watching " + configs, kWait)) << daemon_->Log();
+
+  options.stderr_path = dir_ + "/plugin.log";
+  plugin_ = std::make_unique<testing::BackgroundProcess>(
+      std::vector<std::string>{GPUNODE_BINARY, "--sim", "a10-pcie-4", "--log-level", "info",
+                               "device-plugin", "--kubelet-dir", dir_, "--config-file", configs,
+                               "--default-config", "mps2"},
+      options);
+  ASSERT_TRUE(kubelet_->WaitForRegistration("nvidia.com/gpu", 1, kWait).has_value())
+      << plugin_->Log();
+  ASSERT_TRUE(
+      kubelet_->WaitForDevices("nvidia.com/gpu", Count(8, "Healthy"), kStartWait).has_value())
+      << plugin_->Log() << daemon_->Log();
+
+  label("mps4");
+  ASSERT_TRUE(daemon_->WaitForLog("the MPS plan is now plan nvidia.com/gpu replicas=4", kWait))
+      << daemon_->Log();
+  EXPECT_TRUE(
+      kubelet_->WaitForDevices("nvidia.com/gpu", Count(16, "Healthy"), kStartWait).has_value())
+      << plugin_->Log() << daemon_->Log();
+  EXPECT_EQ(Ask("get_default_active_thread_percentage"), "25.0\n");
+  EXPECT_THAT(Slurp(mps_root_ + "/gpu/.started"), StartsWith("plan nvidia.com/gpu replicas=4 "));
+
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0) << daemon_->Log();
   EXPECT_THAT(ProcessesUnder(driver_), ::testing::IsEmpty());
 }
 

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,8 @@
 #include "core/status_macros.h"
 #include "nvml/system.h"
 #include "plugin/cdi/cdi_spec.h"
+#include "plugin/mps/mps_plan_key.h"
+#include "plugin/mps/mps_readiness.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/registration.h"
 #include "plugin_config/config_dir.h"
@@ -120,13 +123,13 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
   }
 
   generation->board = std::make_unique<HealthBoard>();
-  std::vector<std::string> mps_resources;
+  std::map<std::string, std::string> mps_plans;
   for (const Resource& resource : *resources) {
-    if (resource.mps) mps_resources.push_back(resource.MpsName());
+    if (resource.mps) mps_plans[resource.MpsName()] = MpsPlanKey(resource, state->node);
   }
-  if (!mps_resources.empty()) {
+  if (!mps_plans.empty()) {
     std::string root = host::HostRoot(options_.host_root).Resolve(config.mps_root);
-    state->mps = std::make_shared<MpsReadiness>(root, mps_resources, *generation->board);
+    state->mps = std::make_shared<MpsReadiness>(root, std::move(mps_plans), *generation->board);
   }
   generation->state = state;
   if (library_ != nullptr && options_.health.xids.enabled && !state->node.gpus.empty()) {

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "core/directory_watch.h"
 #include "nvml/library.h"
+#include "plugin/daemon/config_loader.h"
 #include "plugin/daemon/signal_fd.h"
 #include "plugin/health/health_board.h"
 #include "plugin/health/health_monitor.h"
@@ -45,9 +46,6 @@ struct DaemonOptions {
   std::function<void(const std::string&)> config_refused;
   std::chrono::milliseconds register_timeout{std::chrono::seconds(5)};
 };
-
-// Reads the configuration again: the flags and environment of the start, the file as it is now.
-using ConfigLoader = std::function<absl::StatusOr<plugin_config::ResolvedConfig>()>;
 
 class PluginDaemon {
  public:

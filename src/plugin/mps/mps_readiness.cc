@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "core/file_io.h"
 #include "core/log.h"
 #include "plugin/mps/mps_paths.h"
 #include "spdlog/spdlog.h"
@@ -50,19 +51,21 @@ const char* Name(MpsState state) {
 
 }  // namespace
 
-bool MpsMarkersPresent(const std::string& root, const std::string& resource) {
-  return Exists(MpsReadyMarker(root)) && Exists(MpsPaths{root, resource}.StartedMarker());
+std::string MpsRunningPlan(const std::string& root, const std::string& resource) {
+  absl::StatusOr<std::string> marker = core::ReadFile(MpsPaths{root, resource}.StartedMarker());
+  if (!marker.ok()) return "";
+  return marker->substr(0, marker->find('\n'));
 }
 
-bool MpsDaemonUp(const std::string& root, const std::string& resource) {
-  return MpsMarkersPresent(root, resource) &&
-         MpsControlAccepts(MpsPaths{root, resource}.ControlSocket());
+bool MpsMarkersPresent(const std::string& root, const std::string& resource,
+                       const std::string& plan) {
+  return Exists(MpsReadyMarker(root)) && MpsRunningPlan(root, resource) == plan;
 }
 
-MpsReadiness::MpsReadiness(std::string root, std::vector<std::string> resources, HealthBoard& board,
-                           std::chrono::milliseconds period)
-    : root_(std::move(root)), board_(board), period_(period) {
-  for (const std::string& resource : resources) states_[resource] = MpsState::kNotReady;
+MpsReadiness::MpsReadiness(std::string root, std::map<std::string, std::string> plans,
+                           HealthBoard& board, std::chrono::milliseconds period)
+    : root_(std::move(root)), board_(board), period_(period), plans_(std::move(plans)) {
+  for (const auto& [resource, plan] : plans_) states_[resource] = MpsState::kNotReady;
   Probe();
   thread_ = std::thread([this] { Loop(); });
 }
@@ -92,7 +95,18 @@ void MpsReadiness::Probe() {
   const auto now = std::chrono::steady_clock::now();
   for (const std::string& name : names) {
     // The markers every period; the socket when they appear and every kSocketRecheck after.
-    bool up = MpsMarkersPresent(root_, name);
+    const std::string& plan = plans_.at(name);
+    bool up = MpsMarkersPresent(root_, name, plan);
+    if (std::string running = MpsRunningPlan(root_, name); !running.empty() && running != plan) {
+      if (other_plan_said_.insert(name).second) {
+        spdlog::warn(
+            "MPS control daemon of {} runs another plan ({}) than this config's ({}): waiting "
+            "for it to follow the config",
+            name, running, plan);
+      }
+    } else {
+      other_plan_said_.erase(name);
+    }
     if (up && (state(name) != MpsState::kUp || now - socket_checked_[name] >= kSocketRecheck)) {
       up = MpsControlAccepts(MpsPaths{root_, name}.ControlSocket());
       socket_checked_[name] = now;

@@ -23,6 +23,7 @@
 #include "core/file_io.h"
 #include "core/log.h"
 #include "nvml/system.h"
+#include "plugin/mps/mps_plan_key.h"
 #include "plugin/mps/mps_readiness.h"
 #include "plugin/rm/resources.h"
 #include "spdlog/spdlog.h"
@@ -122,7 +123,8 @@ absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const
     }
     absl::StatusOr<MpsLimits> limits = ComputeMpsLimits(resource.name, resource.replicas, gpus);
     if (!limits.ok()) return limits.status();
-    plans.push_back({resource.name, MpsPaths{config.mps_root, resource.MpsName()}, *limits});
+    plans.push_back({resource.name, MpsPaths{config.mps_root, resource.MpsName()}, *limits,
+                     MpsPlanKey(resource, node)});
   }
   return plans;
 }
@@ -192,7 +194,8 @@ absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
   }
   std::vector<std::string> lines = DescribeMpsLimits(plan.resource, plan.limits);
   for (const std::string& line : lines) spdlog::info("MPS {}", line);
-  return core::WriteFileAtomic(paths.StartedMarker(), absl::StrJoin(lines, "\n") + "\n", 0644,
+  return core::WriteFileAtomic(paths.StartedMarker(),
+                               plan.key + "\n" + absl::StrJoin(lines, "\n") + "\n", 0644,
                                core::Backup::kNone);
 }
 

@@ -23,6 +23,11 @@ struct MpsPlan {
   std::string resource;  // as advertised: "nvidia.com/gpu" or "nvidia.com/gpu.shared"
   MpsPaths paths;
   MpsLimits limits;
+  std::string key;  // MpsPlanKey: the first line of the resource's `.started` marker
+
+  bool operator==(const MpsPlan& other) const {
+    return key == other.key && paths.root == other.paths.root;
+  }
 };
 
 // The daemons `config` asks for on `node`, with each GPU's limits from NVML. Empty when the

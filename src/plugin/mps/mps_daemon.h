@@ -1,0 +1,72 @@
+// `gpunode mps-control-daemon` at run time: the MPS control daemons of the resources the device
+// plugin's config shares through MPS, following the same config sources as the plugin (the
+// config's directory, the node label that selects a config, SIGHUP). When the plan changes, the
+// daemons are quit and started with the new one; the plugin offers an MPS resource only while its
+// daemon names the plugin's own plan (mps_plan_key.h), so the two never act on different configs.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/directory_watch.h"
+#include "nvml/library.h"
+#include "plugin/daemon/config_loader.h"
+#include "plugin/daemon/signal_fd.h"
+#include "plugin/mps/mps_supervisor.h"
+#include "plugin/rm/node.h"
+
+namespace gpunode::plugin {
+
+struct MpsDaemonOptions {
+  // nvidia-cuda-mps-control, or why it was not found: only a plan that shares through MPS needs it.
+  absl::StatusOr<std::string> binary = std::string();
+  // Where the config file lives (the config directory, or the file's directory); empty: changes
+  // come with SIGHUP only.
+  std::string config_watch_dir;
+  // Readable when the node label that selects the config changed; -1: no label is followed.
+  int config_label_fd = -1;
+  std::function<void()> clear_config_label;  // drains config_label_fd
+  // Told why a change was not applied, for a node event; may be empty.
+  std::function<void(const std::string&)> config_refused;
+  // How often every daemon is asked whether it is alive.
+  std::chrono::milliseconds check_period{1000};
+};
+
+// Thread-safety: one thread, the one that calls Run; the daemons it starts are its children.
+class MpsDaemon {
+ public:
+  MpsDaemon(const nvml::Library& library, Node node, MpsDaemonOptions options, ConfigLoader loader,
+            SignalFd signals);
+  ~MpsDaemon();
+
+  // Starts the daemons `config` plans and keeps them to the config until a stop signal, then
+  // quits them. An error when the first plan cannot be made or started (InvalidArgument for bad
+  // input); a later change that fails keeps the running plan.
+  absl::Status Run(plugin_config::ResolvedConfig config);
+
+ private:
+  // Opens the watch on config_watch_dir; without one, changes wait for a SIGHUP.
+  void WatchConfig();
+  // Reads the config after a change (`why`) and starts its plan when it differs.
+  void ConfigChanged(const std::string& why);
+  void Refuse(const std::string& why);
+  absl::Status StartPlans(std::vector<MpsPlan> plans);
+  void StopPlans();
+
+  const nvml::Library& library_;
+  const Node node_;
+  MpsDaemonOptions options_;
+  ConfigLoader loader_;
+  SignalFd signals_;
+  std::optional<core::DirectoryWatch> config_watch_;
+  std::unique_ptr<MpsSupervisor> supervisor_;
+  std::vector<MpsPlan> running_;
+};
+
+}  // namespace gpunode::plugin
