@@ -43,12 +43,55 @@ stop() {
   rm -f "$dir/pids/$name"
 }
 
-# The pods' containers go first (a task killed and deleted takes its cgroup and its shim with
-# it), then containerd, then the process that holds the node's mount namespace: its mounts (the
-# bind of /var/lib/kubelet, the pods' volumes and network namespaces) end with it.
+# The chains the kubelet makes in the host's network namespace, per table: its canary, the hint
+# kube-proxy reads to pick an iptables mode, and the firewall that drops connections to 127.0.0.0/8
+# from other addresses (jumped to from INPUT and OUTPUT).
+kubelet_chains=(mangle:KUBE-KUBELET-CANARY mangle:KUBE-IPTABLES-HINT nat:KUBE-KUBELET-CANARY
+  filter:KUBE-KUBELET-CANARY filter:KUBE-FIREWALL)
+
+# Notes which of those chains the host has before the kubelet starts: down removes only the rest.
+record_host_chains() {
+  local tool entry
+  : >"$dir/node/host-chains"
+  for tool in iptables ip6tables; do
+    command -v "$tool" >/dev/null || continue
+    for entry in "${kubelet_chains[@]}"; do
+      if "$tool" -w -t "${entry%%:*}" -S "${entry#*:}" >/dev/null 2>&1; then
+        echo "$tool $entry" >>"$dir/node/host-chains"
+      fi
+    done
+  done
+}
+
+# Removes the chains the kubelet made (after it stopped, so that it cannot make them again): the
+# rules that jump to each first, then its own rules, then the chain.
+remove_kubelet_chains() {
+  [[ -f $dir/node/host-chains ]] || return 0
+  local tool entry table chain rule
+  for tool in iptables ip6tables; do
+    command -v "$tool" >/dev/null || continue
+    for entry in "${kubelet_chains[@]}"; do
+      grep -qxF "$tool $entry" "$dir/node/host-chains" && continue
+      table=${entry%%:*} chain=${entry#*:}
+      "$tool" -w -t "$table" -S "$chain" >/dev/null 2>&1 || continue
+      # A chain nothing jumps to (the canary) gives grep no line, which is no error here.
+      { "$tool" -w -t "$table" -S | grep -E -- "^-A .* -j $chain( |\$)" || true; } |
+        sed 's/^-A /-D /' | while read -r rule; do eval "\"\$tool\" -w -t \"\$table\" $rule"; done
+      "$tool" -w -t "$table" -F "$chain"
+      "$tool" -w -t "$table" -X "$chain"
+    done
+  done
+  rm -f "$dir/node/host-chains"
+}
+
+# The kubelet stops first and the chains it made go; then the pods' containers (a task killed and
+# deleted takes its cgroup and its shim with it), then containerd, then the process that holds
+# the node's mount namespace: its mounts (the bind of /var/lib/kubelet, the pods' volumes and
+# network namespaces) end with it.
 stop_node() {
   local socket=$dir/node/containerd/containerd.sock task
   stop kubelet
+  remove_kubelet_chains
   if [[ -f $dir/pids/containerd ]] && kill -0 "$(<"$dir/pids/containerd")" 2>/dev/null; then
     for task in $(ctr -a "$socket" -n k8s.io tasks ls -q 2>/dev/null); do
       ctr -a "$socket" -n k8s.io tasks kill -s SIGKILL "$task" >/dev/null 2>&1 || true
@@ -365,6 +408,7 @@ nodeStatusUpdateFrequency: 2s
 syncFrequency: 5s
 YAML
   echo "$healthz_port" >"$node/healthz-port"
+  record_host_chains
   start_kubelet
   await kubelet 60 node_ready
   echo "local-cluster: node $name ready in $((SECONDS - started))s; device plugins register at $node/kubelet/device-plugins/kubelet.sock" >&2

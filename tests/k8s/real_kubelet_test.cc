@@ -44,16 +44,45 @@ const std::string kFixtures = std::string(GPUNODE_SOURCE_DIR) + "/tests/fixtures
 testing::LocalCluster* cluster = nullptr;
 bool node_started = false;
 
+// The host's iptables chains named KUBE-*, as "tool table chain": the kubelet makes some in the
+// host's network namespace, and the node's stop must remove the ones it made.
+std::set<std::string> HostKubeChains() {
+  std::set<std::string> chains;
+  for (std::string tool : {"iptables-save", "ip6tables-save"}) {
+    testing::ProcessResult r = testing::RunProcess({"/bin/sh", "-c", tool + " 2>/dev/null"});
+    std::string table;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.starts_with("*")) table = line.substr(1);
+      if (line.starts_with(":KUBE-")) {
+        chains.insert(tool + " " + table + " " + line.substr(1, line.find(' ') - 1));
+      }
+    }
+  }
+  return chains;
+}
+
 class NodeEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
+    chains_before_ = HostKubeChains();
     cluster = new testing::LocalCluster();
     node_started = cluster->StartNode();
   }
   void TearDown() override {
     delete cluster;
     cluster = nullptr;
+    if (!node_started) return;
+    std::vector<std::string> left;
+    for (const std::string& chain : HostKubeChains()) {
+      if (!chains_before_.contains(chain)) left.push_back(chain);
+    }
+    EXPECT_TRUE(left.empty()) << "the node's stop left the kubelet's chains in the host: "
+                              << ::testing::PrintToString(left);
   }
+
+ private:
+  std::set<std::string> chains_before_;
 };
 
 const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new NodeEnvironment);
