@@ -180,7 +180,7 @@ Finding DevicePermissions(const Context& context) {
   return Ok("device nodes have the driver's default mode 0666");
 }
 
-Finding PersistenceMode(const Context& context, const Gpus& gpus) {
+Finding PersistenceMode(const Context& /*context*/, const Gpus& gpus) {
   unsigned count = static_cast<unsigned>(gpus.node.gpus.size());
   std::vector<std::string> off;
   std::vector<std::string> unknown;

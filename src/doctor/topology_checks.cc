@@ -15,7 +15,7 @@ size_t Root(std::vector<size_t>& parent, size_t i) {
   return i;
 }
 
-Finding NvLink(const Context& context, const Gpus& gpus) {
+Finding NvLink(const Context& /*context*/, const Gpus& gpus) {
   const gpu::NodeSnapshot& node = gpus.node;
   size_t n = node.gpus.size();
   if (n <= 1) return Ok(absl::StrCat(n, " GPU: nothing to link"));

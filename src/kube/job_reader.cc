@@ -1,6 +1,7 @@
 #include "kube/job_reader.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "core/text.h"
@@ -51,7 +52,10 @@ absl::Status ReadIgnoresDisruption(od::value& rule, const std::string& field, co
 
 absl::Status JobReader::Read(od::object& obj, const JsonWalk& walk, ClusterSnapshot& snap) {
   const bool cron = walk.where().kind == "CronJob";
-  job_ = JobView{};
+  // Made anew in place rather than moved from a temporary: GCC 12 warns, falsely, that the
+  // temporary's InlinedVector is read uninitialized (-Wuninitialized).
+  std::destroy_at(&job_);
+  std::construct_at(&job_);
   job_.kind = cron ? "CronJob" : "Job";
   containers_.clear();
   RETURN_IF_ERROR(walk.ForEachField(obj, "", [&](const FieldKey& key, od::value& val) {

@@ -26,7 +26,10 @@ PodPhase PhaseFromName(std::string_view phase) {
 
 absl::Status PodReader::Read(od::object& obj, const JsonWalk& walk, ClusterSnapshot& snap) {
   details_wanted_ = static_cast<bool>(options_->keep_pod_details);
-  pod_ = PodView{};
+  // Made anew in place rather than moved from a temporary: GCC 12 warns, falsely, that the
+  // temporary's InlinedVector is read uninitialized (-Wuninitialized).
+  std::destroy_at(&pod_);
+  std::construct_at(&pod_);
   details_.uid = {};
   details_.labels.clear();
   details_.node_selector.clear();
