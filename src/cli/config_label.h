@@ -8,8 +8,11 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "kube/client.h"
 #include "kube/node_label_watch.h"
+#include "plugin/daemon/config_following.h"
+#include "plugin_config/sources.h"
 
 namespace gpunode::cli {
 
@@ -44,5 +47,23 @@ class ConfigLabelSource {
   std::unique_ptr<kube::NodeLabelWatch> watch_;
   std::unique_ptr<kube::Client> events_;
 };
+
+// The device plugin's config as a node daemon starts with it and follows it, the plugin and the
+// MPS control daemon alike: a directory of configs is picked from by the node label, followed
+// through the API server (`component` posts the events), and a label naming a config that is
+// missing or broken starts the default instead, said in an event; the config's directory is
+// watched. `refused_outcome` ends the event of a later change that is not applied ("the running
+// config stays"). Start it after the stop signals are blocked (it starts a thread).
+struct FollowedConfig {
+  plugin_config::ResolvedConfig config;  // to start with
+  plugin::ConfigLoader loader;
+  plugin::ConfigFollowing following;
+  std::shared_ptr<ConfigLabelSource> label;  // what `loader` and `following` read and post through
+};
+absl::StatusOr<FollowedConfig> FollowConfig(const plugin_config::ConfigLayer& flags,
+                                            const std::optional<std::string>& config_file,
+                                            const std::optional<std::string>& default_config,
+                                            const std::string& component,
+                                            const std::string& refused_outcome);
 
 }  // namespace gpunode::cli

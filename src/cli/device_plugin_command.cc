@@ -192,48 +192,15 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
       process->disable_healthchecks ? process->disable_healthchecks->c_str() : nullptr,
       process->enable_healthchecks ? process->enable_healthchecks->c_str() : nullptr);
   if (!xids.ok()) return ReportError(xids.status());
-  std::string config_path =
-      plugin_config::ConfigFilePath(options.config_file, &plugin_config::ProcessEnvironment);
-  std::error_code ec;
-  bool config_directory = !config_path.empty() && std::filesystem::is_directory(config_path, ec);
-  // A directory of configs: the node's label picks one, followed through the API server.
-  std::optional<ConfigLabelSource> label;
-  if (config_directory) label = ConfigLabelSource::Follow("gpunode-device-plugin");
-
-  plugin_config::ConfigSelection selection{.default_config = options.default_config};
-  const kube::NodeLabelWatch* watch = label ? &label->watch() : nullptr;
-  plugin::ConfigLoader loader = [flags = *flags, file = options.config_file, selection, watch] {
-    plugin_config::ConfigSelection now = selection;
-    if (watch != nullptr) now.label = watch->Value();
-    return plugin_config::ResolveConfig(flags, file, &plugin_config::ProcessEnvironment, now);
-  };
-  absl::StatusOr<plugin_config::ResolvedConfig> config = loader();
-  if (!config.ok() && watch != nullptr && watch->Value()) {
-    // A label naming a config that is missing or broken must not stop the plugin (a crash loop
-    // would take the node's GPUs away): start with the default and say why.
-    spdlog::error("{}; starting with the default config instead", config.status().message());
-    label->Refused(std::string(config.status().message()),
-                   "starting with the default config instead");
-    config = plugin_config::ResolveConfig(*flags, options.config_file,
-                                          &plugin_config::ProcessEnvironment, selection);
-  }
-  if (!config.ok()) return ReportError(config.status());
+  absl::StatusOr<FollowedConfig> followed =
+      FollowConfig(*flags, options.config_file, options.default_config, "gpunode-device-plugin",
+                   "the running config stays");
+  if (!followed.ok()) return ReportError(followed.status());
+  const plugin_config::ResolvedConfig* config = &followed->config;
 
   plugin::DaemonOptions daemon;
   daemon.kubelet_dir = options.kubelet_dir;
-  if (!config_path.empty()) {
-    daemon.config_watch_dir =
-        config_directory ? config_path : std::filesystem::path(config_path).parent_path().string();
-    if (daemon.config_watch_dir.empty()) daemon.config_watch_dir = ".";
-  }
-  if (label) {
-    kube::NodeLabelWatch* follow = &label->watch();
-    daemon.config_label_fd = follow->fd();
-    daemon.clear_config_label = [follow] { follow->Clear(); };
-    daemon.config_refused = [&label](const std::string& why) {
-      label->Refused(why, "the running config stays");
-    };
-  }
+  daemon.config = followed->following;
   daemon.kubelet_socket = process->kubelet_socket.value_or(options.kubelet_dir + "/kubelet.sock");
   daemon.cdi_spec_dir = options.cdi_spec_dir;
   daemon.cdi_hooks_disabled = process->cdi_hooks_disabled;
@@ -268,7 +235,7 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
                   library.status().message());
   }
   plugin::PluginDaemon plugin_daemon(library.ok() ? library->get() : nullptr, std::move(daemon),
-                                     std::move(loader), std::move(*signals));
+                                     followed->loader, std::move(*signals));
   absl::Status st = plugin_daemon.Run(*config);
   if (!st.ok()) return ReportError(st);
   return kExitOk;

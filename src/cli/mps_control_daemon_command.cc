@@ -1,7 +1,6 @@
 // `gpunode mps-control-daemon`: NVIDIA's MPS control daemon for the device plugin's resources
 // shared through MPS (sharing.mps), from the same config sources as the plugin, followed as the
 // plugin follows them (plugin/mps/mps_daemon.h).
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -17,7 +16,6 @@
 #include "plugin/mps/mps_daemon.h"
 #include "plugin/mps/mps_supervisor.h"
 #include "plugin/rm/node.h"
-#include "plugin_config/config_dir.h"
 #include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
 
@@ -82,32 +80,12 @@ int RunMpsControlDaemon(const GlobalOptions& global, const MpsDaemonOptions& opt
   absl::StatusOr<plugin::SignalFd> signals = plugin::SignalFd::Open();
   if (!signals.ok()) return ReportError(signals.status());
 
-  // The device plugin's sources, read the same way: a directory of configs is picked from by the
-  // node's label, followed through the API server; the config's directory is watched.
-  plugin_config::ConfigLayer flags = FlagLayer(global, options);
-  std::string config_path =
-      plugin_config::ConfigFilePath(options.config_file, &plugin_config::ProcessEnvironment);
-  std::error_code ec;
-  bool config_directory = !config_path.empty() && std::filesystem::is_directory(config_path, ec);
-  std::optional<ConfigLabelSource> label;
-  if (config_directory) label = ConfigLabelSource::Follow("gpunode-mps-control-daemon");
-  plugin_config::ConfigSelection selection{.default_config = options.default_config};
-  const kube::NodeLabelWatch* watch = label ? &label->watch() : nullptr;
-  plugin::ConfigLoader loader = [flags, file = options.config_file, selection, watch] {
-    plugin_config::ConfigSelection now = selection;
-    if (watch != nullptr) now.label = watch->Value();
-    return plugin_config::ResolveConfig(flags, file, &plugin_config::ProcessEnvironment, now);
-  };
-  absl::StatusOr<plugin_config::ResolvedConfig> config = loader();
-  if (!config.ok() && watch != nullptr && watch->Value()) {
-    // As the plugin does: a label naming a config that is missing or broken starts the default.
-    spdlog::error("{}; starting with the default config instead", config.status().message());
-    label->Refused(std::string(config.status().message()),
-                   "starting with the default config instead");
-    config = plugin_config::ResolveConfig(flags, options.config_file,
-                                          &plugin_config::ProcessEnvironment, selection);
-  }
-  if (!config.ok()) return ReportError(config.status());
+  // The device plugin's sources, read and followed the same way.
+  absl::StatusOr<FollowedConfig> followed =
+      FollowConfig(FlagLayer(global, options), options.config_file, options.default_config,
+                   "gpunode-mps-control-daemon", "the running MPS control daemons stay");
+  if (!followed.ok()) return ReportError(followed.status());
+  const plugin_config::ResolvedConfig* config = &followed->config;
   for (const std::string& warning : config->warnings) spdlog::warn("config: {}", warning);
 
   GlobalOptions nvml_options = NvmlOptions(global, config->config);
@@ -118,22 +96,10 @@ int RunMpsControlDaemon(const GlobalOptions& global, const MpsDaemonOptions& opt
 
   plugin::MpsDaemonOptions daemon;
   daemon.binary = plugin::FindMpsControl(nvml_options.driver_root);
-  if (!config_path.empty()) {
-    daemon.config_watch_dir =
-        config_directory ? config_path : std::filesystem::path(config_path).parent_path().string();
-    if (daemon.config_watch_dir.empty()) daemon.config_watch_dir = ".";
-  }
-  if (label) {
-    kube::NodeLabelWatch* follow = &label->watch();
-    daemon.config_label_fd = follow->fd();
-    daemon.clear_config_label = [follow] { follow->Clear(); };
-    daemon.config_refused = [&label](const std::string& why) {
-      label->Refused(why, "the running MPS control daemons stay");
-    };
-  }
-  plugin::MpsDaemon mps(**library, std::move(*node), std::move(daemon), std::move(loader),
+  daemon.config = followed->following;
+  plugin::MpsDaemon mps(**library, std::move(*node), std::move(daemon), followed->loader,
                         std::move(*signals));
-  if (absl::Status st = mps.Run(std::move(*config)); !st.ok()) return ReportError(st);
+  if (absl::Status st = mps.Run(*config); !st.ok()) return ReportError(st);
   return kExitOk;
 }
 

@@ -75,9 +75,9 @@ class PluginDaemonTest : public ::testing::Test {
     options_.kubelet_dir = dir_.path() + "/device-plugins";
     options_.kubelet_socket = "";  // serve without registering
     options_.cdi_spec_dir = dir_.path();
-    options_.config_watch_dir = dir_.path() + "/config";
+    options_.config.watch_dir = dir_.path() + "/config";
     options_.health.xids.enabled = false;
-    options_.config_refused = [this](const std::string& why) {
+    options_.config.refused = [this](const std::string& why) {
       std::lock_guard lock(refused_mutex_);
       refused_ = why;
     };
@@ -116,7 +116,7 @@ class PluginDaemonTest : public ::testing::Test {
 // The config changed after the caller read it and before the daemon watched it: no inotify event
 // can tell, so the daemon reads it once more with the watch open and starts with the new one.
 TEST_F(PluginDaemonTest, ConfigChangedBeforeTheWatchOpensIsTheOneThatStarts) {
-  std::string file = options_.config_watch_dir + "/config.yaml";
+  std::string file = options_.config.watch_dir + "/config.yaml";
   std::atomic<int> reads = 0;
   Run(ConfigNamed(file, false), [&]() -> absl::StatusOr<ResolvedConfig> {
     ++reads;
@@ -126,7 +126,7 @@ TEST_F(PluginDaemonTest, ConfigChangedBeforeTheWatchOpensIsTheOneThatStarts) {
   Stop();
   std::string log = sink_->Text();
   EXPECT_EQ(reads, 1);
-  EXPECT_THAT(log, HasSubstr("watching " + options_.config_watch_dir + " for config changes"));
+  EXPECT_THAT(log, HasSubstr("watching " + options_.config.watch_dir + " for config changes"));
   EXPECT_THAT(log, HasSubstr("config changed before it was watched (" + file +
                              "): starting with the new one"));
   EXPECT_THAT(log, HasSubstr("\"passDeviceSpecs\":true"));
@@ -137,7 +137,7 @@ TEST_F(PluginDaemonTest, ConfigChangedBeforeTheWatchOpensIsTheOneThatStarts) {
 
 // Unchanged: one more read, nothing said, the caller's config runs.
 TEST_F(PluginDaemonTest, ConfigUnchangedSinceTheReadStartsAsRead) {
-  std::string file = options_.config_watch_dir + "/config.yaml";
+  std::string file = options_.config.watch_dir + "/config.yaml";
   Run(ConfigNamed(file, false),
       [&]() -> absl::StatusOr<ResolvedConfig> { return ConfigNamed(file, false); });
   ASSERT_TRUE(sink_->WaitFor("Running with config")) << sink_->Text();
@@ -149,7 +149,7 @@ TEST_F(PluginDaemonTest, ConfigUnchangedSinceTheReadStartsAsRead) {
 // A version that does not parse, published in the same window, is refused as a later one would
 // be: the configuration read at start runs, and the refusal is reported (a node event).
 TEST_F(PluginDaemonTest, BrokenConfigBeforeTheWatchOpensKeepsTheOneReadAtStart) {
-  std::string file = options_.config_watch_dir + "/config.yaml";
+  std::string file = options_.config.watch_dir + "/config.yaml";
   Run(ConfigNamed(file, false), []() -> absl::StatusOr<ResolvedConfig> {
     return absl::InvalidArgumentError("config.yaml:3: sharing: not a map");
   });
@@ -166,7 +166,7 @@ TEST_F(PluginDaemonTest, BrokenConfigBeforeTheWatchOpensKeepsTheOneReadAtStart) 
 // A config directory that cannot be watched: the daemon says where and what to do, reads nothing
 // more, and runs the caller's config (changes then wait for a SIGHUP).
 TEST_F(PluginDaemonTest, UnwatchableConfigDirectoryIsSaidAndTheStartConfigRuns) {
-  options_.config_watch_dir = dir_.path() + "/absent";
+  options_.config.watch_dir = dir_.path() + "/absent";
   std::atomic<int> reads = 0;
   Run(ConfigNamed("", false), [&]() -> absl::StatusOr<ResolvedConfig> {
     ++reads;
@@ -176,7 +176,7 @@ TEST_F(PluginDaemonTest, UnwatchableConfigDirectoryIsSaidAndTheStartConfigRuns) 
   Stop();
   EXPECT_EQ(reads, 0);
   EXPECT_THAT(sink_->Text(), HasSubstr("config changes are applied on SIGHUP only: cannot watch " +
-                                       options_.config_watch_dir +
+                                       options_.config.watch_dir +
                                        ": No such file or directory; "
                                        "mount the config's directory"));
 }

@@ -345,7 +345,7 @@ void PluginDaemon::ConfigChanged(const std::string& what) {
   if (!config.ok()) {
     spdlog::error("{} but is not applied, keeping the running configuration: {}", what,
                   config.status().message());
-    if (options_.config_refused) options_.config_refused(std::string(config.status().message()));
+    if (options_.config.refused) options_.config.refused(std::string(config.status().message()));
     return;
   }
   if (config->config_file == running_config_.config_file &&
@@ -423,19 +423,7 @@ absl::StatusOr<bool> PluginDaemon::WaitForKubeletDir(plugin_config::ResolvedConf
   }
 }
 
-void PluginDaemon::WatchConfig() {
-  if (options_.config_watch_dir.empty()) return;
-  absl::StatusOr<core::DirectoryWatch> watch =
-      core::DirectoryWatch::Open(options_.config_watch_dir);
-  if (!watch.ok()) {
-    spdlog::warn("config changes are applied on SIGHUP only: {}; mount the config's directory",
-                 watch.status().message());
-    return;
-  }
-  config_watch_ = std::move(*watch);
-  // Tests wait for this line before they change the config: from here on no change is missed.
-  spdlog::info("watching {} for config changes", options_.config_watch_dir);
-}
+void PluginDaemon::WatchConfig() { config_watch_ = WatchConfigDir(options_.config.watch_dir); }
 
 ResolvedConfig PluginDaemon::ReadAgainAfterWatching(const ResolvedConfig& read_at_start) {
   if (!config_watch_) return read_at_start;
@@ -445,7 +433,7 @@ ResolvedConfig PluginDaemon::ReadAgainAfterWatching(const ResolvedConfig& read_a
         "config changed before it was watched but is not applied, keeping the "
         "configuration read at start: {}",
         now.status().message());
-    if (options_.config_refused) options_.config_refused(std::string(now.status().message()));
+    if (options_.config.refused) options_.config.refused(std::string(now.status().message()));
     return read_at_start;
   }
   if (now->config_file == read_at_start.config_file &&
@@ -478,7 +466,7 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& start_config) {
     struct pollfd fds[4] = {{signals_.fd(), POLLIN, 0},
                             {watch_ ? watch_->fd() : -1, POLLIN, 0},
                             {config_watch_ ? config_watch_->fd() : -1, POLLIN, 0},
-                            {options_.config_label_fd, POLLIN, 0}};
+                            {options_.config.label_fd, POLLIN, 0}};
     int ready = poll(fds, 4, PollTimeoutMs());
     if (ready < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
@@ -504,7 +492,7 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& start_config) {
       ConfigChanged("config changed");
     }
     if (fds[3].revents != 0) {
-      if (options_.clear_config_label) options_.clear_config_label();
+      if (options_.config.clear_label) options_.config.clear_label();
       ConfigChanged("node label " + std::string(kConfigLabel) + " changed");
     }
     if (next_rewatch_ && Clock::now() >= *next_rewatch_) Rewatch();

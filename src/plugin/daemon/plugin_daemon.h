@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "core/directory_watch.h"
 #include "nvml/library.h"
-#include "plugin/daemon/config_loader.h"
+#include "plugin/daemon/config_following.h"
 #include "plugin/daemon/signal_fd.h"
 #include "plugin/health/health_board.h"
 #include "plugin/health/health_monitor.h"
@@ -34,16 +34,9 @@ struct DaemonOptions {
   bool cdi_hooks_disabled = false;
   std::string host_root = "/";
   HealthOptions health;
-  // Where the config file lives (the config directory, or the file's directory): a change there
-  // is applied without a restart when the config it selects now differs. Empty: not watched.
-  std::string config_watch_dir;
-  // Readable when the node label that selects the config changed (kube::NodeLabelWatch's fd):
-  // the config is read again and applied when it differs. -1: no label is followed.
-  int config_label_fd = -1;
-  std::function<void()> clear_config_label;  // drains config_label_fd
-  // Told why a change was not applied (the label names no config, the file does not parse), for
-  // a node event; may be empty.
-  std::function<void(const std::string&)> config_refused;
+  // The config's directory and node label, followed: a change is read again and applied when
+  // the config it selects differs.
+  ConfigFollowing config;
   std::chrono::milliseconds register_timeout{std::chrono::seconds(5)};
 };
 
@@ -68,14 +61,13 @@ class PluginDaemon {
   void StopGeneration();
   void RemoveStaleSockets();
   void Reload();
-  // Re-reads the config after a change in config_watch_dir or of the node label (`what`);
+  // Re-reads the config after a change in its directory or of the node label (`what`);
   // applies it only when it differs.
   void ConfigChanged(const std::string& what);
   // Replaces the running generation with one for `config`, or keeps the running one when the
   // new one does not start. `why` prefixes the log lines.
   void Apply(plugin_config::ResolvedConfig config, const char* why);
-  // Opens the watch on config_watch_dir (logged once it is open); without one, changes wait for a
-  // SIGHUP.
+  // Opens the watch on the config's directory; without one, changes wait for a SIGHUP.
   void WatchConfig();
   // The config as it is now that the watch is open: `read_at_start` unless it changed since.
   plugin_config::ResolvedConfig ReadAgainAfterWatching(

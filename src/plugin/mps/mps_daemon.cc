@@ -36,7 +36,7 @@ absl::Status MpsDaemon::Run(plugin_config::ResolvedConfig config) {
   if (absl::Status st = AdoptDaemons(); !st.ok()) return st;
   // Watched before the config is read once more, so that a change made while this started is
   // either in what is read now or wakes the loop.
-  WatchConfig();
+  config_watch_ = WatchConfigDir(options_.config.watch_dir);
   if (config_watch_) {
     absl::StatusOr<plugin_config::ResolvedConfig> now = loader_();
     if (now.ok()) config = std::move(*now);
@@ -57,7 +57,7 @@ absl::Status MpsDaemon::Run(plugin_config::ResolvedConfig config) {
   while (true) {
     pollfd fds[3] = {{signals_.fd(), POLLIN, 0},
                      {config_watch_ ? config_watch_->fd() : -1, POLLIN, 0},
-                     {options_.config_label_fd, POLLIN, 0}};
+                     {options_.config.label_fd, POLLIN, 0}};
     int ready = poll(fds, 3, static_cast<int>(options_.check_period.count()));
     if (ready > 0 && fds[0].revents != 0) {
       while (std::optional<int> signal = signals_.Read()) {
@@ -73,14 +73,11 @@ absl::Status MpsDaemon::Run(plugin_config::ResolvedConfig config) {
     if (ready > 0 && config_watch_ && fds[1].revents != 0) {
       bool gone = false;
       for (const core::DirectoryEvent& event : config_watch_->Read()) gone |= event.directory_gone;
-      if (gone) {
-        config_watch_.reset();
-        WatchConfig();
-      }
+      if (gone) config_watch_ = WatchConfigDir(options_.config.watch_dir);
       ConfigChanged("config changed");
     }
     if (ready > 0 && fds[2].revents != 0) {
-      if (options_.clear_config_label) options_.clear_config_label();
+      if (options_.config.clear_label) options_.config.clear_label();
       ConfigChanged(absl::StrCat("node label ", plugin_config::kConfigLabel, " changed"));
     }
     ReapChildren();
@@ -88,23 +85,9 @@ absl::Status MpsDaemon::Run(plugin_config::ResolvedConfig config) {
   }
 }
 
-void MpsDaemon::WatchConfig() {
-  if (options_.config_watch_dir.empty()) return;
-  absl::StatusOr<core::DirectoryWatch> watch =
-      core::DirectoryWatch::Open(options_.config_watch_dir);
-  if (!watch.ok()) {
-    spdlog::warn("config changes are applied on SIGHUP only: {}; mount the config's directory",
-                 watch.status().message());
-    return;
-  }
-  config_watch_ = std::move(*watch);
-  // Tests wait for this line before they change the config: from here on no change is missed.
-  spdlog::info("watching {} for config changes", options_.config_watch_dir);
-}
-
 void MpsDaemon::Refuse(const std::string& why) {
   spdlog::error("{}; the running MPS control daemons stay: {}", why, Describe(running_));
-  if (options_.config_refused) options_.config_refused(why);
+  if (options_.config.refused) options_.config.refused(why);
 }
 
 void MpsDaemon::ConfigChanged(const std::string& why) {
@@ -128,7 +111,7 @@ void MpsDaemon::ConfigChanged(const std::string& why) {
   if (absl::Status st = StartPlans(std::move(*plans)); !st.ok()) {
     std::string refused = absl::StrCat(why, " but its plan did not start: ", st.message());
     spdlog::error("{}; starting the previous plan again: {}", refused, Describe(previous));
-    if (options_.config_refused) options_.config_refused(refused);
+    if (options_.config.refused) options_.config.refused(refused);
     if (absl::Status again = StartPlans(std::move(previous)); !again.ok()) {
       spdlog::error("the previous MPS plan did not start again either: {}", again.message());
     }

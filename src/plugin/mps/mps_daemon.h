@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "core/directory_watch.h"
 #include "nvml/library.h"
-#include "plugin/daemon/config_loader.h"
+#include "plugin/daemon/config_following.h"
 #include "plugin/daemon/signal_fd.h"
 #include "plugin/mps/mps_supervisor.h"
 #include "plugin/rm/node.h"
@@ -26,14 +26,8 @@ namespace gpunode::plugin {
 struct MpsDaemonOptions {
   // nvidia-cuda-mps-control, or why it was not found: only a plan that shares through MPS needs it.
   absl::StatusOr<std::string> binary = std::string();
-  // Where the config file lives (the config directory, or the file's directory); empty: changes
-  // come with SIGHUP only.
-  std::string config_watch_dir;
-  // Readable when the node label that selects the config changed; -1: no label is followed.
-  int config_label_fd = -1;
-  std::function<void()> clear_config_label;  // drains config_label_fd
-  // Told why a change was not applied, for a node event; may be empty.
-  std::function<void(const std::string&)> config_refused;
+  // The config's directory and node label, followed as the device plugin follows them.
+  ConfigFollowing config;
   // How often every daemon is asked whether it is alive.
   std::chrono::milliseconds check_period{1000};
 };
@@ -51,8 +45,6 @@ class MpsDaemon {
   absl::Status Run(plugin_config::ResolvedConfig config);
 
  private:
-  // Opens the watch on config_watch_dir; without one, changes wait for a SIGHUP.
-  void WatchConfig();
   // Reads the config after a change (`why`) and starts its plan when it differs.
   void ConfigChanged(const std::string& why);
   void Refuse(const std::string& why);
