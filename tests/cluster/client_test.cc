@@ -259,7 +259,6 @@ echo $n > "$dir/runs"
 printf '%s' "$KUBERNETES_EXEC_INFO" > "$dir/exec-info"
 printf '%s %s' "$PLUGIN_PROFILE" "$*" > "$dir/args"
 echo "plugin run $n" >&2
-grep -E '^Sig(Blk|Ign):' /proc/$$/status > "$dir/signals"
 [ -f "$dir/fail" ] && exit 3
 cat "$dir/token.$n"
 )");
@@ -351,9 +350,19 @@ TEST_F(ExecPluginTest, FailuresNameThePluginAndItsInstallHint) {
 }
 
 // A daemon blocks its stop signals to read them from a signalfd, and a shell may have left some
-// ignored; the plugin it runs inherits neither, or SIGTERM could not stop it.
+// ignored; the plugin it runs inherits neither, or SIGTERM could not stop it. The plugin here is
+// awk, which reads its own masks: a shell would unblock every signal itself.
 TEST_F(ExecPluginTest, ThePluginStartsWithNoSignalBlockedOrIgnored) {
-  Answer(1, "double-token");
+  std::string signals = plugin_dir_->path() + "/signals";
+  plugin_dir_->Write("plugin.awk", R"(BEGIN {
+  while ((getline line < "/proc/self/status") > 0)
+    if (line ~ /^Sig(Blk|Ign):/) print line > ENVIRON["SIGNALS_FILE"]
+  print "{\"apiVersion\": \"client.authentication.k8s.io/v1\", \"kind\": \"ExecCredential\", \"status\": {\"token\": \"double-token\"}}"
+})");
+  ClusterAccess access = PluginAccess();
+  access.exec->command = "/usr/bin/awk";
+  access.exec->args = {"-f", plugin_dir_->path() + "/plugin.awk"};
+  access.exec->env = {{"SIGNALS_FILE", signals}};
   sigset_t stop, old_mask;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
@@ -363,12 +372,12 @@ TEST_F(ExecPluginTest, ThePluginStartsWithNoSignalBlockedOrIgnored) {
   }, previous{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(sigaction(SIGHUP, &ignore, &previous), 0);
-  absl::StatusOr<std::string> got = NewTestClient(PluginAccess())->Get("/api/v1/nodes");
+  absl::StatusOr<std::string> got = NewTestClient(access)->Get("/api/v1/nodes");
   sigaction(SIGHUP, &previous, nullptr);
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   ASSERT_TRUE(got.ok()) << got.status();
   // Signals 1-31: glibc keeps 32 and 33 for itself.
-  std::string masks = gpunode::testing::ReadText(plugin_dir_->path() + "/signals");
+  std::string masks = gpunode::testing::ReadText(signals);
   for (std::string field : {"SigBlk:\t", "SigIgn:\t"}) {
     size_t at = masks.find(field);
     ASSERT_NE(at, std::string::npos) << masks;
