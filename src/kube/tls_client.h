@@ -30,10 +30,10 @@ namespace gpunode::kube {
 
 // Trust and identity for TLS connections, from a cluster's access settings.
 struct TlsSettings {
-  std::string ca_pem;  // empty: the system trust store
+  std::string ca_pem = {};  // empty: the system trust store
   bool insecure_skip_verify = false;
-  std::string client_cert_pem;  // leaf first, then its chain
-  std::string client_key_pem;
+  std::string client_cert_pem = {};  // leaf first, then its chain
+  std::string client_key_pem = {};
 };
 
 // What a session needs before a call that could not finish can be made again.

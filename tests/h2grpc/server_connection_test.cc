@@ -171,7 +171,9 @@ class ServerConnectionTest : public ::testing::Test {
   void Exchange() {
     for (int round = 0; round < 16; ++round) {
       std::string to_server = client_.Output();
-      if (!to_server.empty()) ASSERT_TRUE(connection_->Receive(to_server).ok());
+      if (!to_server.empty()) {
+        ASSERT_TRUE(connection_->Receive(to_server).ok());
+      }
       connection_->Pump();
       std::string to_client;
       connection_->TakeOutput(to_client);

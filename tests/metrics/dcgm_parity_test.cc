@@ -128,7 +128,9 @@ void ExpectDcgmExporterSeries(const std::string& exposition, const std::string& 
     if (!xid) continue;
     // The value is the last XID, and err_code says it again.
     EXPECT_EQ(sample.labels.at("err_code"), sample.value) << where;
-    if (sample.value == "0") EXPECT_EQ(sample.labels.at("err_msg"), "No Error") << where;
+    if (sample.value == "0") {
+      EXPECT_EQ(sample.labels.at("err_msg"), "No Error") << where;
+    }
   }
   // What dcgm-exporter writes on every GPU, NVLink or vGPU or not.
   for (const char* always : {"DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_VGPU_LICENSE_STATUS",

@@ -122,7 +122,9 @@ TEST(NvidiaLibrary, ExportsEveryEntryPointOfItsDriver) {
                                      << " exports none of its names";
       // The preferred name is the one this driver has: a fallback in use on a 535 driver would
       // mean the table prefers a name that does not exist.
-      if (!exported.empty()) EXPECT_EQ(exported.front(), entry.symbols.front()) << entry.member;
+      if (!exported.empty()) {
+        EXPECT_EQ(exported.front(), entry.symbols.front()) << entry.member;
+      }
     }
   }
   dlclose(library);

@@ -436,7 +436,8 @@ TEST(ConfigDirectory, PicksAsNvidiasConfigManager) {
   std::filesystem::create_symlink("..data/b", dir + "/b");
   EXPECT_THAT(*ConfigNames(dir), ElementsAre("a", "b"));
 
-  absl::StatusOr<SelectedConfig> picked = SelectConfig(dir, {.label = "b"});
+  absl::StatusOr<SelectedConfig> picked =
+      SelectConfig(dir, {.label = "b", .default_config = std::nullopt});
   ASSERT_TRUE(picked.ok()) << picked.status();
   EXPECT_EQ(picked->path, dir + "/b");
   EXPECT_EQ(picked->why, "node label nvidia.com/device-plugin.config=b");
@@ -473,7 +474,8 @@ TEST(ConfigDirectory, ResolveConfigReadsTheSelectedFileAndCONFIG_DEFAULT) {
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_EQ(resolved->config_file, dir + "/ts4");
   EXPECT_EQ(resolved->config.time_slicing.resources[0].replicas, 4);
-  resolved = ResolveConfig({}, std::nullopt, env.get(), {.label = "none"});
+  resolved =
+      ResolveConfig({}, std::nullopt, env.get(), {.label = "none", .default_config = std::nullopt});
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_TRUE(resolved->config.time_slicing.resources.empty());
   EXPECT_EQ(resolved->selected_by, "node label nvidia.com/device-plugin.config=none");
