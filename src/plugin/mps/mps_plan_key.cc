@@ -7,19 +7,20 @@
 
 namespace gpunode::plugin {
 
-std::vector<std::string> MpsGpuUuids(const Resource& resource, const Node& node) {
-  std::vector<std::string> uuids;
+std::vector<const NodeGpu*> MpsGpus(const Resource& resource, const Node& node) {
+  std::vector<const NodeGpu*> gpus;
   std::set<std::string> seen;
   for (const PluginDevice& device : resource.devices) {
-    if (!seen.insert(device.uuid).second) continue;
-    uuids.push_back(node.gpus[device.gpu].uuid);
+    if (seen.insert(device.uuid).second) gpus.push_back(&node.gpus[device.gpu]);
   }
-  return uuids;
+  return gpus;
 }
 
 std::string MpsPlanKey(const Resource& resource, const Node& node) {
+  std::vector<std::string> uuids;
+  for (const NodeGpu* gpu : MpsGpus(resource, node)) uuids.push_back(gpu->uuid);
   return absl::StrCat("plan ", resource.name, " replicas=", resource.replicas,
-                      " gpus=", absl::StrJoin(MpsGpuUuids(resource, node), ","));
+                      " gpus=", absl::StrJoin(uuids, ","));
 }
 
 }  // namespace gpunode::plugin

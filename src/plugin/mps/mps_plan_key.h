@@ -13,8 +13,8 @@
 namespace gpunode::plugin {
 
 // The GPUs an MPS resource shares, each once, in the order of its devices: the daemon's
-// CUDA_VISIBLE_DEVICES.
-std::vector<std::string> MpsGpuUuids(const Resource& resource, const Node& node);
+// CUDA_VISIBLE_DEVICES. The plan and its key both come from this list, so they cannot disagree.
+std::vector<const NodeGpu*> MpsGpus(const Resource& resource, const Node& node);
 
 // "plan nvidia.com/gpu replicas=4 gpus=GPU-0a…,GPU-1b…"
 std::string MpsPlanKey(const Resource& resource, const Node& node);

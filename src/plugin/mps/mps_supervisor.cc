@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <set>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -104,13 +103,10 @@ absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const
   for (const Resource& resource : *resources) {
     if (!resource.mps) continue;
     std::vector<MpsGpu> gpus;
-    std::set<std::string> seen;
-    for (const PluginDevice& device : resource.devices) {
-      if (!seen.insert(device.uuid).second) continue;
-      const NodeGpu& node_gpu = node.gpus[device.gpu];
-      absl::StatusOr<nvml::Device> handle = nvml::DeviceByUuid(library, node_gpu.uuid);
+    for (const NodeGpu* node_gpu : MpsGpus(resource, node)) {
+      absl::StatusOr<nvml::Device> handle = nvml::DeviceByUuid(library, node_gpu->uuid);
       if (!handle.ok()) return handle.status();
-      MpsGpu gpu{.uuid = node_gpu.uuid, .index = node_gpu.index};
+      MpsGpu gpu{.uuid = node_gpu->uuid, .index = node_gpu->index};
       gpu.name = handle->Name().value_or("unknown GPU");
       absl::StatusOr<nvml::MemoryInfo> memory = handle->Memory();
       if (memory.ok()) gpu.memory_bytes = memory->total_bytes;
