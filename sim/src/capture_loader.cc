@@ -16,7 +16,7 @@
 namespace gpunode::sim {
 namespace {
 
-constexpr size_t kMaxGpus = 1024;
+constexpr size_t kMaxCaptureGpus = 1024;
 
 // The trimmed text of the element at `path` ("fb_memory_usage/total") under `parent`; nullopt
 // when an element on the path is missing. "N/A" and friends come back as text: the value
@@ -383,8 +383,8 @@ LoadResult<NodeModel> load_capture(std::string_view text, std::string_view sourc
     node.nvml_version = str_cat(*node.cuda_driver_version / 1000, ".", *node.driver_version);
   }
   for (pugi::xml_node gpu : root.children("gpu")) {
-    if (node.gpus.size() == kMaxGpus)
-      return fail(str_cat("has more than ", kMaxGpus, " <gpu> elements"));
+    if (node.gpus.size() == kMaxCaptureGpus)
+      return fail(str_cat("has more than ", kMaxCaptureGpus, " <gpu> elements"));
     node.gpus.push_back(read_gpu(gpu));
   }
   if (node.gpus.empty())

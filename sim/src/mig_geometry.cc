@@ -17,7 +17,7 @@ struct ProfileRow {
 };
 
 // A100-SXM4-80GB / A100 80GB PCIe, `nvidia-smi mig -lgip` (see sim/SOURCES.md).
-constexpr std::array<ProfileRow, 5> kA100_80GB = {{
+constexpr std::array<ProfileRow, 5> kA100_80GBAttributes = {{
     {"1g.10gb", {9728, 14, 1, 0, 0, 0, 0}},
     {"2g.20gb", {19968, 28, 2, 1, 0, 0, 0}},
     {"3g.40gb", {40192, 42, 3, 2, 0, 0, 0}},
@@ -81,7 +81,7 @@ std::optional<MigProfileAttributes> known_mig_profile(std::string_view gpu_name,
   // The GI profile the name belongs to: "1c.3g.40gb" -> "3g.40gb".
   std::string_view gi_profile =
       profile.substr(profile.find("c.") == std::string_view::npos ? 0 : profile.find("c.") + 2);
-  for (const ProfileRow& row : kA100_80GB) {
+  for (const ProfileRow& row : kA100_80GBAttributes) {
     if (row.name != gi_profile) continue;
     MigProfileAttributes attributes = row.attributes;
     attributes.multiprocessors =

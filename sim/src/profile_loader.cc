@@ -25,7 +25,7 @@ namespace gpunode::sim {
 namespace {
 
 // Bounds on what one profile may ask the simulator to hold.
-constexpr size_t kMaxGpus = 256;
+constexpr size_t kMaxProfileGpus = 256;
 constexpr size_t kMaxProcesses = 4096;
 constexpr size_t kMaxRetiredPages = 4096;
 constexpr size_t kMaxTimelineEvents = 100000;
@@ -666,7 +666,7 @@ TimelineEvent ProfileReader::read_event(const Field& field) const {
     }
   }
   event.at = duration_value(f.at("at"));
-  event.gpu = unsigned_value(f.at("gpu"), kMaxGpus, "give the GPU index, counted from 0");
+  event.gpu = unsigned_value(f.at("gpu"), kMaxProfileGpus, "give the GPU index, counted from 0");
   std::string kind_text = scalar(f.at("event"), "an event name");
   auto kind = parse_timeline_kind(kind_text);
   if (!kind)
@@ -853,7 +853,7 @@ NodeModel ProfileReader::read(const YAML::Node& root) {
   Fields defaults;
   if (auto it = top.find("gpu_defaults"); it != top.end())
     defaults = fields(it->second, kGpuFields);
-  std::vector<Field> entries = list(gpus->second, kMaxGpus, "GPUs");
+  std::vector<Field> entries = list(gpus->second, kMaxProfileGpus, "GPUs");
   if (entries.empty()) fail(gpus->second, "is empty; list at least one GPU");
   for (size_t i = 0; i < entries.size(); ++i) {
     Fields merged = fields(entries[i], kGpuFields);

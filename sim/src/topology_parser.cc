@@ -9,7 +9,7 @@ namespace gpunode::sim {
 namespace {
 
 // More GPUs than any node has; bounds the work a hostile file can ask for.
-constexpr size_t kMaxGpus = 1024;
+constexpr size_t kMaxTopologyGpus = 1024;
 // More links than NVML can report between two GPUs, even through NVSwitches.
 constexpr uint64_t kMaxNvLinks = 1000;
 
@@ -36,7 +36,7 @@ std::optional<size_t> gpu_number(std::string_view field) {
   if (field.size() < 4 || field.substr(0, 3) != "GPU") return std::nullopt;
   auto number = parse_uint(field.substr(3));
   bool leading_zero = field[3] == '0' && field.size() > 4;
-  if (!number || leading_zero || *number >= kMaxGpus) return std::nullopt;
+  if (!number || leading_zero || *number >= kMaxTopologyGpus) return std::nullopt;
   return static_cast<size_t>(*number);
 }
 

@@ -19,12 +19,10 @@ using core::StrCat;
 constexpr size_t kNamesShown = 5;
 
 std::string NodeObject(std::string_view name) { return StrCat("node/", name); }
-std::string PodName(const kube::PodView& pod) { return StrCat(pod.ns, "/", pod.name); }
-
 std::string NameList(const std::vector<const kube::PodView*>& pods) {
   std::string out;
   for (size_t i = 0; i < pods.size() && i < kNamesShown; ++i) {
-    core::StrAppend(&out, i ? ", " : "", PodName(*pods[i]));
+    core::StrAppend(&out, i ? ", " : "", kube::NamespacedName(*pods[i]));
   }
   if (pods.size() > kNamesShown) core::StrAppend(&out, " and ", pods.size() - kNamesShown, " more");
   return out;
@@ -128,7 +126,7 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
         report.findings.push_back(
             {std::string(kFindingZombiePod), Severity::kError,
              StrCat("pod/", pod.ns, "/", pod.name),
-             StrCat("pod ", PodName(pod), " holds ", held, " while ", reason),
+             StrCat("pod ", kube::NamespacedName(pod), " holds ", held, " while ", reason),
              StrCat("check that the node is down or the pod's containers are gone (`kubectl "
                     "describe node ",
                     pod.node_name, "`), then `kubectl delete pod -n ", pod.ns, " ", pod.name,

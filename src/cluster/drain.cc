@@ -20,8 +20,6 @@ using core::StrCat;
 
 constexpr absl::Duration kProgressEvery = absl::Seconds(30);
 
-std::string PodName(const kube::PodView& pod) { return StrCat(pod.ns, "/", pod.name); }
-
 std::string Names(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < 5; ++i) core::StrAppend(&out, i ? ", " : "", names[i]);
@@ -216,7 +214,7 @@ void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream&
   out << (options.cordon ? "  cordon the node\n" : "  leave the node schedulable (no --cordon)\n");
   int to_drain = 0;
   for (const PlannedPod& p : plan.pods) {
-    std::string name = PodName(*p.pod);
+    std::string name = kube::NamespacedName(*p.pod);
     switch (p.action) {
       case PodAction::kDrain:
         ++to_drain;
@@ -289,7 +287,8 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
     std::vector<std::string> empty_dir, unmanaged;
     for (const PlannedPod& p : plan.pods) {
       for (PodAction refusal : p.refusals) {
-        (refusal == PodAction::kRefuseEmptyDir ? empty_dir : unmanaged).push_back(PodName(*p.pod));
+        (refusal == PodAction::kRefuseEmptyDir ? empty_dir : unmanaged)
+            .push_back(kube::NamespacedName(*p.pod));
       }
     }
     outcome.end = DrainOutcome::End::kRefused;
@@ -321,7 +320,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   for (;;) {
     std::vector<std::string> remaining;
     for (const kube::PodView& pod : current.pods) {
-      if (ShouldDrain(pod, options)) remaining.push_back(PodName(pod));
+      if (ShouldDrain(pod, options)) remaining.push_back(kube::NamespacedName(pod));
     }
     for (const std::string& name : remaining) first_seen.insert(name);
     for (const std::string& name : first_seen) {
@@ -357,7 +356,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
     // Pods that arrived during the wait get the same checks as the plan.
     if ((pod.uses_empty_dir && !options.delete_emptydir_data) ||
         (!pod.has_controller && !options.force)) {
-      refused.push_back(PodName(pod));
+      refused.push_back(kube::NamespacedName(pod));
       continue;
     }
     targets.push_back({&pod, pod.details ? std::string(pod.details->uid) : "", false, "", ""});
@@ -372,18 +371,18 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
       if (answer.kind == EvictionAnswer::kEvicted || answer.kind == EvictionAnswer::kGone) {
         t.evicted = true;
         out << (answer.kind == EvictionAnswer::kEvicted ? "evicted " : "already gone: ")
-            << PodName(*t.pod) << "\n";
+            << kube::NamespacedName(*t.pod) << "\n";
       } else if (answer.kind == EvictionAnswer::kBlocked) {
         pending = true;
         t.blocked = answer.message;
         wait = std::max(wait, answer.retry_after);
-        out << "cannot evict " << PodName(*t.pod) << " yet: " << answer.message
+        out << "cannot evict " << kube::NamespacedName(*t.pod) << " yet: " << answer.message
             << " (will retry)\n";
       } else {
         // The other pods still get their eviction: a drain that stops here would leave the node
         // labelled with no word on what was done.
         t.failed = answer.message;
-        out << "cannot evict " << PodName(*t.pod) << ": " << answer.message << "\n";
+        out << "cannot evict " << kube::NamespacedName(*t.pod) << ": " << answer.message << "\n";
       }
     }
     absl::Time now = clock.now();
@@ -395,11 +394,11 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   std::vector<std::string> blocked, failed, evicted_names;
   for (const Target& t : targets) {
     if (t.evicted) {
-      evicted_names.push_back(PodName(*t.pod));
+      evicted_names.push_back(kube::NamespacedName(*t.pod));
     } else if (!t.failed.empty()) {
-      failed.push_back(StrCat(PodName(*t.pod), ": ", t.failed));
+      failed.push_back(StrCat(kube::NamespacedName(*t.pod), ": ", t.failed));
     } else {
-      blocked.push_back(StrCat(PodName(*t.pod), ": ", t.blocked));
+      blocked.push_back(StrCat(kube::NamespacedName(*t.pod), ": ", t.blocked));
     }
   }
   std::vector<std::string> still_there;
@@ -412,7 +411,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
       for (const kube::PodView& pod : now_pods.pods) {
         bool same = pod.ns == t.pod->ns && pod.name == t.pod->name &&
                     (!pod.details || t.uid.empty() || pod.details->uid == t.uid);
-        if (same && pod.Active()) still_there.push_back(PodName(pod));
+        if (same && pod.Active()) still_there.push_back(kube::NamespacedName(pod));
       }
     }
     absl::Time now = clock.now();

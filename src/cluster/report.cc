@@ -11,11 +11,11 @@
 namespace gpunode::cluster {
 namespace {
 
-using json = nlohmann::ordered_json;
+using ordered_json = nlohmann::ordered_json;
 using core::StrCat;
 
 // Whole amounts as JSON integers; fractions (shared or fractional resources) as numbers.
-json Number(int64_t milli) {
+ordered_json Number(int64_t milli) {
   if (kube::IsWholeMilli(milli)) return milli / 1000;
   return static_cast<double>(milli) / 1000.0;
 }
@@ -90,29 +90,30 @@ void PrintAuditTable(const AuditReport& report, std::ostream& out) {
 }
 
 std::string AuditJson(const AuditReport& report) {
-  json nodes = json::array();
+  ordered_json nodes = ordered_json::array();
   for (const NodeSummary& n : report.nodes) {
     ResourceUsage gpu = n.Gpu();
-    json resources = json::object();
+    ordered_json resources = ordered_json::object();
     for (const ResourceUsage& r : n.resources) {
       resources[r.resource] = {{"capacity", Number(r.capacity)},
                                {"allocatable", Number(r.allocatable)},
                                {"requested", Number(r.requested)},
                                {"free", Number(r.Free())}};
     }
-    nodes.push_back({{"name", n.name},
-                     {"ready", n.ready == kube::ConditionStatus::kTrue},
-                     {"unschedulable", n.unschedulable},
-                     {"gpu_state", n.gpu_state ? json(*n.gpu_state) : json(nullptr)},
-                     {"gpu_count", n.gpu_count ? json(*n.gpu_count) : json(nullptr)},
-                     {"capacity", Number(gpu.capacity)},
-                     {"allocatable", Number(gpu.allocatable)},
-                     {"requested", Number(gpu.requested)},
-                     {"free", Number(gpu.Free())},
-                     {"gpu_pods", n.gpu_pods},
-                     {"resources", resources}});
+    nodes.push_back(
+        {{"name", n.name},
+         {"ready", n.ready == kube::ConditionStatus::kTrue},
+         {"unschedulable", n.unschedulable},
+         {"gpu_state", n.gpu_state ? ordered_json(*n.gpu_state) : ordered_json(nullptr)},
+         {"gpu_count", n.gpu_count ? ordered_json(*n.gpu_count) : ordered_json(nullptr)},
+         {"capacity", Number(gpu.capacity)},
+         {"allocatable", Number(gpu.allocatable)},
+         {"requested", Number(gpu.requested)},
+         {"free", Number(gpu.Free())},
+         {"gpu_pods", n.gpu_pods},
+         {"resources", resources}});
   }
-  json findings = json::array();
+  ordered_json findings = ordered_json::array();
   for (const Finding& f : report.findings) {
     findings.push_back({{"id", f.id},
                         {"severity", SeverityName(f.severity)},
@@ -120,15 +121,15 @@ std::string AuditJson(const AuditReport& report) {
                         {"message", f.message},
                         {"fix", f.fix}});
   }
-  json out = {{"nodes", nodes},
-              {"findings", findings},
-              {"summary",
-               {{"nodes", report.node_count},
-                {"gpu_nodes", report.nodes.size()},
-                {"pods", report.pod_count},
-                {"active_gpu_pods", report.active_gpu_pods},
-                {"errors", report.Count(Severity::kError)},
-                {"warnings", report.Count(Severity::kWarning)}}}};
+  ordered_json out = {{"nodes", nodes},
+                      {"findings", findings},
+                      {"summary",
+                       {{"nodes", report.node_count},
+                        {"gpu_nodes", report.nodes.size()},
+                        {"pods", report.pod_count},
+                        {"active_gpu_pods", report.active_gpu_pods},
+                        {"errors", report.Count(Severity::kError)},
+                        {"warnings", report.Count(Severity::kWarning)}}}};
   return out.dump(2) + "\n";
 }
 
@@ -164,31 +165,33 @@ void PrintPendingTable(const PendingReport& report, std::ostream& out) {
 }
 
 std::string PendingJson(const PendingReport& report) {
-  json requests = json::object();
+  ordered_json requests = ordered_json::object();
   for (const auto& [name, milli] : report.requests) requests[name] = Number(milli);
-  json problems = json::array();
+  ordered_json problems = ordered_json::array();
   for (const PodProblem& p : report.problems) {
     problems.push_back({{"code", p.code}, {"message", p.message}});
   }
-  json nodes = json::array();
+  ordered_json nodes = ordered_json::array();
   for (const NodeFit& n : report.nodes) {
-    json reasons = json::array();
+    ordered_json reasons = ordered_json::array();
     for (const NodeReason& r : n.reasons) {
       reasons.push_back({{"code", r.code}, {"message", r.message}, {"temporary", r.temporary}});
     }
     nodes.push_back({{"name", n.node}, {"fits", n.reasons.empty()}, {"reasons", reasons}});
   }
-  json out = {{"pod",
-               {{"namespace", report.ns},
-                {"name", report.name},
-                {"phase", report.phase},
-                {"node", report.node_name.empty() ? json(nullptr) : json(report.node_name)}}},
-              {"requests", requests},
-              {"problems", problems},
-              {"nodes", nodes},
-              {"scheduler_message", report.scheduler_message},
-              {"recorded_message", report.recorded_message},
-              {"verdict", {{"code", report.verdict.code}, {"message", report.verdict.message}}}};
+  ordered_json out = {
+      {"pod",
+       {{"namespace", report.ns},
+        {"name", report.name},
+        {"phase", report.phase},
+        {"node",
+         report.node_name.empty() ? ordered_json(nullptr) : ordered_json(report.node_name)}}},
+      {"requests", requests},
+      {"problems", problems},
+      {"nodes", nodes},
+      {"scheduler_message", report.scheduler_message},
+      {"recorded_message", report.recorded_message},
+      {"verdict", {{"code", report.verdict.code}, {"message", report.verdict.message}}}};
   return out.dump(2) + "\n";
 }
 

@@ -3,16 +3,16 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
-#include "absl/strings/str_cat.h"
 #include "core/json_field.h"
 #include "core/spawn.h"
+#include "core/text.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::kube {
 namespace {
 
 using json = nlohmann::json;
-using absl::StrCat;
+using core::StrCat;
 
 // Credentials are a few kilobytes; anything far larger is not an ExecCredential.
 constexpr size_t kMaxOutput = 1 << 20;

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 
+#include "core/text.h"
+
 namespace gpunode::kube {
+
+std::string NamespacedName(const PodView& pod) { return core::StrCat(pod.ns, "/", pod.name); }
 
 std::string_view PhaseName(PodPhase phase) {
   switch (phase) {

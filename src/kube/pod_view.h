@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -90,6 +91,9 @@ struct PodView {
     return false;
   }
 };
+
+// "namespace/name", as kubectl names a pod in messages.
+std::string NamespacedName(const PodView& pod);
 
 // Computes PodView::gpu_requests from per-container resources, the way the scheduler does.
 ResourceList EffectiveRequests(const std::vector<ContainerResources>& containers);

@@ -5,16 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "cluster_fixture.h"
 #include "process.h"
 #include "test_support.h"
 
 namespace gpunode::testing {
 
 inline const std::string kGpunodeBinary = GPUNODE_BINARY;
-
-inline std::string ClusterFixture(const std::string& name) {
-  return std::string(CLUSTER_FIXTURES) + "/" + name;
-}
 
 inline ProcessResult Gpunode(std::vector<std::string> args) {
   args.insert(args.begin(), kGpunodeBinary);

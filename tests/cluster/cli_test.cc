@@ -20,8 +20,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Fixture(const std::string& name) { return ClusterFixture(name); }
-
 std::vector<std::string> FindingIds(const std::string& out) {
   std::vector<std::string> ids;
   json report = json::parse(out);
@@ -54,7 +52,7 @@ TEST(ClusterCliTest, AuditEveryFindingFixture) {
       {"slow-image-pull.json", {"slow-image-pull", "slow-image-pull", "slow-image-pull"}, 0},
   };
   for (const Case& c : cases) {
-    ProcessResult r = Gpunode({"cluster", "audit", "-f", Fixture(c.fixture), "-o", "json"});
+    ProcessResult r = Gpunode({"cluster", "audit", "-f", ClusterFixture(c.fixture), "-o", "json"});
     EXPECT_EQ(r.exit_code, c.exit_code) << c.fixture << "\n" << r.err;
     EXPECT_EQ(FindingIds(r.out), c.ids) << c.fixture;
     EXPECT_EQ(r.err, "") << c.fixture;
@@ -64,7 +62,7 @@ TEST(ClusterCliTest, AuditEveryFindingFixture) {
 TEST(ClusterCliTest, AuditTableAndStdin) {
   ProcessResult r = RunProcess(
       {"/bin/sh", "-c",
-       kGpunodeBinary + " cluster audit -f - < '" + Fixture("gpu-unhealthy.json") + "'"});
+       kGpunodeBinary + " cluster audit -f - < '" + ClusterFixture("gpu-unhealthy.json") + "'"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("NODE    READY   GPU.STATE   GPU.COUNT   CAPACITY   ALLOCATABLE"),
             std::string::npos)
@@ -77,15 +75,17 @@ TEST(ClusterCliTest, AuditTableAndStdin) {
 TEST(ClusterCliTest, BadInputIsOneLineAndExitTwo) {
   for (const char* f : {"bad-not-json.json", "bad-not-list.json", "bad-pod-without-name.json",
                         "bad-quantity.json", "no-such-file.json"}) {
-    ProcessResult r = Gpunode({"cluster", "audit", "-f", Fixture(f)});
+    ProcessResult r = Gpunode({"cluster", "audit", "-f", ClusterFixture(f)});
     EXPECT_EQ(r.exit_code, 2) << f;
     EXPECT_EQ(r.out, "") << f;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(f), std::string::npos) << r.err;
   }
-  EXPECT_EQ(Gpunode({"cluster", "audit", "-o", "yaml", "-f", Fixture("healthy.json")}).exit_code,
+  EXPECT_EQ(
+      Gpunode({"cluster", "audit", "-o", "yaml", "-f", ClusterFixture("healthy.json")}).exit_code,
+      2);
+  EXPECT_EQ(Gpunode({"cluster", "drain", "gpu-a", "-f", ClusterFixture("drain.json")}).exit_code,
             2);
-  EXPECT_EQ(Gpunode({"cluster", "drain", "gpu-a", "-f", Fixture("drain.json")}).exit_code, 2);
 }
 
 TEST(ClusterCliTest, WhyPendingEveryReasonFixture) {
@@ -113,22 +113,22 @@ TEST(ClusterCliTest, WhyPendingEveryReasonFixture) {
   };
   for (const Case& c : cases) {
     ProcessResult table =
-        Gpunode({"cluster", "why-pending", c.pod, "-n", "ml", "-f", Fixture(c.fixture)});
+        Gpunode({"cluster", "why-pending", c.pod, "-n", "ml", "-f", ClusterFixture(c.fixture)});
     EXPECT_EQ(table.exit_code, c.exit_code) << c.fixture << " " << c.pod << "\n" << table.err;
     EXPECT_NE(table.out.find(c.text), std::string::npos) << table.out;
     EXPECT_NE(table.out.find(std::string("verdict: ") + c.verdict + ": "), std::string::npos)
         << table.out;
-    ProcessResult j = Gpunode(
-        {"cluster", "why-pending", c.pod, "-n", "ml", "-f", Fixture(c.fixture), "-o", "json"});
+    ProcessResult j = Gpunode({"cluster", "why-pending", c.pod, "-n", "ml", "-f",
+                               ClusterFixture(c.fixture), "-o", "json"});
     EXPECT_EQ(json::parse(j.out)["verdict"]["code"], c.verdict) << c.fixture;
   }
-  ProcessResult missing =
-      Gpunode({"cluster", "why-pending", "ghost", "-n", "ml", "-f", Fixture("pending-fits.json")});
+  ProcessResult missing = Gpunode(
+      {"cluster", "why-pending", "ghost", "-n", "ml", "-f", ClusterFixture("pending-fits.json")});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("pod ml/ghost not found in"), std::string::npos) << missing.err;
   // Without -n, a pod of that name in another namespace is named.
   ProcessResult elsewhere =
-      Gpunode({"cluster", "why-pending", "finetune-0", "-f", Fixture("pending-fits.json")});
+      Gpunode({"cluster", "why-pending", "finetune-0", "-f", ClusterFixture("pending-fits.json")});
   EXPECT_EQ(elsewhere.exit_code, 2);
   EXPECT_NE(elsewhere.err.find("pod default/finetune-0 not found in "), std::string::npos)
       << elsewhere.err;
@@ -139,7 +139,7 @@ TEST(ClusterCliTest, WhyPendingEveryReasonFixture) {
 
 TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
   ProcessResult refused =
-      Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "-f", Fixture("drain.json")});
+      Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "-f", ClusterFixture("drain.json")});
   EXPECT_EQ(refused.exit_code, 1);
   // Every reason at once, so one dry run names every flag the drain needs.
   EXPECT_NE(refused.out.find("  REFUSE research/notebook-alice: uses emptyDir, whose data eviction "
@@ -148,14 +148,14 @@ TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
             std::string::npos)
       << refused.out;
   ProcessResult one_left = Gpunode({"cluster", "drain", "gpu-a", "--dry-run",
-                                    "--delete-emptydir-data", "-f", Fixture("drain.json")});
+                                    "--delete-emptydir-data", "-f", ClusterFixture("drain.json")});
   EXPECT_EQ(one_left.exit_code, 1);
   EXPECT_NE(one_left.out.find("  REFUSE research/notebook-alice: no controller will recreate it "
                               "(--force evicts it anyway)\n"),
             std::string::npos)
       << one_left.out;
   ProcessResult ok = Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "--cordon", "--force",
-                              "--delete-emptydir-data", "-f", Fixture("drain.json")});
+                              "--delete-emptydir-data", "-f", ClusterFixture("drain.json")});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   for (const char* line : {
            "drain gpu-a (dry run):",
@@ -176,7 +176,7 @@ TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
 class ClusterCliLiveTest : public LiveApiServerTest {};
 
 TEST_F(ClusterCliLiveTest, AuditReadsTheApi) {
-  ASSERT_TRUE(server_->LoadList(Fixture("zombie-pods.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("zombie-pods.json")));
   ProcessResult r = Live({"cluster", "audit", "-o", "json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(FindingIds(r.out),
@@ -196,7 +196,7 @@ TEST_F(ClusterCliLiveTest, WrongTokenIsAnInputErrorThatHidesTheToken) {
 }
 
 TEST_F(ClusterCliLiveTest, AuditAuthenticatesThroughACredentialPlugin) {
-  ASSERT_TRUE(server_->LoadList(Fixture("healthy.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("healthy.json")));
   TempDir home;
   std::filesystem::create_directories(home.path() + "/bin");
   std::string plugin = home.Write("bin/get-token", R"(#!/bin/sh
@@ -221,7 +221,7 @@ echo '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredentia
 }
 
 TEST_F(ClusterCliLiveTest, WhyPendingNamesTheNamespaceOfAPodFoundElsewhere) {
-  ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("drain.json")));
   ProcessResult r = Live({"cluster", "why-pending", "notebook-alice"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("pod ml/notebook-alice not found; a pod of that name is in namespace "
@@ -235,7 +235,7 @@ TEST_F(ClusterCliLiveTest, WhyPendingNamesTheNamespaceOfAPodFoundElsewhere) {
 }
 
 TEST_F(ClusterCliLiveTest, WhyPendingUsesTheContextNamespace) {
-  ASSERT_TRUE(server_->LoadList(Fixture("pending-insufficient.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("pending-insufficient.json")));
   ProcessResult r = Live({"cluster", "why-pending", "finetune-0", "-o", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["verdict"]["code"], "wait");
@@ -249,7 +249,7 @@ TEST_F(ClusterCliLiveTest, WhyPendingUsesTheContextNamespace) {
 }
 
 TEST_F(ClusterCliLiveTest, DrainBlockedByABudgetThenCompletesAndRestores) {
-  ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("drain.json")));
   std::vector<std::string> drain = {"cluster",
                                     "drain",
                                     "gpu-a",
@@ -292,7 +292,7 @@ TEST_F(ClusterCliLiveTest, DrainBlockedByABudgetThenCompletesAndRestores) {
 }
 
 TEST_F(ClusterCliLiveTest, RestoreRefusesWhileAGpuIsMissing) {
-  ASSERT_TRUE(server_->LoadList(Fixture("restore.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("restore.json")));
   ProcessResult r = Live({"cluster", "restore", "gpu-short"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("refusing to restore: node gpu-short has 7 healthy nvidia.com/gpu "
@@ -308,7 +308,7 @@ TEST_F(ClusterCliLiveTest, RestoreRefusesWhileAGpuIsMissing) {
 }
 
 TEST_F(ClusterCliLiveTest, WebhookOverTls) {
-  ASSERT_TRUE(server_->LoadList(Fixture("healthy.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("healthy.json")));
   BackgroundProcess webhook(
       {kGpunodeBinary, "--log-level", "info", "webhook", "--tls-cert", dir_->path() + "/tls.crt",
        "--tls-key", dir_->path() + "/tls.key", "--listen", "127.0.0.1:0", "--nodes-from-api",
@@ -327,8 +327,9 @@ TEST_F(ClusterCliLiveTest, WebhookOverTls) {
   ASSERT_TRUE(health) << httplib::to_string(health.error());
   EXPECT_EQ(health->status, 200);
 
-  httplib::Result mutated = client.Post(
-      "/mutate", ReadText(Fixture("admission-gpu-pod-no-tolerations.json")), "application/json");
+  httplib::Result mutated =
+      client.Post("/mutate", ReadText(ClusterFixture("admission-gpu-pod-no-tolerations.json")),
+                  "application/json");
   ASSERT_TRUE(mutated);
   json response = json::parse(mutated->body)["response"];
   EXPECT_EQ(response["uid"], "7c1a9e52-0b6d-4f3e-9a8c-2d4e6f8a0b1c");
@@ -336,12 +337,13 @@ TEST_F(ClusterCliLiveTest, WebhookOverTls) {
 
   // Node capacities (8 GPUs) and the taint value (present) came from the API server.
   for (const char* f : {"admission-too-large-pod.json", "admission-wrong-taint-value.json"}) {
-    httplib::Result validated = client.Post("/validate", ReadText(Fixture(f)), "application/json");
+    httplib::Result validated =
+        client.Post("/validate", ReadText(ClusterFixture(f)), "application/json");
     ASSERT_TRUE(validated);
     EXPECT_FALSE(json::parse(validated->body)["response"]["allowed"].get<bool>()) << f;
   }
-  httplib::Result good =
-      client.Post("/validate", ReadText(Fixture("admission-gpu-pod.json")), "application/json");
+  httplib::Result good = client.Post(
+      "/validate", ReadText(ClusterFixture("admission-gpu-pod.json")), "application/json");
   ASSERT_TRUE(good);
   EXPECT_TRUE(json::parse(good->body)["response"]["allowed"].get<bool>());
   EXPECT_EQ(client.Post("/validate", "{}", "application/json")->status, 400);
@@ -391,7 +393,7 @@ current-context: x
 // An API server that refuses a request gpunode made (422: the request or the object is wrong) is
 // the cluster failing the command, not the user's typing: exit 1, one line naming the answer.
 TEST_F(ClusterCliLiveTest, ARequestTheApiServerRefusesIsAFailureNotAUsageError) {
-  ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("drain.json")));
   server_->FailNext("PATCH", "/api/v1/nodes/gpu-a", 422, 1);
   ProcessResult r = Live({"cluster", "drain", "gpu-a", "--cordon", "--force",
                           "--delete-emptydir-data", "--timeout", "0"});

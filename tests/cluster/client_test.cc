@@ -9,6 +9,7 @@
 #include <atomic>
 #include <future>
 
+#include "cluster_fixture.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "kube/api_loader.h"
@@ -24,8 +25,6 @@ namespace {
 
 using gpunode::testing::ApiServerDouble;
 using gpunode::testing::TempDir;
-
-std::string Fixture(const std::string& name) { return std::string(CLUSTER_FIXTURES) + "/" + name; }
 
 nlohmann::json GpuNode(const std::string& name, int gpus) {
   return {
@@ -95,7 +94,7 @@ TEST_P(ClientTest, ListsPageByPageWithContinueTokens) {
 }
 
 TEST_P(ClientTest, FieldSelectorsReachTheServer) {
-  ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
+  ASSERT_TRUE(server_->LoadList(testing::ClusterFixture("drain.json")));
   std::unique_ptr<Client> client = NewTestClient(Access());
   ApiQuery query;
   query.all_nodes = false;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "cluster/restore.h"
+#include "cluster_fixture.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "kube/snapshot_reader.h"
@@ -12,8 +13,6 @@ namespace gpunode::cluster {
 namespace {
 
 using gpunode::testing::ApiServerDouble;
-
-std::string Fixture(const std::string& name) { return std::string(CLUSTER_FIXTURES) + "/" + name; }
 
 // The planned pod named `name`; a test that asks for one the plan lacks fails here.
 const PlannedPod& Planned(const DrainPlan& plan, std::string_view name) {
@@ -28,7 +27,8 @@ const PlannedPod& Planned(const DrainPlan& plan, std::string_view name) {
 TEST(DrainPlanTest, ClassifiesEveryPodOnTheNode) {
   kube::ReadOptions options;
   options.keep_pod_details = [](const kube::PodView&) { return true; };
-  absl::StatusOr<kube::ClusterSnapshot> s = kube::ReadSnapshotFile(Fixture("drain.json"), options);
+  absl::StatusOr<kube::ClusterSnapshot> s =
+      kube::ReadSnapshotFile(testing::ClusterFixture("drain.json"), options);
   ASSERT_TRUE(s.ok()) << s.status();
   DrainOptions o;
   o.node = "gpu-a";
@@ -66,7 +66,7 @@ class DrainLiveTest : public ::testing::Test {
   void SetUp() override {
     server_ = gpunode::testing::StartPlainApiServer();
     ASSERT_NE(server_, nullptr);
-    ASSERT_TRUE(server_->LoadList(Fixture("drain.json")));
+    ASSERT_TRUE(server_->LoadList(testing::ClusterFixture("drain.json")));
     client_ = gpunode::testing::ClientFor(*server_);
     ASSERT_NE(client_, nullptr);
     clock_.now = [this] { return now_; };
@@ -215,7 +215,8 @@ TEST_F(DrainLiveTest, UnknownNodeIsAnError) {
 }
 
 TEST(RestoreCheckTest, ComparesCapacityWithThePhysicalCount) {
-  absl::StatusOr<kube::ClusterSnapshot> s = kube::ReadSnapshotFile(Fixture("restore.json"));
+  absl::StatusOr<kube::ClusterSnapshot> s =
+      kube::ReadSnapshotFile(testing::ClusterFixture("restore.json"));
   ASSERT_TRUE(s.ok());
   RestoreCheck ok = CheckRestore(*s->FindNode("gpu-ok"));
   EXPECT_TRUE(ok.ok);

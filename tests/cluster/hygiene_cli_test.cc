@@ -17,8 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Fixture(const std::string& name) { return ClusterFixture(name); }
-
 // The findings of an `audit -o json`, as "id object".
 std::vector<std::string> Findings(const std::string& out) {
   std::vector<std::string> found;
@@ -40,7 +38,7 @@ json FindingOf(const std::string& out, const std::string& id, const std::string&
 
 TEST(HygieneCliTest, JobFindingsNameTheJobOnceWithEvidenceAndFix) {
   ProcessResult r =
-      Gpunode({"cluster", "audit", "-f", Fixture("gpu-pod-no-deadline.json"), "-o", "json"});
+      Gpunode({"cluster", "audit", "-f", ClusterFixture("gpu-pod-no-deadline.json"), "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The Job's own pod and the Deployment's pod are not reported; the bare pod with a deadline
   // neither.
@@ -58,8 +56,8 @@ TEST(HygieneCliTest, JobFindingsNameTheJobOnceWithEvidenceAndFix) {
   EXPECT_NE(job["fix"].get<std::string>().find("set spec.activeDeadlineSeconds"),
             std::string::npos);
 
-  r = Gpunode(
-      {"cluster", "audit", "-f", Fixture("gpu-job-retries-on-disruption.json"), "-o", "json"});
+  r = Gpunode({"cluster", "audit", "-f", ClusterFixture("gpu-job-retries-on-disruption.json"), "-o",
+               "json"});
   json retries = FindingOf(r.out, "gpu-job-retries-on-disruption", "job/ml/train-bert");
   EXPECT_NE(retries["message"].get<std::string>().find(
                 "retries failed pods up to 6 times (spec.backoffLimit 6, the default)"),
@@ -70,7 +68,7 @@ TEST(HygieneCliTest, JobFindingsNameTheJobOnceWithEvidenceAndFix) {
                 "DisruptionTarget}]}]}"),
             std::string::npos);
 
-  r = Gpunode({"cluster", "audit", "-f", Fixture("gpu-cronjob.json"), "-o", "json"});
+  r = Gpunode({"cluster", "audit", "-f", ClusterFixture("gpu-cronjob.json"), "-o", "json"});
   EXPECT_EQ(Findings(r.out), (std::vector<std::string>{
                                  "gpu-job-no-ttl cronjob/ci/nightly-bench",
                                  "gpu-job-retries-on-disruption cronjob/ci/nightly-bench",
@@ -84,7 +82,7 @@ TEST(HygieneCliTest, JobFindingsNameTheJobOnceWithEvidenceAndFix) {
 
 TEST(HygieneCliTest, LongRunningGpuPodsAreReportedOnlyWhenAskedAndWhereAsked) {
   std::vector<std::string> audit = {
-      "cluster",           "audit", "-f", Fixture("gpu-pod-long-running.json"), "-o", "json",
+      "cluster",           "audit", "-f", ClusterFixture("gpu-pod-long-running.json"), "-o", "json",
       "--max-gpu-pod-age", "6h"};
   ProcessResult all = Gpunode(audit);
   ASSERT_EQ(all.exit_code, 0) << all.err;
@@ -107,15 +105,16 @@ TEST(HygieneCliTest, LongRunningGpuPodsAreReportedOnlyWhenAskedAndWhereAsked) {
       << message;
   EXPECT_NE(message.find("longer than --max-gpu-pod-age 6h0m"), std::string::npos) << message;
 
-  ProcessResult bad = Gpunode(
-      {"cluster", "audit", "-f", Fixture("gpu-pod-long-running.json"), "--age-namespace", "ci"});
+  ProcessResult bad =
+      Gpunode({"cluster", "audit", "-f", ClusterFixture("gpu-pod-long-running.json"),
+               "--age-namespace", "ci"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--max-gpu-pod-age"), std::string::npos) << bad.err;
 }
 
 TEST(HygieneCliTest, SlowAndFailingImagePullsOnGpuNodes) {
   ProcessResult r =
-      Gpunode({"cluster", "audit", "-f", Fixture("slow-image-pull.json"), "-o", "json"});
+      Gpunode({"cluster", "audit", "-f", ClusterFixture("slow-image-pull.json"), "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> messages;
   json report = json::parse(r.out);
@@ -136,19 +135,19 @@ TEST(HygieneCliTest, SlowAndFailingImagePullsOnGpuNodes) {
                 "gpunode cluster prepull nvcr.io/nvidia/nemo:24.05 --selector"),
             std::string::npos);
 
-  ProcessResult patient = Gpunode({"cluster", "audit", "-f", Fixture("slow-image-pull.json"), "-o",
-                                   "json", "--slow-pull", "5m"});
+  ProcessResult patient = Gpunode({"cluster", "audit", "-f", ClusterFixture("slow-image-pull.json"),
+                                   "-o", "json", "--slow-pull", "5m"});
   EXPECT_EQ(Findings(patient.out), (std::vector<std::string>{"slow-image-pull node/gpu-a"}));
 }
 
 class HygieneLiveTest : public LiveApiServerTest {};
 
 TEST_F(HygieneLiveTest, AuditListsJobsCronJobsAndPodEventsPageByPage) {
-  ASSERT_TRUE(server_->LoadList(Fixture("gpu-cronjob.json")));
-  ASSERT_TRUE(server_->LoadList(Fixture("slow-image-pull.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("gpu-cronjob.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("slow-image-pull.json")));
   // More Jobs than one page holds (500), each without a TTL.
   for (int i = 0; i < 520; ++i) {
-    json job = json::parse(ReadText(Fixture("gpu-job-no-ttl.json")))["items"][1];
+    json job = json::parse(ReadText(ClusterFixture("gpu-job-no-ttl.json")))["items"][1];
     job["metadata"]["name"] = "eval-" + std::to_string(1000 + i);
     server_->AddObject(job);
   }
@@ -176,8 +175,8 @@ TEST_F(HygieneLiveTest, AuditListsJobsCronJobsAndPodEventsPageByPage) {
 }
 
 TEST_F(HygieneLiveTest, AuditGoesOnWithoutPermissionForJobsOrEvents) {
-  ASSERT_TRUE(server_->LoadList(Fixture("slow-image-pull.json")));
-  ASSERT_TRUE(server_->LoadList(Fixture("gpu-job-no-ttl.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("slow-image-pull.json")));
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("gpu-job-no-ttl.json")));
   server_->FailNext("GET", "/apis/batch/v1/jobs", 403, 1);
   server_->FailNext("GET", "/api/v1/events", 403, 1);
   ProcessResult r = Live({"cluster", "audit", "-o", "json"});
@@ -299,7 +298,7 @@ TEST_F(HygieneLiveTest, WebhookDefaultsOnlyInOptedInNamespaces) {
   client.set_ca_cert_path((dir_->path() + "/ca.crt").c_str());
   client.enable_server_certificate_verification(true);
 
-  json review = json::parse(ReadText(Fixture("admission-gpu-job-pod.json")));
+  json review = json::parse(ReadText(ClusterFixture("admission-gpu-job-pod.json")));
   auto post = [&](const std::string& ns) {
     review["request"]["namespace"] = ns;
     review["request"]["object"]["metadata"]["namespace"] = ns;

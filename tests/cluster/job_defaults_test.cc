@@ -10,7 +10,7 @@ namespace {
 
 using json = nlohmann::json;
 
-json Review(const std::string& name) {
+json ReviewJson(const std::string& name) {
   return json::parse(gpunode::testing::ReadText(std::string(CLUSTER_FIXTURES) + "/" + name));
 }
 
@@ -44,7 +44,7 @@ json Patched(const json& review, const json& response) {
 
 TEST(JobDefaultsTest, JobPodInOptedInNamespaceGetsTheDeadlineAndAWarning) {
   Namespaces ns;
-  json review = Review("admission-gpu-job-pod.json");
+  json review = ReviewJson("admission-gpu-job-pod.json");
   json response = Respond(review, kDefaults, ns.Fn());
   EXPECT_EQ(response["patchType"], "JSONPatch");
   EXPECT_EQ(Patched(review, response)["spec"]["activeDeadlineSeconds"], 86400);
@@ -55,7 +55,7 @@ TEST(JobDefaultsTest, JobPodInOptedInNamespaceGetsTheDeadlineAndAWarning) {
 }
 
 TEST(JobDefaultsTest, BarePodGetsItToo) {
-  json review = Review("admission-gpu-job-pod.json");
+  json review = ReviewJson("admission-gpu-job-pod.json");
   review["request"]["object"]["metadata"].erase("ownerReferences");
   Namespaces ns;
   json response = Respond(review, kDefaults, ns.Fn());
@@ -64,7 +64,7 @@ TEST(JobDefaultsTest, BarePodGetsItToo) {
 
 TEST(JobDefaultsTest, JobInOptedInNamespaceGetsTheTtl) {
   Namespaces ns;
-  json review = Review("admission-gpu-job.json");
+  json review = ReviewJson("admission-gpu-job.json");
   json response = Respond(review, kDefaults, ns.Fn());
   json job = Patched(review, response);
   EXPECT_EQ(job["spec"]["ttlSecondsAfterFinished"], 3600);
@@ -76,7 +76,7 @@ TEST(JobDefaultsTest, JobInOptedInNamespaceGetsTheTtl) {
 
 TEST(JobDefaultsTest, NothingChangesOutsideOptedInNamespaces) {
   for (const char* fixture : {"admission-gpu-job-pod.json", "admission-gpu-job.json"}) {
-    json review = Review(fixture);
+    json review = ReviewJson(fixture);
     review["request"]["namespace"] = "ml";
     review["request"]["object"]["metadata"]["namespace"] = "ml";
     Namespaces ns;
@@ -88,9 +88,9 @@ TEST(JobDefaultsTest, NothingChangesOutsideOptedInNamespaces) {
 }
 
 TEST(JobDefaultsTest, ValuesAlreadySetAreLeftAlone) {
-  json pod = Review("admission-gpu-job-pod.json");
+  json pod = ReviewJson("admission-gpu-job-pod.json");
   pod["request"]["object"]["spec"]["activeDeadlineSeconds"] = 600;
-  json job = Review("admission-gpu-job.json");
+  json job = ReviewJson("admission-gpu-job.json");
   job["request"]["object"]["spec"]["ttlSecondsAfterFinished"] = 0;  // zero is a value too
   for (const json& review : {pod, job}) {
     Namespaces ns;
@@ -103,27 +103,27 @@ TEST(JobDefaultsTest, ValuesAlreadySetAreLeftAlone) {
 TEST(JobDefaultsTest, ControllersThatRunForeverAndCpuWorkAreLeftAlone) {
   Namespaces ns;
   // A ReplicaSet's pod: a deadline would make the Deployment kill and recreate it forever.
-  json replicaset_pod = Review("admission-gpu-pod.json");
+  json replicaset_pod = ReviewJson("admission-gpu-pod.json");
   replicaset_pod["request"]["namespace"] = "ci";
   EXPECT_FALSE(Respond(replicaset_pod, kDefaults, ns.Fn()).contains("patch"));
-  json cpu_job = Review("admission-gpu-job.json");
+  json cpu_job = ReviewJson("admission-gpu-job.json");
   cpu_job["request"]["object"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {
       {"requests", {{"cpu", "2"}}}};
   EXPECT_FALSE(Respond(cpu_job, kDefaults, ns.Fn()).contains("patch"));
   // An UPDATE is never changed.
-  json update = Review("admission-gpu-job.json");
+  json update = ReviewJson("admission-gpu-job.json");
   update["request"]["operation"] = "UPDATE";
   EXPECT_FALSE(Respond(update, kDefaults, ns.Fn()).contains("patch"));
   EXPECT_TRUE(ns.asked.empty());
   // Without the flag for it, nothing is added.
-  EXPECT_FALSE(Respond(Review("admission-gpu-job.json"),
+  EXPECT_FALSE(Respond(ReviewJson("admission-gpu-job.json"),
                        JobDefaults{.active_deadline_seconds = 60, .ttl_seconds = std::nullopt},
                        ns.Fn())
                    .contains("patch"));
 }
 
 TEST(JobDefaultsTest, UnreadableNamespaceChangesNothingAndSaysSo) {
-  json response = Respond(Review("admission-gpu-job.json"), kDefaults, [](std::string_view) {
+  json response = Respond(ReviewJson("admission-gpu-job.json"), kDefaults, [](std::string_view) {
     return absl::StatusOr<bool>(absl::PermissionDeniedError("GET /api/v1/namespaces/ci: 403"));
   });
   EXPECT_FALSE(response.contains("patch"));

@@ -10,8 +10,6 @@ namespace {
 using gpunode::testing::Base64;
 using gpunode::testing::TempDir;
 
-std::string Message(const absl::Status& st) { return std::string(st.message()); }
-
 TEST(KubeconfigTest, TokenAndCaDataFromTheCurrentContext) {
   std::string yaml = R"(apiVersion: v1
 kind: Config
@@ -112,16 +110,17 @@ current-context: x
 )";
   absl::StatusOr<ClusterAccess> bad_ca = ParseKubeconfig({{"/k", yaml}}, "");
   ASSERT_FALSE(bad_ca.ok());
-  EXPECT_NE(Message(bad_ca.status())
+  EXPECT_NE(testing::StatusMessage(bad_ca.status())
                 .find("kubeconfig /k: context \"x\": cluster \"c\": "
                       "certificate-authority-data: not valid base64"),
             std::string::npos)
       << bad_ca.status();
   absl::StatusOr<ClusterAccess> missing = ParseKubeconfig({{"/k", yaml}}, "y");
-  EXPECT_NE(Message(missing.status()).find("cluster \"missing\" is not defined"),
+  EXPECT_NE(testing::StatusMessage(missing.status()).find("cluster \"missing\" is not defined"),
             std::string::npos);
   absl::StatusOr<ClusterAccess> nope = ParseKubeconfig({{"/k", yaml}}, "nope");
-  EXPECT_NE(Message(nope.status()).find("context \"nope\" not found"), std::string::npos);
+  EXPECT_NE(testing::StatusMessage(nope.status()).find("context \"nope\" not found"),
+            std::string::npos);
 
   std::string exec_only = R"(clusters:
 - name: c
@@ -136,16 +135,17 @@ current-context: x
 )";
   absl::StatusOr<ClusterAccess> exec = ParseKubeconfig({{"/k", exec_only}}, "");
   ASSERT_FALSE(exec.ok());
-  EXPECT_NE(Message(exec.status())
+  EXPECT_NE(testing::StatusMessage(exec.status())
                 .find("exec.apiVersion \"\" is not supported; use client.authentication.k8s.io/v1"),
             std::string::npos)
       << exec.status();
 
   absl::StatusOr<ClusterAccess> broken = ParseKubeconfig({{"/k", "clusters: [\n  - {"}}, "");
   ASSERT_FALSE(broken.ok());
-  EXPECT_NE(Message(broken.status()).find("kubeconfig /k: line"), std::string::npos);
+  EXPECT_NE(testing::StatusMessage(broken.status()).find("kubeconfig /k: line"), std::string::npos);
   absl::StatusOr<ClusterAccess> wrong = ParseKubeconfig({{"/k", "clusters: 3\n"}}, "");
-  EXPECT_NE(Message(wrong.status()).find("clusters must be a list"), std::string::npos);
+  EXPECT_NE(testing::StatusMessage(wrong.status()).find("clusters must be a list"),
+            std::string::npos);
 }
 
 TEST(KubeconfigTest, ExecPluginsAreReadAsClientGoReadsThem) {
@@ -176,9 +176,9 @@ current-context: eks
 )";
   absl::StatusOr<ClusterAccess> tty = ParseKubeconfig({{"/home/u/.kube/config", yaml}}, "tty");
   ASSERT_FALSE(tty.ok());
-  EXPECT_NE(
-      Message(tty.status()).find("user \"tty\": exec.interactiveMode Always needs a terminal"),
-      std::string::npos)
+  EXPECT_NE(testing::StatusMessage(tty.status())
+                .find("user \"tty\": exec.interactiveMode Always needs a terminal"),
+            std::string::npos)
       << tty.status();
 
   // Another user's plugin that cannot run does not stand in the way.
@@ -238,7 +238,7 @@ TEST(KubeconfigTest, ResolutionOrderFollowsKubectl) {
 
   AccessSources none;
   absl::StatusOr<ClusterAccess> missing = ResolveAccess(none);
-  EXPECT_NE(Message(missing.status()).find("-f FILE"), std::string::npos);
+  EXPECT_NE(testing::StatusMessage(missing.status()).find("-f FILE"), std::string::npos);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ struct NodeSpec {
   bool unschedulable = false;
 };
 
-json GpuNode(const NodeSpec& n) {
+json NodeFromSpec(const NodeSpec& n) {
   json node = {{"kind", "Node"},
                {"apiVersion", "v1"},
                {"metadata", {{"name", n.name}, {"labels", n.labels}}},
@@ -52,7 +52,7 @@ class RestoreCliTest : public LiveApiServerTest {
 };
 
 TEST_F(RestoreCliTest, RefusesUnhealthyGpusLiveAndOnASnapshotUntilForced) {
-  json node = GpuNode({"gpu-xid", 8, 6, kDrained, kDrainAnnotations, true});
+  json node = NodeFromSpec({"gpu-xid", 8, 6, kDrained, kDrainAnnotations, true});
   server_->AddObject(node);
   const std::string why =
       "refusing to restore: node gpu-xid has 6 healthy nvidia.com/gpu (allocatable; capacity 8) "
@@ -86,7 +86,7 @@ TEST_F(RestoreCliTest, RefusesUnhealthyGpusLiveAndOnASnapshotUntilForced) {
 }
 
 TEST_F(RestoreCliTest, HealthyNodeOnASnapshotSaysWhatItWouldUndo) {
-  json node = GpuNode({"gpu-ok", 8, 8, kDrained, kDrainAnnotations, true});
+  json node = NodeFromSpec({"gpu-ok", 8, 8, kDrained, kDrainAnnotations, true});
   ProcessResult r = Gpunode({"cluster", "restore", "gpu-ok", "--dry-run", "-f", Snapshot(node)});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("node gpu-ok has 8 healthy nvidia.com/gpu (allocatable; capacity 8) of 8 "
@@ -101,7 +101,7 @@ TEST_F(RestoreCliTest, HealthyNodeOnASnapshotSaysWhatItWouldUndo) {
 
 TEST_F(RestoreCliTest, LeavesACordonSetByAPersonInPlace) {
   // Cordoned by hand, never drained: nothing of gpunode's to undo.
-  server_->AddObject(GpuNode({"gpu-hand", 8, 8, {{"nvidia.com/gpu.count", "8"}}, {}, true}));
+  server_->AddObject(NodeFromSpec({"gpu-hand", 8, 8, {{"nvidia.com/gpu.count", "8"}}, {}, true}));
   ProcessResult r = Live({"cluster", "restore", "gpu-hand"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("node gpu-hand stays cordoned: `gpunode cluster drain` did not cordon it"),
@@ -113,7 +113,7 @@ TEST_F(RestoreCliTest, LeavesACordonSetByAPersonInPlace) {
 
   // Cordoned by hand, then drained by gpunode with --cordon: the drain records no cordon of its
   // own, so restore removes the label and leaves the cordon.
-  server_->AddObject(GpuNode({"gpu-both", 8, 8, {{"nvidia.com/gpu.count", "8"}}, {}, true}));
+  server_->AddObject(NodeFromSpec({"gpu-both", 8, 8, {{"nvidia.com/gpu.count", "8"}}, {}, true}));
   ProcessResult drain = Live({"cluster", "drain", "gpu-both", "--cordon"});
   ASSERT_EQ(drain.exit_code, 0) << drain.out << drain.err;
   json drained = *server_->Node("gpu-both");
@@ -127,7 +127,7 @@ TEST_F(RestoreCliTest, LeavesACordonSetByAPersonInPlace) {
   EXPECT_TRUE(after["spec"]["unschedulable"].get<bool>());
 
   // Drained with --cordon on a schedulable node: restore uncordons it.
-  server_->AddObject(GpuNode({"gpu-mine", 8, 8, {{"nvidia.com/gpu.count", "8"}}}));
+  server_->AddObject(NodeFromSpec({"gpu-mine", 8, 8, {{"nvidia.com/gpu.count", "8"}}}));
   ASSERT_EQ(Live({"cluster", "drain", "gpu-mine", "--cordon"}).exit_code, 0);
   EXPECT_EQ((*server_->Node("gpu-mine"))["metadata"]["annotations"]["gpunode.io/drain-cordoned"],
             "true");
@@ -141,7 +141,7 @@ TEST_F(RestoreCliTest, LeavesACordonSetByAPersonInPlace) {
 
 TEST_F(RestoreCliTest, TheOperatorsCountLabelWinsAndDisagreementIsAFinding) {
   // GFD says 7 (a GPU fell off the bus before it last ran), the operator's label says 8.
-  json disagree = GpuNode(
+  json disagree = NodeFromSpec(
       {"gpu-split",
        8,
        8,
@@ -150,7 +150,7 @@ TEST_F(RestoreCliTest, TheOperatorsCountLabelWinsAndDisagreementIsAFinding) {
        true});
   server_->AddObject(disagree);
   // Only the operator's label, under a prefix: 4 GPUs, and 4 advertised.
-  json own = GpuNode({"gpu-own", 4, 4, {{"example.com/gpu.count", "4"}}});
+  json own = NodeFromSpec({"gpu-own", 4, 4, {{"example.com/gpu.count", "4"}}});
   server_->AddObject(own);
 
   ProcessResult audit = Live({"cluster", "audit", "-o", "json"});
@@ -190,12 +190,12 @@ TEST_F(RestoreCliTest, TheOperatorsCountLabelWinsAndDisagreementIsAFinding) {
   EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
 
   // A custom key without prefix: --count-label.
-  server_->AddObject(GpuNode({"gpu-custom",
-                              2,
-                              2,
-                              {{"hw/gpus", "2"}, {"nvidia.com/gpu.count", "2"}},
-                              kDrainAnnotations,
-                              true}));
+  server_->AddObject(NodeFromSpec({"gpu-custom",
+                                   2,
+                                   2,
+                                   {{"hw/gpus", "2"}, {"nvidia.com/gpu.count", "2"}},
+                                   kDrainAnnotations,
+                                   true}));
   ProcessResult custom = Live({"cluster", "restore", "gpu-custom", "--count-label", "hw/gpus"});
   EXPECT_EQ(custom.exit_code, 0) << custom.err;
   EXPECT_NE(custom.out.find("of 2 (hw/gpus=2)"), std::string::npos) << custom.out;

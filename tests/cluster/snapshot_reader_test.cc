@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cluster_fixture.h"
 #include "gtest/gtest.h"
 #include "kube/gpu_resources.h"
 #include "test_support.h"
@@ -14,12 +15,8 @@
 namespace gpunode::kube {
 namespace {
 
-std::string Fixture(const std::string& name) { return std::string(CLUSTER_FIXTURES) + "/" + name; }
-
-std::string Message(const absl::Status& st) { return std::string(st.message()); }
-
 TEST(SnapshotReaderTest, ReadsAKubectlList) {
-  absl::StatusOr<ClusterSnapshot> s = ReadSnapshotFile(Fixture("healthy.json"));
+  absl::StatusOr<ClusterSnapshot> s = ReadSnapshotFile(testing::ClusterFixture("healthy.json"));
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->nodes.size(), 3u);
   EXPECT_EQ(s->pods.size(), 8u);
@@ -55,7 +52,8 @@ TEST(SnapshotReaderTest, ReadsAKubectlList) {
 TEST(SnapshotReaderTest, KeepsDetailsOnlyForChosenPods) {
   ReadOptions options;
   options.keep_pod_details = [](const PodView& p) { return p.name == "eval-0"; };
-  absl::StatusOr<ClusterSnapshot> s = ReadSnapshotFile(Fixture("pending-affinity.json"), options);
+  absl::StatusOr<ClusterSnapshot> s =
+      ReadSnapshotFile(testing::ClusterFixture("pending-affinity.json"), options);
   ASSERT_TRUE(s.ok()) << s.status();
   const PodView* eval = s->FindPod("ml", "eval-0");
   ASSERT_NE(eval, nullptr);
@@ -133,7 +131,7 @@ TEST(SnapshotReaderTest, SortedKeysPutTheListKindAfterItemsWithoutKinds) {
   absl::StatusOr<ClusterSnapshot> no_kind =
       ReadSnapshotText(R"({"apiVersion":"v1","items":[{"metadata":{"name":"x"}}]})", "k.json");
   ASSERT_FALSE(no_kind.ok());
-  EXPECT_NE(Message(no_kind.status()).find("k.json: items[0] (item): kind: missing"),
+  EXPECT_NE(testing::StatusMessage(no_kind.status()).find("k.json: items[0] (item): kind: missing"),
             std::string::npos)
       << no_kind.status();
 }
@@ -165,14 +163,15 @@ TEST(SnapshotReaderTest, BadInputIsOneLineNamingFileObjectFieldAndFix) {
        "quantity"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<ClusterSnapshot> s = ReadSnapshotFile(Fixture(c.fixture));
+    absl::StatusOr<ClusterSnapshot> s = ReadSnapshotFile(testing::ClusterFixture(c.fixture));
     ASSERT_FALSE(s.ok()) << c.fixture;
-    std::string msg = Message(s.status());
+    std::string msg = testing::StatusMessage(s.status());
     EXPECT_NE(msg.find(c.expected), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   }
   absl::StatusOr<ClusterSnapshot> missing = ReadSnapshotFile("/no/such/file.json");
-  EXPECT_NE(Message(missing.status()).find("/no/such/file.json: cannot open"), std::string::npos);
+  EXPECT_NE(testing::StatusMessage(missing.status()).find("/no/such/file.json: cannot open"),
+            std::string::npos);
   for (const char* text : {"", "[]", "42", "{\"kind\":\"List\",\"apiVersion\":\"v1\",\"items\":{}}",
                            "{\"kind\":\"List\",\"apiVersion\":\"v1\",\"items\":[]} trailing",
                            "{\"kind\":\"List\",\"apiVersion\":\"v1\",\"items\":[{\"kind\":\"Pod\","
@@ -182,7 +181,7 @@ TEST(SnapshotReaderTest, BadInputIsOneLineNamingFileObjectFieldAndFix) {
                            "{\"nvidia.com/gpu\":\"-1\"}}}]}"}) {
     absl::StatusOr<ClusterSnapshot> s = ReadSnapshotText(text, "in.json");
     EXPECT_FALSE(s.ok()) << text;
-    EXPECT_NE(Message(s.status()).find("in.json"), std::string::npos) << s.status();
+    EXPECT_NE(testing::StatusMessage(s.status()).find("in.json"), std::string::npos) << s.status();
   }
 }
 
@@ -211,13 +210,6 @@ class TextFd {
   int fd_ = -1;
 };
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // What a snapshot holds, as text to compare two reads by.
 std::string Digest(const ClusterSnapshot& s) {
   std::ostringstream out;
@@ -245,7 +237,7 @@ TEST(SnapshotReaderTest, AStreamedFileReadsAsTheWholeDocumentDoes) {
   for (const auto& entry : std::filesystem::directory_iterator(CLUSTER_FIXTURES)) {
     if (entry.path().extension() != ".json") continue;
     const std::string name = entry.path().filename();
-    const std::string text = ReadText(entry.path());
+    const std::string text = testing::ReadText(entry.path());
     absl::StatusOr<ClusterSnapshot> whole = ReadSnapshotText(text, name, options);
     // From a buffer of one byte (a refill at every byte) to more than the file.
     for (size_t buffer : {size_t{1}, size_t{7}, size_t{100}, size_t{4096}, size_t{1} << 20}) {
@@ -257,7 +249,8 @@ TEST(SnapshotReaderTest, AStreamedFileReadsAsTheWholeDocumentDoes) {
         EXPECT_EQ(Digest(*streamed), Digest(*whole)) << name << " with buffer " << buffer;
       } else if (name == "bad-not-json.json") {
         // The file ends inside its items: the splitter says so before simdjson could.
-        EXPECT_TRUE(Message(streamed.status()).starts_with(name + ": not valid JSON ("))
+        EXPECT_TRUE(
+            testing::StatusMessage(streamed.status()).starts_with(name + ": not valid JSON ("))
             << streamed.status();
       } else {
         EXPECT_EQ(streamed.status(), whole.status()) << name << " with buffer " << buffer;
@@ -279,7 +272,8 @@ TEST(SnapshotReaderTest, ErrorsInAStreamedFileNameTheFilesLineAndByte) {
         "\"x\"}}\n ],\n \"kind\": \"List\",,\n \"metadata\": {}\n}\n"}) {
     absl::StatusOr<ClusterSnapshot> whole = ReadSnapshotText(text, "in.json");
     ASSERT_FALSE(whole.ok());
-    ASSERT_NE(Message(whole.status()).find(" near line "), std::string::npos) << whole.status();
+    ASSERT_NE(testing::StatusMessage(whole.status()).find(" near line "), std::string::npos)
+        << whole.status();
     for (size_t buffer : {size_t{1}, size_t{16}, size_t{1} << 20}) {
       TextFd in(text, TextFd::kFile);
       absl::StatusOr<ClusterSnapshot> streamed = ReadSnapshotStream(in.fd(), "in.json", {}, buffer);
@@ -303,7 +297,7 @@ TEST(SnapshotReaderTest, ItemsWithoutKindsBeforeTheListsKindAreReadAgainFromAFil
   TextFd pipe(sorted, TextFd::kPipe);
   s = ReadSnapshotStream(pipe.fd(), "stdin", {}, 16);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(Message(s.status()),
+  EXPECT_EQ(testing::StatusMessage(s.status()),
             "stdin: items[0] (item): kind: missing, and the list's kind comes after its items, "
             "which cannot be read twice from a pipe; give the file itself, or put \"kind\" "
             "before \"items\"");
@@ -318,14 +312,15 @@ TEST(SnapshotReaderTest, ItemsWithoutKindsBeforeTheListsKindAreReadAgainFromAFil
 TEST(SnapshotReaderTest, ADirectoryOrYamlIsNamedForWhatItIs) {
   absl::StatusOr<ClusterSnapshot> dir = ReadSnapshotFile(CLUSTER_FIXTURES);
   ASSERT_FALSE(dir.ok());
-  EXPECT_EQ(Message(dir.status()), std::string(CLUSTER_FIXTURES) +
-                                       ": is a directory; give a file written by `kubectl get "
-                                       "nodes,pods -A -o json` (or - for stdin)");
+  EXPECT_EQ(testing::StatusMessage(dir.status()),
+            std::string(CLUSTER_FIXTURES) +
+                ": is a directory; give a file written by `kubectl get "
+                "nodes,pods -A -o json` (or - for stdin)");
   TextFd yaml("apiVersion: v1\nkind: List\nitems:\n- kind: Node\n", TextFd::kFile);
   absl::StatusOr<ClusterSnapshot> s = ReadSnapshotStream(yaml.fd(), "snap.yaml");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(
-      Message(s.status()),
+      testing::StatusMessage(s.status()),
       "snap.yaml: YAML, not JSON; write the snapshot with `kubectl get nodes,pods -A -o json`");
 }
 

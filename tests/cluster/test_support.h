@@ -19,6 +19,9 @@ enum class CertificateKey { kEcdsaP256, kRsa };
 bool MakeTestCertificates(const std::string& dir, CertificateKey key = CertificateKey::kEcdsaP256);
 
 std::string ReadText(const std::string& path);
+inline std::string StatusMessage(const absl::Status& status) {
+  return std::string(status.message());
+}
 std::string Base64(const std::string& data);
 
 // A kubeconfig whose current context points at `server` with bearer `token`, trusting the CA

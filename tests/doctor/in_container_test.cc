@@ -23,14 +23,14 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 
-const fs::path kFixtures = fs::path(GPUNODE_FIXTURES_DIR) / "doctor";
+const fs::path kDoctorFixtures = fs::path(GPUNODE_FIXTURES_DIR) / "doctor";
 const fs::path kRepository = fs::path(GPUNODE_FIXTURES_DIR).parent_path().parent_path();
 // tests/fixtures/doctor/profiles/pod-2-of-8.yaml: the node's GPUs 2 and 5.
-const std::string kTwoOfEight = (kFixtures / "profiles/pod-2-of-8.yaml").string();
+const std::string kTwoOfEight = (kDoctorFixtures / "profiles/pod-2-of-8.yaml").string();
 const std::string kGpu2 = "GPU-7e3a2c11-52aa-4c0e-9d1b-0a5f6e2b8c02";
 const std::string kGpu5 = "GPU-c0d4b6e2-1f3a-4b7c-8e9d-5a6b7c8d9e05";
 // tests/fixtures/doctor/profiles/pod-mig.yaml: one 3g.40gb of the node's GPU 2.
-const std::string kPodMig = (kFixtures / "profiles/pod-mig.yaml").string();
+const std::string kPodMig = (kDoctorFixtures / "profiles/pod-mig.yaml").string();
 const std::string kMig = "MIG-0f6c2a8e-3b4d-5e6f-8a9b-1c2d3e4f5a61";
 
 const std::set<std::string> kContainerChecks = {
@@ -48,7 +48,7 @@ class InContainer : public ::testing::Test {
     }
     char tmpl[] = "/tmp/gpunode-pod-XXXXXX";
     root_ = ::mkdtemp(tmpl);
-    fs::copy(kFixtures / "pod", root_, fs::copy_options::recursive);
+    fs::copy(kDoctorFixtures / "pod", root_, fs::copy_options::recursive);
     for (const char* node : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}) AddNode(node);
   }
   void TearDown() override { fs::remove_all(root_); }
