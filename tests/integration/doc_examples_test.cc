@@ -1,11 +1,11 @@
 // Every command in README.md and docs/*.md, run as the doc writes it: the fenced ```sh, ```bash
 // and ```console blocks are read when the test runs, each block becomes one test that runs its
 // commands in order in one shell (so `export` and files carry from line to line), with the real
-// binary first on PATH as `gpunode`. What is substituted is what README.md ("Examples are run")
-// says: the simulated dgx-h100 node, absolute paths under a temporary root, the repository's
-// fixtures for the files the commands name, and an API server double for the cluster. A command
-// no test knows how to run fails the suite until it runs or is listed, with its reason, in
-// kNotRun.
+// binary first on PATH as `gpunode`. What is substituted is what docs/TESTING.md ("The examples
+// in the docs") says: the simulated dgx-h100 node, absolute paths under a temporary root, the
+// repository's fixtures for the files the commands name, and an API server double for the
+// cluster. A command no test knows how to run fails the suite until it runs or is listed, with
+// its reason, in kNotRun.
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -138,7 +138,9 @@ const std::vector<Expectation> kExpectations = {
     // The fixture node runs no containerd, so its runtime checks fail.
     {"gpunode doctor", 1, "runtime.containerd-version"},
     {"gpunode doctor --cuda 12.4 -o json", 1, "\"runtime.containerd-version\""},
-    {"gpunode --sim dgx-h100 --host-root /path/to/tree doctor", 1, "runtime.containerd-version"},
+    {"gpunode --sim dgx-h100 --host-root tests/fixtures/doctor/healthy doctor", 1,
+     "runtime.containerd-version"},
+    {"gpunode --sim dgx-h100 --host-root node doctor --cuda 13.0", 1, "driver.cuda-compat"},
     {"NVIDIA_VISIBLE_DEVICES=2,5 CUDA_VERSION=12.4.1 gpunode --sim pod-2-of-8.yaml --host-root "
      "./pod-tree doctor --in-container",
      0, "container.visible-devices"},
@@ -214,7 +216,8 @@ const std::vector<Fixture> kFixtures = {
     {"/config/config.yaml", "tests/fixtures/plugin/time-slicing-4.yaml"},
     {"/config/config.yaml", "tests/fixtures/plugin/time-slicing-4.yaml", "--config-file /config"},
     {"/etc/containerd/config.toml", "tests/fixtures/containerd/debian-bookworm.toml", "runtime"},
-    {"/path/to/tree", "tests/fixtures/doctor/healthy"},
+    // The repository's own fixtures, for a command that names them as it runs from a clone.
+    {"tests/fixtures", "tests/fixtures", "tests/fixtures/"},
     {"/", "tests/fixtures/doctor/healthy", "doctor"},
     {"/host", "tests/fixtures/doctor/healthy"},
     {"pod-2-of-8.yaml", "tests/fixtures/doctor/profiles/pod-2-of-8.yaml"},
