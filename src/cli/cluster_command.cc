@@ -71,9 +71,16 @@ absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& 
     }
     absl::Duration timeout;
     ASSIGN_OR_RETURN(timeout, core::ParseDuration("--request-timeout", o.request_timeout));
-    ASSIGN_OR_RETURN(cluster::IdleEvidence idle,
-                     cluster::QueryIdleGpus(flags.prometheus, window, flags.idle_util, timeout));
-    options.hygiene.idle = std::move(idle);
+    absl::StatusOr<cluster::IdleEvidence> idle =
+        cluster::QueryIdleGpus(flags.prometheus, window, flags.idle_util, timeout);
+    if (absl::IsUnavailable(idle.status())) {
+      // As for Jobs the credentials may not list: the other findings do not need Prometheus.
+      std::cerr << "gpunode: note: gpu-pod-idle is skipped, Prometheus cannot be asked: "
+                << idle.status().message() << "\n";
+    } else {
+      RETURN_IF_ERROR(idle.status());
+      options.hygiene.idle = *std::move(idle);
+    }
   }
   return options;
 }

@@ -92,10 +92,17 @@ absl::StatusOr<std::vector<PromSample>> QueryPrometheus(const std::string& base_
     return absl::UnavailableError(
         StrCat("--prometheus ", access.server, ": ", core::View(response.status().message())));
   }
-  // 400 and 422 carry Prometheus's own error for a query it refused.
+  // 400 and 422 carry Prometheus's own error for a query it refused. A server error is
+  // Prometheus (or a proxy before it) unable to answer now; any other status is a URL that does
+  // not lead to the query API.
+  if (response->status >= 500) {
+    return absl::UnavailableError(
+        StrCat("--prometheus ", access.server, ": GET /api/v1/query: ", response->status));
+  }
   if (response->status != 200 && response->status != 400 && response->status != 422) {
-    return absl::UnavailableError(StrCat("--prometheus ", access.server, ": GET /api/v1/query: ",
-                                         response->status, "; is it the Prometheus server's URL?"));
+    return absl::InvalidArgumentError(StrCat("--prometheus ", access.server,
+                                             ": GET /api/v1/query: ", response->status,
+                                             "; is it the Prometheus server's URL?"));
   }
   absl::StatusOr<std::vector<PromSample>> samples = ParseInstantVector(response->body);
   if (!samples.ok()) {

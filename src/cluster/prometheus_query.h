@@ -21,8 +21,8 @@ struct PromSample {
 absl::StatusOr<std::vector<PromSample>> ParseInstantVector(std::string_view body);
 
 // Runs `query` against the Prometheus at `base_url` (http(s)://host:port[/prefix]). Errors start
-// with "--prometheus URL: ": Unavailable when it cannot be asked, InvalidArgument when the
-// answer is not Prometheus's.
+// with "--prometheus URL: ": Unavailable when it cannot be asked now (no connection, a timeout,
+// a 5xx), InvalidArgument when what answers is not Prometheus's query API.
 absl::StatusOr<std::vector<PromSample>> QueryPrometheus(const std::string& base_url,
                                                         const std::string& query,
                                                         absl::Duration timeout);

@@ -112,6 +112,24 @@ TEST(HygieneCliTest, LongRunningGpuPodsAreReportedOnlyWhenAskedAndWhereAsked) {
   EXPECT_NE(bad.err.find("--max-gpu-pod-age"), std::string::npos) << bad.err;
 }
 
+// Prometheus that cannot be asked (nothing listens on port 1) costs gpu-pod-idle alone: the other
+// findings are reported and decide the exit code, as without --prometheus, and a note says why.
+TEST(HygieneCliTest, AnUnreachablePrometheusSkipsOnlyTheIdleFinding) {
+  std::vector<std::string> audit = {"cluster", "audit", "-f", ClusterFixture("gpu-unhealthy.json"),
+                                    "-o",      "json"};
+  ProcessResult without = Gpunode(audit);
+  ASSERT_EQ(without.exit_code, 1) << without.err;
+  ASSERT_FALSE(Findings(without.out).empty());
+  audit.insert(audit.end(), {"--prometheus", "http://127.0.0.1:1", "--request-timeout", "5s"});
+  ProcessResult unreachable = Gpunode(audit);
+  EXPECT_EQ(unreachable.exit_code, 1) << unreachable.err;
+  EXPECT_EQ(Findings(unreachable.out), Findings(without.out));
+  EXPECT_NE(unreachable.err.find("gpunode: note: gpu-pod-idle is skipped, Prometheus cannot be "
+                                 "asked: --prometheus http://127.0.0.1:1: "),
+            std::string::npos)
+      << unreachable.err;
+}
+
 TEST(HygieneCliTest, SlowAndFailingImagePullsOnGpuNodes) {
   ProcessResult r =
       Gpunode({"cluster", "audit", "-f", ClusterFixture("slow-image-pull.json"), "-o", "json"});
