@@ -46,7 +46,11 @@ absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
   ASSIGN_OR_RETURN(transport.request_timeout,
                    core::ParseDuration("--request-timeout", o.request_timeout));
   Connection c;
-  ASSIGN_OR_RETURN(c.access, kube::ResolveAccess(sources));
+  absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(sources);
+  if (absl::IsNotFound(access.status())) {
+    return AppendHint(access.status(), "give --kubeconfig FILE, or read a snapshot with -f FILE");
+  }
+  ASSIGN_OR_RETURN(c.access, std::move(access));
   ASSIGN_OR_RETURN(c.client, kube::NewClient(c.access, transport));
   return c;
 }

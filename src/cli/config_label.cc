@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cli/report_error.h"
 #include "core/log.h"
 #include "kube/kubeconfig.h"
 #include "kube/node_event.h"
@@ -27,6 +28,10 @@ std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component
     return std::nullopt;
   }
   absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
+  if (absl::IsNotFound(access.status())) {
+    access =
+        AppendHint(access.status(), "run it in a pod with a service account, or set KUBECONFIG");
+  }
   // Two clients: the watch thread owns one, the events go through the other. Node clients keep
   // libcurl out of the daemon where they can (see kube::NewNodeClient).
   absl::StatusOr<std::unique_ptr<kube::Client>> watch_client =

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
+#include "cli/report_error.h"
 #include "core/duration.h"
 #include "kube/kubeconfig.h"
 #include "kube/node_label_watch.h"
@@ -176,6 +177,12 @@ int RunManager(const GlobalOptions& global, const MigOptions& options) {
   auto library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());
   absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
+  if (absl::IsNotFound(access.status())) {
+    // The manager has no --kubeconfig: it runs as a DaemonSet with a service account.
+    return ReportError(AppendHint(access.status(),
+                                  "run it in a pod with a service account (deploy/mig-manager/), "
+                                  "or set KUBECONFIG"));
+  }
   if (!access.ok()) return ReportError(access.status());
   // The watch thread owns one client; the labels are patched and the pods listed through the
   // other.

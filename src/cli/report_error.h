@@ -2,6 +2,8 @@
 // reports through here, so the same failure gives the same exit code in every command.
 #pragma once
 
+#include <string_view>
+
 #include "absl/status/status.h"
 
 namespace gpunode::cli {
@@ -14,5 +16,9 @@ int ReportError(const absl::Status& status);
 // The same message as a usage or input error, whatever the reason underneath: for a failure to
 // get what the user named on the command line (a file given with -f, a node by name).
 absl::Status AsInputError(const absl::Status& status);
+
+// The same status with "; <hint>" after its message: what this command's own flags can do about
+// a failure reported by a layer that knows no flags (no kubeconfig found).
+absl::Status AppendHint(const absl::Status& status, std::string_view hint);
 
 }  // namespace gpunode::cli

@@ -66,6 +66,9 @@ int RunWebhook(const WebhookFlags& flags) {
     sources.kubeconfig_flag = flags.kubeconfig;
     sources.context = flags.context;
     absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(sources);
+    if (absl::IsNotFound(access.status())) {
+      return AppendHint(access.status(), "give --kubeconfig FILE");
+    }
     if (!access.ok()) return access.status();
     return kube::NewClient(*access, kube::TransportOptions{});
   };

@@ -380,9 +380,9 @@ absl::StatusOr<ClusterAccess> ResolveAccess(const AccessSources& sources) {
     }
     return InClusterAccess(sources);
   } else {
+    // The flags that give one are the command's to name (cli::AppendHint), not this layer's.
     return absl::NotFoundError(
-        "no kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a pod; "
-        "or read a snapshot with -f FILE");
+        "no kubeconfig ($KUBECONFIG, ~/.kube/config) and not running in a pod");
   }
   std::vector<KubeconfigText> files;
   for (const std::string& p : paths) {

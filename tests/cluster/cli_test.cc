@@ -358,6 +358,39 @@ TEST_F(ClusterCliLiveTest, WebhookOverTls) {
   EXPECT_EQ(webhook.Stop(SIGTERM), 0);
 }
 
+// With no kubeconfig and not in a pod, each command says what its own flags can do about it:
+// the cluster commands --kubeconfig or a snapshot, the webhook --kubeconfig, the MIG manager
+// (which has neither) its pod's service account.
+TEST(ClusterCliExitCodes, NoKubeconfigIsExplainedWithTheCommandsOwnFlags) {
+  TempDir home;
+  ASSERT_TRUE(MakeTestCertificates(home.path()));
+  const std::vector<std::string> nowhere = {
+      "HOME=" + home.path(), "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", "NODE_NAME=gpu-node-3"};
+  const std::string none = "no kubeconfig ($KUBECONFIG, ~/.kube/config) and not running in a pod";
+
+  ProcessResult audit = RunProcess({kGpunodeBinary, "cluster", "audit"}, nowhere);
+  EXPECT_EQ(audit.exit_code, 2) << audit.err;
+  EXPECT_NE(audit.err.find(none + "; give --kubeconfig FILE, or read a snapshot with -f FILE"),
+            std::string::npos)
+      << audit.err;
+
+  ProcessResult webhook =
+      RunProcess({kGpunodeBinary, "webhook", "--tls-cert", home.path() + "/tls.crt", "--tls-key",
+                  home.path() + "/tls.key", "--nodes-from-api", "--listen", "127.0.0.1:0"},
+                 nowhere);
+  EXPECT_EQ(webhook.exit_code, 2) << webhook.err;
+  EXPECT_NE(webhook.err.find(none + "; give --kubeconfig FILE\n"), std::string::npos)
+      << webhook.err;
+
+  ProcessResult manager = RunProcess({kGpunodeBinary, "--sim", "a100-mig", "mig", "manager", "-f",
+                                      ClusterFixture("../mig/mig-parted-config-default.yaml")},
+                                     nowhere);
+  EXPECT_EQ(manager.exit_code, 1) << manager.err;
+  EXPECT_NE(manager.err.find(none + "; run it in a pod with a service account"), std::string::npos)
+      << manager.err;
+  EXPECT_EQ(manager.err.find("--kubeconfig"), std::string::npos) << manager.err;
+}
+
 // What the user named and got wrong is exit 2; a cluster that cannot be reached is exit 1 (the
 // command ran and the cluster failed it), as the README's table says.
 TEST(ClusterCliExitCodes, AnUnreachableApiServerIsAFailureNotAUsageError) {
