@@ -70,8 +70,8 @@ std::string InventoryTable(const NodeSnapshot& node) {
       node.cuda_driver_version.value_or("?"), node.gpus.size(), node.gpus.size() == 1 ? "" : "s");
   size_t name_width = 4;
   for (const GpuSnapshot& gpu : node.gpus) name_width = std::max(name_width, gpu.name.size());
-  absl::StrAppendFormat(&out, "%-4s %-*s %-40s %10s  %-16s %s\n", "GPU", name_width, "NAME", "UUID",
-                        "MEMORY", "PCI BUS ID", "NUMA");
+  absl::StrAppendFormat(&out, "%-4s %-*s  %-40s  %10s  %-16s  %s\n", "GPU", name_width, "NAME",
+                        "UUID", "MEMORY", "PCI BUS ID", "NUMA");
   for (const GpuSnapshot& gpu : node.gpus) {
     if (gpu.lost) {
       absl::StrAppendFormat(&out, "%-4d %-*s (lost: fell off the bus or unreachable)\n", gpu.index,
@@ -80,8 +80,8 @@ std::string InventoryTable(const NodeSnapshot& node) {
     }
     std::string memory = gpu.memory_total_mib ? absl::StrCat(*gpu.memory_total_mib, " MiB") : "?";
     std::string numa = gpu.numa_node ? absl::StrCat(*gpu.numa_node) : "N/A";
-    absl::StrAppendFormat(&out, "%-4d %-*s %-40s %10s  %-16s %s\n", gpu.index, name_width, gpu.name,
-                          gpu.uuid, memory, gpu.pci_bus_id, numa);
+    absl::StrAppendFormat(&out, "%-4d %-*s  %-40s  %10s  %-16s  %s\n", gpu.index, name_width,
+                          gpu.name, gpu.uuid, memory, gpu.pci_bus_id, numa);
     for (const MigDeviceSnapshot& mig : gpu.mig_devices) {
       absl::StrAppendFormat(&out, "       MIG %-10s gi %-2d ci %-2d %s\n", mig.profile, mig.gi_id,
                             mig.ci_id, mig.uuid);

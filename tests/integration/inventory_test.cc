@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "captures.h"
 #include "gmock/gmock.h"
@@ -160,6 +161,26 @@ TEST(Inventory, TableShowsGpusAndLinks) {
   EXPECT_THAT(r.out, HasSubstr("GPU7"));
   EXPECT_THAT(r.out, HasSubstr("NV18"));
   EXPECT_THAT(r.out, HasSubstr("SYS  = across NUMA nodes"));
+}
+
+// Columns stay at least two spaces apart whatever the widest name or memory is, so the table
+// reads (and splits) as six columns on every row.
+TEST(Inventory, TableColumnsStayApartOnEveryRow) {
+  const std::regex gap("  +");
+  for (const std::string profile : {"dgx-h100", "h200-1", "dgx1-v100", "a10-pcie-4"}) {
+    testing::ProcessResult r = Gpunode({"--sim", profile, "inventory"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    int rows = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.empty() || !(line.rfind("GPU ", 0) == 0 || std::isdigit(line[0]))) continue;
+      std::vector<std::string> cells(std::sregex_token_iterator(line.begin(), line.end(), gap, -1),
+                                     {});
+      EXPECT_EQ(cells.size(), 6u) << profile << ": " << line;
+      ++rows;
+    }
+    EXPECT_GE(rows, 2) << profile << ":\n" << r.out;
+  }
 }
 
 // ---- Real captures: each value in the JSON equals what the capture says. ----
