@@ -24,7 +24,7 @@ struct UnhealthyDevice {
   // Set when it stays Unhealthy until the plugin restarts: why (flapping, a remapper failure).
   std::string held;
   std::string waiting_for;  // the evidence its recovery still needs; empty when not known
-  bool recovers = true;     // false when recovery is off (--health-recovery-period 0)
+  bool recovers = true;     // false when held, or recovery is off (--health-recovery-period 0)
 };
 
 struct PluginHealthState {

@@ -599,6 +599,14 @@ TEST_F(DevicePluginTest, AGpuThatFlapsPastTheLimitStaysUnhealthy) {
   testing::ProcessResult doctor = testing::RunProcess(
       {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-root-dir", root_});
   EXPECT_THAT(doctor.out, HasSubstr("became Unhealthy 4 times")) << doctor.err;
+  // The state file doctor read says the same: held, so it does not recover while the plugin runs.
+  std::ifstream file(dir_ + "/gpunode-health.json");
+  json state = json::parse(file, nullptr, false);
+  ASSERT_TRUE(state.is_object());
+  ASSERT_EQ(state["unhealthy"].size(), 1u) << state.dump();
+  EXPECT_EQ(state["unhealthy"][0]["uuid"], uuids[1]);
+  EXPECT_THAT(state["unhealthy"][0]["held"].get<std::string>(), HasSubstr("flap limit 3"));
+  EXPECT_EQ(state["unhealthy"][0]["recovers"], false) << state.dump();
 }
 
 TEST_F(DevicePluginTest, ReplicasFollowTheirGpuDownAndUp) {

@@ -325,7 +325,7 @@ void HealthMonitor::Publish() {
     for (FaultClass fault : trouble.faults) d.faults.push_back(FaultName(fault));
     d.held = trouble.held;
     if (trouble.held.empty()) d.waiting_for = trouble.waiting_for;
-    d.recovers = options_.recovery_period.count() != 0;
+    d.recovers = trouble.held.empty() && options_.recovery_period.count() != 0;
     return d;
   };
   for (const auto& [gpu, trouble] : gpu_trouble_) state.unhealthy.push_back(entry(gpu, trouble));
