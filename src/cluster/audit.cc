@@ -19,6 +19,7 @@ using core::StrCat;
 constexpr size_t kNamesShown = 5;
 
 std::string NodeObject(std::string_view name) { return StrCat("node/", name); }
+
 std::string NameList(const std::vector<const kube::PodView*>& pods) {
   std::string out;
   for (size_t i = 0; i < pods.size() && i < kNamesShown; ++i) {

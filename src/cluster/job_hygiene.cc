@@ -116,7 +116,7 @@ void AddJobFindings(const kube::ClusterSnapshot& snapshot, std::vector<Finding>&
     findings.push_back(
         {std::string(kFindingPodNoDeadline), Severity::kWarning,
          StrCat("pod/", pod.ns, "/", pod.name),
-         StrCat("bare pod ", pod.ns, "/", pod.name, " holds ", Held(pod.gpu_requests),
+         StrCat("bare pod ", kube::NamespacedName(pod), " holds ", Held(pod.gpu_requests),
                 " and has no spec.activeDeadlineSeconds: if it hangs, it holds its GPUs until "
                 "someone deletes it"),
          StrCat("run GPU work as a Job with activeDeadlineSeconds and ttlSecondsAfterFinished, or "
@@ -144,7 +144,7 @@ void AddLongRunningFindings(const kube::ClusterSnapshot& snapshot, const Hygiene
     findings.push_back(
         {std::string(kFindingPodLongRunning), Severity::kWarning,
          StrCat("pod/", pod.ns, "/", pod.name),
-         StrCat("pod ", pod.ns, "/", pod.name, owner, " has held ", Held(pod.gpu_requests),
+         StrCat("pod ", kube::NamespacedName(pod), owner, " has held ", Held(pod.gpu_requests),
                 pod.node_name.empty() ? "" : StrCat(" on node ", pod.node_name), " for ",
                 Age(absl::Seconds(age)), ", longer than --max-gpu-pod-age ",
                 Age(*options.max_gpu_pod_age)),
@@ -171,7 +171,7 @@ void AddIdleFindings(const kube::ClusterSnapshot& snapshot, const HygieneOptions
     if (it == utilization.end() || it->second >= idle.below_percent) continue;
     findings.push_back(
         {std::string(kFindingPodIdle), Severity::kWarning, StrCat("pod/", pod.ns, "/", pod.name),
-         StrCat("pod ", pod.ns, "/", pod.name, " holds ", Held(pod.gpu_requests),
+         StrCat("pod ", kube::NamespacedName(pod), " holds ", Held(pod.gpu_requests),
                 pod.node_name.empty() ? "" : StrCat(" on node ", pod.node_name),
                 " but its GPUs were at most ", Percent(it->second), " busy over the last ",
                 Age(idle.window), " (below --idle-util ", Percent(idle.below_percent), "; ",

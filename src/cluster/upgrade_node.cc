@@ -49,8 +49,7 @@ absl::StatusOr<std::vector<std::string>> PodsToWaitFor(StepContext& ctx, const F
   std::vector<std::string> names;
   if (!ctx.options.wait_for_jobs.empty()) {
     for (const kube::PodView& pod : pods.pods) {
-      if (pod.node_name == node.name && pod.Active())
-        names.push_back(StrCat(pod.ns, "/", pod.name));
+      if (pod.node_name == node.name && pod.Active()) names.push_back(kube::NamespacedName(pod));
     }
     return names;
   }

@@ -2,6 +2,7 @@
 // defaults, through the real binary: on snapshot files, and against the API server double.
 #include <algorithm>
 #include <csignal>
+#include <thread>
 
 #include "cli_support.h"
 #include "gtest/gtest.h"
@@ -112,8 +113,9 @@ TEST(HygieneCliTest, LongRunningGpuPodsAreReportedOnlyWhenAskedAndWhereAsked) {
   EXPECT_NE(bad.err.find("--max-gpu-pod-age"), std::string::npos) << bad.err;
 }
 
-// Prometheus that cannot be asked (nothing listens on port 1) costs gpu-pod-idle alone: the other
-// findings are reported and decide the exit code, as without --prometheus, and a note says why.
+// Prometheus that cannot be asked (nothing listens on port 1, or it answers 503) costs gpu-pod-idle
+// alone: the other findings are reported and decide the exit code, as without --prometheus, and a
+// note says why.
 TEST(HygieneCliTest, AnUnreachablePrometheusSkipsOnlyTheIdleFinding) {
   std::vector<std::string> audit = {"cluster", "audit", "-f", ClusterFixture("gpu-unhealthy.json"),
                                     "-o",      "json"};
@@ -128,6 +130,26 @@ TEST(HygieneCliTest, AnUnreachablePrometheusSkipsOnlyTheIdleFinding) {
                                  "asked: --prometheus http://127.0.0.1:1: "),
             std::string::npos)
       << unreachable.err;
+
+  // A Prometheus that answers 503 (overloaded, or a proxy with no backend) is the same.
+  httplib::Server busy;
+  busy.Get("/api/v1/query",
+           [](const httplib::Request&, httplib::Response& res) { res.status = 503; });
+  int port = busy.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&busy] { busy.listen_after_bind(); });
+  while (!busy.is_running()) std::this_thread::yield();
+  audit[audit.size() - 3] = "http://127.0.0.1:" + std::to_string(port);
+  ProcessResult unavailable = Gpunode(audit);
+  busy.stop();
+  serving.join();
+  EXPECT_EQ(unavailable.exit_code, 1) << unavailable.err;
+  EXPECT_EQ(Findings(unavailable.out), Findings(without.out));
+  EXPECT_NE(unavailable.err.find("gpu-pod-idle is skipped, Prometheus cannot be asked: "
+                                 "--prometheus http://127.0.0.1:" +
+                                 std::to_string(port) + ": GET /api/v1/query: 503"),
+            std::string::npos)
+      << unavailable.err;
 }
 
 TEST(HygieneCliTest, SlowAndFailingImagePullsOnGpuNodes) {
