@@ -246,6 +246,26 @@ TEST_F(MpsTest, PluginOffersNothingUntilTheDaemonIsReady) {
   EXPECT_THAT(ProcessesUnder(driver_), ::testing::IsEmpty());
 }
 
+// NVIDIA's control daemon serves one client at a time and drops a second one. The supervisor's
+// check must not be such a client: an operator's commands, back to back across three check
+// periods, all get their answer, and the daemon is never restarted for it.
+TEST_F(MpsTest, AnOperatorsCommandsAreNeverDroppedByTheSupervisorsCheck) {
+  StartDaemon("a10-pcie-4", Config(2));
+  ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
+      << daemon_->Log() << Slurp(mps_root_ + "/gpu/log/control.log");
+  int asked = 0;
+  std::vector<std::string> dropped;
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3500);
+  while (std::chrono::steady_clock::now() < until) {
+    std::string answer = Ask("get_default_active_thread_percentage");
+    ++asked;
+    if (answer != "50.0\n") dropped.push_back(answer);
+  }
+  EXPECT_THAT(dropped, ::testing::IsEmpty()) << "of " << asked << " commands";
+  EXPECT_THAT(daemon_->Log(), ::testing::Not(HasSubstr("starting it again")));
+  EXPECT_EQ(daemon_->Stop(SIGTERM), 0) << daemon_->Log();
+}
+
 // The node label that picks the plugin's config picks the daemon's too: a flip from MPS by 2 to
 // MPS by 4 restarts NVIDIA's daemon with the new limits, and the plugin offers the new replicas
 // once the daemon's marker names the new plan.

@@ -222,11 +222,13 @@ absl::Status MpsSupervisor::Start() {
 int MpsSupervisor::Check() {
   int restarted = 0;
   for (const MpsPlan& plan : plans_) {
-    MpsControl control(binary_, plan.paths);
-    absl::StatusOr<std::string> answer = control.Send("get_default_active_thread_percentage");
-    if (answer.ok()) continue;
-    spdlog::error("{}: the MPS control daemon does not answer ({}); starting it again",
-                  plan.resource, answer.status().message());
+    // A connect, not a command: NVIDIA's control daemon serves one client at a time and drops
+    // the other ("Cannot send command to MPS control daemon process"), so a probe sent every
+    // period would now and then fail an operator's own command, and its own failure would
+    // restart a healthy daemon. A daemon that exited leaves its socket refusing connections.
+    if (MpsControlAccepts(plan.paths.ControlSocket())) continue;
+    spdlog::error("{}: the MPS control daemon does not accept on {}; starting it again",
+                  plan.resource, plan.paths.ControlSocket());
     ++restarted;
     if (absl::Status st = StartDaemon(plan); !st.ok()) {
       spdlog::error("{}: {}", plan.resource, st.message());

@@ -2,7 +2,7 @@
 // mps-control-daemon runs them: the resource's GPUs in EXCLUSIVE_PROCESS compute mode (through
 // NVML), `nvidia-cuda-mps-control -d` with the resource's pipe and log directories and GPUs, the
 // default active thread percentage and each GPU's pinned memory limit sent on its pipe, then the
-// markers the device plugin waits for. Check() restarts a daemon that stopped answering; Stop()
+// markers the device plugin waits for. Check() restarts a daemon that stopped accepting; Stop()
 // quits every daemon, waits until none is left, removes the markers and puts the compute mode
 // back to DEFAULT.
 #pragma once
@@ -42,8 +42,8 @@ class MpsSupervisor {
 
   // Starts every daemon; on failure what was started is stopped again.
   absl::Status Start();
-  // Asks every daemon for its active thread percentage; one that does not answer is started
-  // again with its limits. Returns how many were restarted.
+  // Connects to every daemon's control socket; one that refuses is started again with its
+  // limits. Returns how many were restarted.
   int Check();
   void Stop();
 
