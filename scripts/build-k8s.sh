@@ -22,14 +22,8 @@ complete=1
 for b in "${binaries[@]}"; do [[ -x $cache/bin/$b ]] || complete=0; done
 if ((complete)); then echo "$cache/bin"; exit 0; fi
 
-# The machine's Go (1.26); Debian 12's golang-go (1.19, for the Go gRPC peer) is too old for
-# Kubernetes 1.36, and no other toolchain is fetched (GOTOOLCHAIN=local).
-go=""
-for candidate in "$(command -v go || true)" /usr/local/go/bin/go; do
-  [[ -x $candidate ]] || continue
-  if "$candidate" version | grep -Eq 'go1\.(2[6-9]|[3-9][0-9])'; then go=$candidate; break; fi
-done
-[[ -n $go ]] || { echo "build-k8s: no Go 1.26 or newer (on PATH or in /usr/local/go/bin); install it" >&2; exit 2; }
+source scripts/lib/go.sh
+find_go build-k8s
 # The version the components report (kubectl version, the Node's kubeletVersion), as Kubernetes'
 # own build stamps it; without it they say v0.0.0-master and the version-skew checks misread them.
 minor=${release#v1.}; minor=${minor%%.*}

@@ -11,8 +11,9 @@ fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-5}
 bash scripts/install-deps.sh
 start=$(date +%s)
 
-echo "== the real Kubernetes components (scripts/build-k8s.sh: cached after the first build)"
+echo "== the real Kubernetes components and helm (scripts/build-k8s.sh, scripts/build-helm.sh: cached after the first build)"
 bash scripts/build-k8s.sh
+bash scripts/build-helm.sh
 
 echo "== release build and tests"
 bash scripts/build.sh release
