@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -15,9 +16,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "helm_runner.h"
 #include "local_cluster.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
+#include "temp_dir.h"
 
 namespace gpunode {
 namespace {
@@ -116,20 +119,36 @@ bool IsManifest(const fs::path& file) {
   return text.find("\napiVersion:") != std::string::npos || text.rfind("apiVersion:", 0) == 0;
 }
 
+// Every file under deploy/ but the Helm chart's: deploy/helm is rendered by helm, not applied
+// (ChartOnTheRealApiServer below).
+std::vector<fs::path> DeployFiles() {
+  std::vector<fs::path> files;
+  for (auto entry = fs::recursive_directory_iterator(kDeploy);
+       entry != fs::recursive_directory_iterator(); ++entry) {
+    if (entry->path() == kDeploy + "/helm") {
+      entry.disable_recursion_pending();
+    } else if (entry->is_regular_file()) {
+      files.push_back(entry->path());
+    }
+  }
+  return files;
+}
+
 // What an operator applies: each kustomization (with kubectl's own kustomize) and each manifest
 // in a directory without one.
 std::vector<std::vector<std::string>> DeployApplies() {
   std::vector<std::vector<std::string>> applies;
   std::set<fs::path> kustomized;
-  for (const auto& entry : fs::recursive_directory_iterator(kDeploy)) {
-    if (entry.path().filename() == "kustomization.yaml") {
-      kustomized.insert(entry.path().parent_path());
-      applies.push_back({"-k", entry.path().parent_path().string()});
+  std::vector<fs::path> files = DeployFiles();
+  for (const fs::path& file : files) {
+    if (file.filename() == "kustomization.yaml") {
+      kustomized.insert(file.parent_path());
+      applies.push_back({"-k", file.parent_path().string()});
     }
   }
-  for (const auto& entry : fs::recursive_directory_iterator(kDeploy)) {
-    if (!entry.is_regular_file() || kustomized.contains(entry.path().parent_path())) continue;
-    if (IsManifest(entry.path())) applies.push_back({"-f", entry.path().string()});
+  for (const fs::path& file : files) {
+    if (kustomized.contains(file.parent_path())) continue;
+    if (IsManifest(file)) applies.push_back({"-f", file.string()});
   }
   return applies;
 }
@@ -401,6 +420,94 @@ TEST(WebhookOnTheRealApiServer, GivesGpuJobsDefaultsWhereTheNamespaceOptedIn) {
   cluster->Kubectl({"delete", "-f", "-"}, WebhookConfigurations(1).dump());
 }
 
+// The chart with the real helm (scripts/build-helm.sh) against this apiserver: a server-side dry
+// run, an install with NVIDIA's documented configs and the exporter, labeller and MIG manager
+// (the Prometheus operator's kinds too, as the cluster serves them), an upgrade whose changed
+// config rolls the plugin's pods and one without a change that leaves them, a refused value that
+// creates nothing, and an uninstall that leaves nothing behind.
+TEST(ChartOnTheRealApiServer, InstallsUpgradesAndUninstalls) {
+  REQUIRE_CLUSTER();
+  testing::HelmRunner helm;
+  if (!helm.missing().empty()) GTEST_SKIP() << helm.missing();
+  PrepareForDeploy();
+  const std::vector<std::string> kubeconfig = {"KUBECONFIG=" + cluster->admin_kubeconfig()};
+  const std::string fixtures = std::string(GPUNODE_SOURCE_DIR) + "/tests/fixtures/helm";
+  const std::string ns = "gpunode-helm";
+  auto helm_run = [&](const std::vector<std::string>& args) { return helm.Run(args, kubeconfig); };
+  const std::vector<std::string> values = {
+      "--set",      "config.default=config0",
+      "--set-file", "config.map.config0=" + fixtures + "/dp-example-config0.yaml",
+      "--set-file", "config.map.config1=" + fixtures + "/dp-example-config1.yaml",
+      "--set",      "exporter.enabled=true",
+      "--set",      "gfd.enabled=true",
+      "--set",      "migManager.enabled=true"};
+  auto with = [](std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+
+  testing::ProcessResult r = helm_run(with({"install", "gpunode", testing::HelmRunner::Chart(),
+                                            "-n", ns, "--create-namespace", "--dry-run=server"},
+                                           values));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(cluster->Kubectl({"get", "namespace", ns}).exit_code, 1) << "a dry run created it";
+
+  r = helm_run(
+      with({"install", "gpunode", testing::HelmRunner::Chart(), "-n", ns, "--create-namespace"},
+           values));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("device plugin: DaemonSet gpunode-device-plugin"));
+  r = cluster->Kubectl(
+      {"get", "daemonsets", "-n", ns, "-o", "jsonpath={range .items[*]}{.metadata.name} {end}"});
+  EXPECT_EQ(r.out, "gpunode-device-plugin gpunode-exporter gpunode-labels gpunode-mig-manager ");
+  EXPECT_EQ(cluster->Kubectl({"get", "servicemonitor", "-n", ns, "gpunode-exporter"}).exit_code, 0);
+  EXPECT_EQ(cluster->Kubectl({"get", "prometheusrule", "-n", ns, "gpunode-exporter"}).exit_code, 0);
+  auto plugin_template = [&]() {
+    testing::ProcessResult got =
+        cluster->Kubectl({"get", "daemonset", "-n", ns, "gpunode-device-plugin", "-o", "json"});
+    json ds = json::parse(got.out, nullptr, false);
+    if (ds.is_discarded()) return std::make_pair(std::string(), int64_t{-1});
+    return std::make_pair(
+        ds["spec"]["template"]["metadata"]["annotations"].value("checksum/config", ""),
+        ds["metadata"]["generation"].get<int64_t>());
+  };
+  auto [checksum, generation] = plugin_template();
+  EXPECT_EQ(checksum.size(), 64u);
+
+  // The same values again: nothing in the pods' template changes, so nothing rolls.
+  r = helm_run({"upgrade", "gpunode", testing::HelmRunner::Chart(), "-n", ns, "--reuse-values"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(plugin_template(), std::make_pair(checksum, generation));
+  // A changed config: the checksum changes and the DaemonSet rolls its pods.
+  testing::TempDir dir("gpunode-helm-upgrade");
+  std::string changed = dir.Write("config1.yaml", "version: v1\nflags:\n  migStrategy: single\n");
+  r = helm_run({"upgrade", "gpunode", testing::HelmRunner::Chart(), "-n", ns, "--reuse-values",
+                "--set-file", "config.map.config1=" + changed});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto [new_checksum, new_generation] = plugin_template();
+  EXPECT_NE(new_checksum, checksum);
+  EXPECT_EQ(new_generation, generation + 1);
+  r = cluster->Kubectl({"get", "configmap", "-n", ns, "gpunode-device-plugin-configs", "-o",
+                        "jsonpath={.data.config1}"});
+  EXPECT_EQ(r.out, "version: v1\nflags:\n  migStrategy: single\n");
+
+  // A key gpunode does not have: refused before anything is made.
+  r = helm_run({"install", "refused", testing::HelmRunner::Chart(), "-n", "gpunode-helm-refused",
+                "--create-namespace", "--set", "gdsEnabled=true"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("additional properties 'gdsEnabled' not allowed"));
+  EXPECT_EQ(cluster->Kubectl({"get", "namespace", "gpunode-helm-refused"}).exit_code, 1);
+
+  r = helm_run({"uninstall", "gpunode", "-n", ns, "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cluster->Kubectl({"get", "daemonsets,configmaps,serviceaccounts,servicemonitors", "-n", ns,
+                        "-l", "app.kubernetes.io/managed-by=Helm", "-o", "name"});
+  EXPECT_EQ(r.out, "");
+  for (const char* role : {"gpunode-device-plugin", "gpunode-mig-manager"}) {
+    EXPECT_EQ(cluster->Kubectl({"get", "clusterrole", role}).exit_code, 1) << role;
+  }
+}
+
 // The kubectl lines of README.md and docs/ that need a cluster (tests/integration's doc example
 // test lists them as run here), each run as written by bash in a directory where `deploy` is the
 // repository's, with kubectl and gpunode on PATH and KUBECONFIG naming this cluster. The objects
@@ -419,7 +526,14 @@ TEST(DocsOnTheRealApiServer, TheDocumentedKubectlLinesRun) {
       "kubectl get nodes,pods,jobs,cronjobs,events -A -o json > snapshot.json",
       "kubectl get nodes,pods,pdb -A -o json > snapshot.json",
       "kubectl get nodes,pods -A -o json | gpunode cluster audit -f -",
+      // README.md, "Install into a cluster with Helm".
+      "helm install gpunode deploy/helm/gpunode -n gpunode-system --create-namespace",
+      "helm upgrade gpunode deploy/helm/gpunode -n gpunode-system --reuse-values --set "
+      "exporter.enabled=true",
+      "kubectl get daemonsets -n gpunode-system",
+      "helm uninstall gpunode -n gpunode-system",
   };
+  testing::HelmRunner helm;
   // Each is still in the docs, word for word.
   std::string docs;
   for (const fs::path& file : {fs::path(GPUNODE_SOURCE_DIR) / "README.md"}) {
@@ -436,13 +550,19 @@ TEST(DocsOnTheRealApiServer, TheDocumentedKubectlLinesRun) {
   testing::TempDir work("gpunode-doc-kubectl");
   fs::create_directory_symlink(kDeploy, work.path() + "/deploy");
   std::string path = fs::path(cluster->kubectl()).parent_path().string() + ":" +
-                     fs::path(GPUNODE_BINARY).parent_path().string() + ":/usr/bin:/bin";
+                     fs::path(GPUNODE_BINARY).parent_path().string() + ":" + helm.bin_dir() +
+                     ":/usr/bin:/bin";
+  std::vector<std::string> env = helm.Env();
+  env.insert(env.end(), {"PATH=" + path, "KUBECONFIG=" + cluster->admin_kubeconfig()});
   for (const std::string& line : lines) {
     SCOPED_TRACE(line);
     EXPECT_NE(docs.find(line), std::string::npos) << "no longer in the docs";
+    if (line.rfind("helm ", 0) == 0 && !helm.missing().empty()) {
+      std::cout << "not run: " << line << ": " << helm.missing() << "\n";
+      continue;
+    }
     testing::ProcessResult r = testing::RunProcess(
-        {"/bin/bash", "-c", "set -o pipefail; cd " + work.path() + " && " + line},
-        {"PATH=" + path, "KUBECONFIG=" + cluster->admin_kubeconfig()});
+        {"/bin/bash", "-c", "set -o pipefail; cd " + work.path() + " && " + line}, env);
     if (line.find("gpunode cluster audit") != std::string::npos) {
       // audit exits 1 when it reports errors, as the other suites' objects here make it.
       EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;

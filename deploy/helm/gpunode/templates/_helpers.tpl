@@ -1,0 +1,166 @@
+{{/* The image of every gpunode container. */}}
+{{- define "gpunode.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* The labels Helm's objects carry: which release and chart made them. */}}
+{{- define "gpunode.chartLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}
+
+{{/* Metadata labels of a role's workload and Service: ( list $ "gpunode-device-plugin" ). */}}
+{{- define "gpunode.labels" -}}
+app.kubernetes.io/name: {{ index . 1 }}
+app.kubernetes.io/part-of: gpunode
+{{ include "gpunode.chartLabels" (index . 0) }}
+{{- end -}}
+
+{{/* Labels of a role's pods (the selector's, plus part-of). */}}
+{{- define "gpunode.podLabels" -}}
+app.kubernetes.io/name: {{ . }}
+app.kubernetes.io/part-of: gpunode
+{{- end -}}
+
+{{/*
+Checks config.default against config.map. A node without the nvidia.com/device-plugin.config
+label runs config.default, else a config named "default", else the only one: the plugin picks
+them in that order, as NVIDIA's config-manager does with its default fallback strategies.
+*/}}
+{{- define "gpunode.checkConfigDefault" -}}
+{{- $map := .Values.config.map | default dict -}}
+{{- if and .Values.config.map .Values.config.name -}}
+{{- fail "config.map and config.name: give one; config.name names an existing ConfigMap of configs, config.map makes one" -}}
+{{- end -}}
+{{- if and $map .Values.config.default (not (hasKey $map .Values.config.default)) -}}
+{{- fail (printf "config.default: %q is not a key of config.map (%s); name one of them" .Values.config.default (keys $map | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- if and (gt (len $map) 1) (not .Values.config.default) (not (hasKey $map "default")) -}}
+{{- fail (printf "config.default: empty, and config.map has several configs (%s) none named default; set config.default to the one nodes without the nvidia.com/device-plugin.config label run" (keys $map | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when a ConfigMap of configs is mounted (config.map or config.name). */}}
+{{- define "gpunode.hasConfig" -}}
+{{- if or .Values.config.map .Values.config.name -}}true{{- end -}}
+{{- end -}}
+
+{{/* The ConfigMap of configs: config.name, or the chart's own. */}}
+{{- define "gpunode.configMapName" -}}
+{{- .Values.config.name | default "gpunode-device-plugin-configs" -}}
+{{- end -}}
+
+{{/* "true" when the MPS control daemon runs: mps.enabled, else any config of config.map sharing through MPS. */}}
+{{- define "gpunode.mpsEnabled" -}}
+{{- if kindIs "bool" .Values.mps.enabled -}}
+{{- if .Values.mps.enabled -}}true{{- end -}}
+{{- else -}}
+{{- range $name, $text := (.Values.config.map | default dict) -}}
+{{- $config := fromYaml $text -}}
+{{- if hasKey $config "Error" -}}
+{{- fail (printf "config.map.%s: not a device plugin config (a YAML mapping, version: v1 ...): %s" $name (get $config "Error")) -}}
+{{- end -}}
+{{- if and $config.sharing (hasKey $config.sharing "mps") -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The node affinity of the node roles: affinity, else GPU nodes not paused for a MIG change by DEPLOYKEY. */}}
+{{- define "gpunode.affinity" -}}
+{{- $ := index . 0 -}}
+{{- if $.Values.affinity -}}
+{{ toYaml $.Values.affinity }}
+{{- else -}}
+nodeAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    # Any one of these marks a GPU node (NFD's PCI label, GFD's label, or the one the operator
+    # sets by hand). `gpunode mig manager` pauses the role on a node while it changes the MIG layout.
+    nodeSelectorTerms:
+      - matchExpressions:
+          - {key: feature.node.kubernetes.io/pci-10de.present, operator: In, values: ["true"]}
+          - {key: {{ index . 1 }}, operator: NotIn, values: ["paused-for-mig-change", "false"]}
+      - matchExpressions:
+          - {key: nvidia.com/gpu.present, operator: In, values: ["true"]}
+          - {key: {{ index . 1 }}, operator: NotIn, values: ["paused-for-mig-change", "false"]}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The environment of the config every pod of the node shares (plugin, MPS control daemon,
+labeller): the configs' directory, the default config and the node whose label picks one, and
+the MIG strategy.
+*/}}
+{{- define "gpunode.configEnv" -}}
+{{- if not (kindIs "invalid" .Values.migStrategy) }}
+- {name: MIG_STRATEGY, value: {{ .Values.migStrategy | quote }}}
+{{- end }}
+{{- if include "gpunode.hasConfig" . }}
+- {name: CONFIG_FILE, value: /config}
+{{- with .Values.config.default }}
+- {name: CONFIG_DEFAULT, value: {{ . | quote }}}
+{{- end }}
+- name: NODE_NAME
+  valueFrom:
+    fieldRef: {fieldPath: spec.nodeName}
+{{- end }}
+{{- if include "gpunode.mpsEnabled" . }}
+- {name: MPS_ROOT, value: {{ .Values.mps.root | quote }}}
+{{- end }}
+{{- end -}}
+
+{{/* The plugin's environment from NVIDIA's chart's values that are set (null: left out). */}}
+{{- define "gpunode.pluginEnv" -}}
+{{- include "gpunode.configEnv" . }}
+{{- if not (kindIs "invalid" .Values.failOnInitError) }}
+- {name: FAIL_ON_INIT_ERROR, value: {{ .Values.failOnInitError | quote }}}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.deviceListStrategy) }}
+{{- $list := .Values.deviceListStrategy }}
+{{- if kindIs "string" $list }}{{ $list = list $list }}{{ end }}
+- {name: DEVICE_LIST_STRATEGY, value: {{ join "," $list | quote }}}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.deviceIDStrategy) }}
+- {name: DEVICE_ID_STRATEGY, value: {{ .Values.deviceIDStrategy | quote }}}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.nvidiaDriverRoot) }}
+- {name: NVIDIA_DRIVER_ROOT, value: {{ .Values.nvidiaDriverRoot | quote }}}
+{{- end }}
+{{- if not (kindIs "invalid" .Values.compatWithCPUManager) }}
+- {name: PASS_DEVICE_SPECS, value: {{ .Values.compatWithCPUManager | quote }}}
+{{- end }}
+{{- end -}}
+
+{{/*
+The objects of a manifest of deploy/ (a file under files/ linked to it), moved into the release's
+namespace and labelled as the chart's: ( list $ "files/upgrade-rbac.yaml" ).
+One source for both: kustomize applies the file, the chart renders it.
+*/}}
+{{- define "gpunode.fromDeploy" -}}
+{{- $ := index . 0 -}}
+{{- range $i, $text := regexSplit "(?m)^---\\s*$" ($.Files.Get (index . 1)) -1 }}
+{{- $object := fromYaml $text }}
+{{- if $object }}
+{{- if hasKey $object.metadata "namespace" }}
+{{- $_ := set $object.metadata "namespace" $.Release.Namespace }}
+{{- end }}
+{{- $labels := merge (fromYaml (include "gpunode.chartLabels" $)) ($object.metadata.labels | default dict) }}
+{{- $_ := set $object.metadata "labels" $labels }}
+{{- range $object.subjects | default list }}
+{{- $_ := set . "namespace" $.Release.Namespace }}
+{{- end }}
+---
+{{ toYaml $object }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* A webhook's clientConfig: ( dict "ns" NAMESPACE "path" PATH "ca" CABUNDLE ). */}}
+{{- define "gpunode.webhookClient" -}}
+service:
+  namespace: {{ .ns }}
+  name: gpunode-webhook
+  path: {{ .path }}
+  port: 443
+caBundle: {{ .ca | quote }}
+{{- end }}

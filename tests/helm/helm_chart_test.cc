@@ -1,0 +1,452 @@
+// The chart of deploy/helm/gpunode with the real helm (scripts/build-helm.sh): lint, what each
+// role renders, the schema and the template checks refusing bad values with one line naming the
+// key, NVIDIA's documented values installing unchanged, least privilege over every container, and
+// one source with deploy/: each role renders the objects kubectl's own kustomize builds from
+// deploy/. Installing, upgrading and uninstalling against the real apiserver is in
+// tests/k8s/real_cluster_test.cc.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/yaml_json.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "helm_runner.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+#include "temp_dir.h"
+#include "yaml-cpp/yaml.h"
+
+namespace gpunode {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kSource = GPUNODE_SOURCE_DIR;
+const std::string kFixtures = kSource + "/tests/fixtures/helm";
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The objects of a multi-document YAML stream, read as kubectl reads them.
+std::vector<json> Objects(const std::string& yaml) {
+  std::vector<json> objects;
+  for (const YAML::Node& document : YAML::LoadAll(yaml)) {
+    if (!document.IsMap()) continue;
+    objects.push_back(json::parse(core::YamlToJson(document).dump()));
+  }
+  return objects;
+}
+
+// "Kind/name" of each object, sorted.
+std::vector<std::string> Names(const std::vector<json>& objects) {
+  std::vector<std::string> names;
+  for (const json& o : objects) {
+    names.push_back(o["kind"].get<std::string>() + "/" + o["metadata"]["name"].get<std::string>());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const json* Find(const std::vector<json>& objects, const std::string& kind,
+                 const std::string& name) {
+  for (const json& o : objects) {
+    if (o["kind"] == kind && o["metadata"]["name"] == name) return &o;
+  }
+  return nullptr;
+}
+
+// A container's environment as name -> value (valueFrom as its JSON).
+std::map<std::string, std::string> Env(const json& container) {
+  std::map<std::string, std::string> env;
+  for (const json& e : container.value("env", json::array())) {
+    env[e["name"]] = e.contains("value") ? e["value"].get<std::string>() : e["valueFrom"].dump();
+  }
+  return env;
+}
+
+const json& Container(const json& workload, const std::string& name) {
+  for (const json& c : workload["spec"]["template"]["spec"]["containers"]) {
+    if (c["name"] == name) return c;
+  }
+  static const json none = json::object();
+  return none;
+}
+
+class HelmChartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!helm_.missing().empty()) GTEST_SKIP() << helm_.missing();
+  }
+
+  // `helm template` of the chart in namespace `ns`; fails the test when helm does.
+  std::vector<json> Render(const std::vector<std::string>& values,
+                           const std::string& ns = "gpunode-system") {
+    testing::ProcessResult r = Template(values, ns);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Objects(r.out);
+  }
+
+  testing::ProcessResult Template(const std::vector<std::string>& values,
+                                  const std::string& ns = "gpunode-system") {
+    std::vector<std::string> args = {"template", "gpunode", testing::HelmRunner::Chart(), "-n", ns};
+    args.insert(args.end(), values.begin(), values.end());
+    return helm_.Run(args);
+  }
+
+  // What a refused value prints: helm's error line(s), without the INFO lines about the files
+  // the chart links from deploy/.
+  std::string Refusal(const std::vector<std::string>& values) {
+    testing::ProcessResult r = Template(values);
+    EXPECT_NE(r.exit_code, 0) << "accepted:\n" << r.out.substr(0, 400);
+    std::string lines;
+    std::istringstream in(r.err);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("level=INFO") == std::string::npos) lines += line + "\n";
+    }
+    return lines;
+  }
+
+  testing::HelmRunner helm_;
+};
+
+const std::vector<std::string> kEveryRole = {"--set", "gfd.enabled=true",
+                                             "--set", "exporter.enabled=true",
+                                             "--set", "migManager.enabled=true",
+                                             "--set", "webhook.enabled=true",
+                                             "--set", "upgrade.enabled=true",
+                                             "--set", "upgrade.driverVersion=550.90.07",
+                                             "--set", "upgrade.pools={training,inference}"};
+
+TEST_F(HelmChartTest, LintsStrictByDefaultAndWithEveryRole) {
+  std::vector<std::string> lint = {"lint", "--strict", testing::HelmRunner::Chart()};
+  testing::ProcessResult r = helm_.Run(lint);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  lint.insert(lint.end(), kEveryRole.begin(), kEveryRole.end());
+  r = helm_.Run(lint);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("0 chart(s) failed"));
+}
+
+TEST_F(HelmChartTest, TheDefaultsInstallTheDevicePluginAlone) {
+  std::vector<json> objects = Render({});
+  EXPECT_THAT(Names(objects), ::testing::ElementsAre("DaemonSet/gpunode-device-plugin"));
+  const json& plugin = Container(objects[0], "device-plugin");
+  EXPECT_EQ(plugin["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(plugin["image"], "ghcr.io/gpunode/gpunode:0.1.0");
+  // No NVIDIA value set: none of their variables, so the plugin's own defaults hold.
+  for (const char* name : {"MIG_STRATEGY", "FAIL_ON_INIT_ERROR", "DEVICE_LIST_STRATEGY",
+                           "CONFIG_FILE", "NODE_NAME", "MPS_ROOT"}) {
+    EXPECT_FALSE(Env(plugin).contains(name)) << name;
+  }
+}
+
+TEST_F(HelmChartTest, EachRoleRendersItsObjects) {
+  std::vector<json> objects = Render(kEveryRole);
+  std::vector<std::string> names = Names(objects);
+  for (const char* expected :
+       {"DaemonSet/gpunode-device-plugin", "DaemonSet/gpunode-labels", "DaemonSet/gpunode-exporter",
+        "Service/gpunode-exporter", "ConfigMap/gpunode-exporter-dashboard",
+        "DaemonSet/gpunode-mig-manager", "ConfigMap/gpunode-mig-config",
+        "ClusterRole/gpunode-mig-manager", "Deployment/gpunode-webhook",
+        "Secret/gpunode-webhook-tls", "MutatingWebhookConfiguration/gpunode",
+        "ValidatingWebhookConfiguration/gpunode", "PodDisruptionBudget/gpunode-webhook",
+        "Deployment/gpunode-upgrade", "Role/gpunode-upgrade-namespaced",
+        "ConfigMap/gpunode-upgrade-maintenance"}) {
+    EXPECT_THAT(names, ::testing::Contains(expected));
+  }
+  // The Prometheus operator's kinds only where the cluster serves them.
+  EXPECT_THAT(names, Not(::testing::Contains("ServiceMonitor/gpunode-exporter")));
+  std::vector<std::string> with_operator = kEveryRole;
+  with_operator.insert(with_operator.end(), {"--api-versions", "monitoring.coreos.com/v1"});
+  names = Names(Render(with_operator));
+  EXPECT_THAT(names, ::testing::Contains("ServiceMonitor/gpunode-exporter"));
+  EXPECT_THAT(names, ::testing::Contains("PrometheusRule/gpunode-exporter"));
+  // Every object in the release's namespace, none in a namespace of its own choosing.
+  for (const json& o : Render(kEveryRole, "gpu-ops")) {
+    if (o["metadata"].contains("namespace")) {
+      EXPECT_EQ(o["metadata"]["namespace"], "gpu-ops") << o["kind"] << "/" << o["metadata"]["name"];
+    }
+  }
+  // The dashboard is the exporter's, for Grafana's sidecar.
+  const json* dashboard = Find(objects, "ConfigMap", "gpunode-exporter-dashboard");
+  ASSERT_NE(dashboard, nullptr);
+  EXPECT_EQ((*dashboard)["metadata"]["labels"]["grafana_dashboard"], "1");
+  EXPECT_EQ((*dashboard)["data"]["gpunode-exporter.json"],
+            Slurp(kSource + "/deploy/exporter/dashboard.json"));
+}
+
+// The objects as the chart and deploy/ spell them, for comparison: without Namespaces (Helm's
+// --create-namespace makes those) and without the labels Helm adds for its own bookkeeping.
+std::vector<json> Comparable(std::vector<json> objects) {
+  std::vector<json> kept;
+  for (json& o : objects) {
+    if (o["kind"] == "Namespace") continue;
+    json& labels = o["metadata"]["labels"];
+    if (labels.is_object()) {
+      for (const char* key :
+           {"app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "helm.sh/chart"}) {
+        labels.erase(key);
+      }
+      if (labels.empty()) o["metadata"].erase("labels");
+    } else {
+      o["metadata"].erase("labels");
+    }
+    kept.push_back(o);
+  }
+  std::sort(kept.begin(), kept.end(), [](const json& a, const json& b) {
+    return std::make_pair(a["kind"].get<std::string>(), a["metadata"]["name"].get<std::string>()) <
+           std::make_pair(b["kind"].get<std::string>(), b["metadata"]["name"].get<std::string>());
+  });
+  return kept;
+}
+
+// One source: deploy/'s kustomize bases (built by kubectl's own kustomize) and the chart with
+// that role switched on render the same objects, field for field.
+TEST_F(HelmChartTest, EachRoleRendersWhatDeployHolds) {
+  testing::ProcessResult where =
+      testing::RunProcess({"/bin/bash", kSource + "/scripts/build-k8s.sh", "--print-dir"});
+  std::string kubectl = where.out.substr(0, where.out.find('\n')) + "/kubectl";
+  if (!std::filesystem::exists(kubectl)) {
+    GTEST_SKIP() << "kubectl is not built (" << kubectl << "): run scripts/build-k8s.sh";
+  }
+  struct Role {
+    std::string deploy;  // a kustomization under deploy/, or files joined
+    std::vector<std::string> files;
+    std::string ns;
+    std::vector<std::string> values;
+  };
+  const std::vector<std::string> off = {"--set", "devicePlugin.enabled=false"};
+  auto with = [&off](std::vector<std::string> values) {
+    values.insert(values.begin(), off.begin(), off.end());
+    return values;
+  };
+  std::vector<Role> roles = {
+      {"device-plugin/base", {}, "kube-system", {}},
+      {"mig-manager", {}, "gpunode-system", with({"--set", "migManager.enabled=true"})},
+      {"webhook",
+       {},
+       "gpunode-system",
+       with({"--set", "webhook.enabled=true", "--set", "webhook.tls.certManager=true"})},
+      {"upgrade",
+       {},
+       "gpunode-system",
+       with({"--set", "upgrade.enabled=true", "--set", "upgrade.driverVersion=550.90.07", "--set",
+             "upgrade.pools={training,inference}"})},
+      {"",
+       {"exporter/daemonset.yaml", "exporter/service.yaml", "exporter/servicemonitor.yaml",
+        "exporter/prometheusrule.yaml"},
+       "gpunode-system",
+       with({"--set", "exporter.enabled=true", "--set", "exporter.dashboard.enabled=false",
+             "--api-versions", "monitoring.coreos.com/v1"})},
+  };
+  for (const Role& role : roles) {
+    std::string built;
+    std::string what = role.deploy;
+    if (!role.deploy.empty()) {
+      testing::ProcessResult k =
+          testing::RunProcess({kubectl, "kustomize", kSource + "/deploy/" + role.deploy});
+      ASSERT_EQ(k.exit_code, 0) << k.err;
+      built = k.out;
+    } else {
+      for (const std::string& file : role.files) {
+        built += "---\n" + Slurp(kSource + "/deploy/" + file);
+        what += file + " ";
+      }
+    }
+    std::vector<json> from_deploy = Comparable(Objects(built));
+    std::vector<json> from_chart = Comparable(Render(role.values, role.ns));
+    ASSERT_FALSE(from_deploy.empty()) << what;
+    EXPECT_EQ(Names(from_chart), Names(from_deploy)) << what;
+    for (size_t i = 0; i < std::min(from_chart.size(), from_deploy.size()); ++i) {
+      EXPECT_TRUE(from_chart[i] == from_deploy[i])
+          << what << ": " << from_deploy[i]["kind"] << "/" << from_deploy[i]["metadata"]["name"]
+          << " differs; the patch from deploy/ to the chart:\n"
+          << json::diff(from_deploy[i], from_chart[i]).dump(1);
+    }
+  }
+}
+
+// The README of NVIDIA's plugin: two config files given with --set-file and config.default, as
+// printed there, and a values file of that chart's keys.
+TEST_F(HelmChartTest, NvidiasDocumentedValuesInstallUnchanged) {
+  std::vector<json> objects =
+      Render({"--set", "config.default=config0", "--set-file",
+              "config.map.config0=" + kFixtures + "/dp-example-config0.yaml", "--set-file",
+              "config.map.config1=" + kFixtures + "/dp-example-config1.yaml"},
+             "nvidia-device-plugin");
+  const json* configs = Find(objects, "ConfigMap", "gpunode-device-plugin-configs");
+  ASSERT_NE(configs, nullptr);
+  EXPECT_EQ((*configs)["data"]["config0"], Slurp(kFixtures + "/dp-example-config0.yaml"));
+  EXPECT_EQ((*configs)["data"]["config1"], Slurp(kFixtures + "/dp-example-config1.yaml"));
+  const json* plugin = Find(objects, "DaemonSet", "gpunode-device-plugin");
+  ASSERT_NE(plugin, nullptr);
+  std::map<std::string, std::string> env = Env(Container(*plugin, "device-plugin"));
+  EXPECT_EQ(env["CONFIG_FILE"], "/config");
+  EXPECT_EQ(env["CONFIG_DEFAULT"], "config0");
+  EXPECT_THAT(env["NODE_NAME"], HasSubstr("spec.nodeName"));
+  EXPECT_EQ((*plugin)["spec"]["template"]["spec"]["serviceAccountName"], "gpunode-device-plugin");
+  EXPECT_NE(Find(objects, "ClusterRole", "gpunode-device-plugin"), nullptr);
+  // The configs are ones gpunode's plugin runs.
+  for (const char* file : {"dp-example-config0.yaml", "dp-example-config1.yaml"}) {
+    testing::ProcessResult check = testing::RunProcess(
+        {GPUNODE_BINARY, "device-plugin", "--check-config", kFixtures + "/" + file});
+    EXPECT_EQ(check.exit_code, 0) << file << ": " << check.out << check.err;
+  }
+
+  objects = Render({"-f", kFixtures + "/time-slicing-values.yaml"}, "nvidia-device-plugin");
+  plugin = Find(objects, "DaemonSet", "gpunode-device-plugin");
+  ASSERT_NE(plugin, nullptr);
+  env = Env(Container(*plugin, "device-plugin"));
+  EXPECT_EQ(env["MIG_STRATEGY"], "single");
+  EXPECT_EQ(env["FAIL_ON_INIT_ERROR"], "false");
+  EXPECT_EQ(env["DEVICE_LIST_STRATEGY"], "envvar,cdi-annotations");
+  EXPECT_EQ(env["PASS_DEVICE_SPECS"], "true");
+  EXPECT_EQ(env["NVIDIA_DRIVER_ROOT"], "/run/nvidia/driver");
+  EXPECT_EQ(env["CONFIG_DEFAULT"], "default");
+  EXPECT_EQ((*plugin)["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.present"],
+            "true");
+  // gfd.enabled: the labeller, on the same configs and MIG strategy, none of the plugin's own.
+  const json* labels = Find(objects, "DaemonSet", "gpunode-labels");
+  ASSERT_NE(labels, nullptr);
+  std::map<std::string, std::string> labels_env = Env(Container(*labels, "labels"));
+  EXPECT_EQ(labels_env["MIG_STRATEGY"], "single");
+  EXPECT_EQ(labels_env["CONFIG_DEFAULT"], "default");
+  EXPECT_FALSE(labels_env.contains("DEVICE_LIST_STRATEGY"));
+}
+
+// As NVIDIA's chart: a changed config map rolls the plugin's pods (the template's checksum
+// annotation changes); an unchanged one leaves them.
+TEST_F(HelmChartTest, AChangedConfigMapChangesThePodTemplate) {
+  testing::TempDir dir("gpunode-helm-values");
+  auto checksum = [&](int replicas) {
+    std::string values = dir.Write("values.yaml",
+                                   "config:\n  map:\n    default: \"version: v1\"\n    ts: |\n"
+                                   "      version: v1\n      sharing:\n        timeSlicing:\n"
+                                   "          resources:\n          - name: nvidia.com/gpu\n"
+                                   "            replicas: " +
+                                       std::to_string(replicas) + "\n");
+    std::vector<json> objects = Render({"-f", values});
+    const json* plugin = Find(objects, "DaemonSet", "gpunode-device-plugin");
+    return plugin ? (*plugin)["spec"]["template"]["metadata"]["annotations"].value(
+                        "checksum/config", "")
+                  : "";
+  };
+  std::string two = checksum(2);
+  EXPECT_EQ(two.size(), 64u);
+  EXPECT_EQ(checksum(2), two);
+  EXPECT_NE(checksum(4), two);
+}
+
+TEST_F(HelmChartTest, TheSchemaRefusesWhatGpunodeDoesNotHaveNamingTheKey) {
+  for (const char* key : {"gdsEnabled", "mofedEnabled", "gdrcopyEnabled"}) {
+    EXPECT_THAT(Refusal({"--set", std::string(key) + "=true"}),
+                HasSubstr("additional properties '" + std::string(key) + "' not allowed"));
+  }
+  EXPECT_THAT(Refusal({"--set", "nfd.enabled=true"}),
+              HasSubstr("additional properties 'nfd' not allowed"));
+  EXPECT_THAT(Refusal({"--set", "migStrategy=sometimes"}), HasSubstr("/migStrategy"));
+  EXPECT_THAT(Refusal({"--set", "devicePlugin.enabled=yes"}),
+              HasSubstr("/devicePlugin/enabled': got string, want boolean"));
+  EXPECT_THAT(Refusal({"--set", "exporter.service.port=94000"}),
+              HasSubstr("/exporter/service/port"));
+  EXPECT_THAT(Refusal({"--set", "devicePlugin.healthRecoveryPeriod=a minute"}),
+              HasSubstr("/devicePlugin/healthRecoveryPeriod"));
+}
+
+TEST_F(HelmChartTest, ValuesThatCannotWorkAreOneLineNamingTheKeyAndTheFix) {
+  EXPECT_THAT(Refusal({"--set-string", "config.map.a=version: v1", "--set-string",
+                       "config.map.b=version: v1"}),
+              HasSubstr("config.default: empty, and config.map has several configs (a, b) none "
+                        "named default; set config.default"));
+  EXPECT_THAT(Refusal({"--set-string", "config.map.a=version: v1", "--set", "config.default=b"}),
+              HasSubstr("config.default: \"b\" is not a key of config.map (a); name one of them"));
+  EXPECT_THAT(Refusal({"--set-string", "config.map.a=version: v1", "--set", "config.name=mine"}),
+              HasSubstr("config.map and config.name: give one"));
+  EXPECT_THAT(Refusal({"--set", "upgrade.enabled=true"}),
+              HasSubstr("upgrade.driverVersion: empty; set the driver version"));
+  EXPECT_THAT(Refusal({"--set", "webhook.enabled=true", "--set", "webhook.tls.secretName=mine"}),
+              HasSubstr("webhook.tls.caBundle: empty with webhook.tls.secretName set"));
+  EXPECT_THAT(
+      Refusal({"--set", "exporter.enabled=true", "--set", "exporter.kubernetesDRA.enabled=true"}),
+      HasSubstr("exporter.kubernetesDRA.enabled: gpunode's exporter does not attribute"));
+}
+
+// Privileged only where a role needs it: the MPS daemon and its shm mount (compute mode, a tmpfs)
+// and the MIG manager (NVML administrator calls). Every other container drops every capability
+// and cannot gain privilege.
+TEST_F(HelmChartTest, OnlyTheMpsDaemonAndTheMigManagerArePrivileged) {
+  testing::TempDir dir("gpunode-helm-values");
+  std::string mps = dir.Write("mps.yaml",
+                              "config:\n  map:\n    mps: |\n      version: v1\n      sharing:\n"
+                              "        mps:\n          resources:\n"
+                              "          - {name: nvidia.com/gpu, replicas: 2}\n");
+  std::vector<std::string> values = kEveryRole;
+  values.insert(values.end(), {"-f", kFixtures + "/time-slicing-values.yaml", "-f", mps, "--set",
+                               "config.default=mps"});
+  std::set<std::string> privileged;
+  int containers = 0;
+  for (const json& o : Render(values)) {
+    if (!o.contains("spec") || !o["spec"].contains("template")) continue;
+    const json& pod = o["spec"]["template"]["spec"];
+    for (const char* list : {"initContainers", "containers"}) {
+      for (const json& c : pod.value(list, json::array())) {
+        ++containers;
+        const json security = c.value("securityContext", json::object());
+        if (security.value("privileged", false)) {
+          privileged.insert(c["name"].get<std::string>());
+          continue;
+        }
+        EXPECT_EQ(security.value("allowPrivilegeEscalation", true), false) << c["name"];
+        EXPECT_EQ(security["capabilities"]["drop"], json::array({"ALL"})) << c["name"];
+        EXPECT_EQ(security.value("readOnlyRootFilesystem", false), true) << c["name"];
+      }
+    }
+  }
+  EXPECT_EQ(privileged,
+            (std::set<std::string>{"mps-mount-shm", "mps-control-daemon", "mig-manager"}));
+  EXPECT_GE(containers, 8);
+}
+
+// The chart's own CA and certificate: the webhook configurations trust the CA that signed the
+// Secret's certificate, and the certificate names the Service.
+TEST_F(HelmChartTest, TheWebhooksOwnCertificateIsSignedByTheCaTheApiServerIsGiven) {
+  std::vector<json> objects =
+      Render({"--set", "devicePlugin.enabled=false", "--set", "webhook.enabled=true"}, "gpu-ops");
+  const json* secret = Find(objects, "Secret", "gpunode-webhook-tls");
+  ASSERT_NE(secret, nullptr);
+  const json* mutating = Find(objects, "MutatingWebhookConfiguration", "gpunode");
+  ASSERT_NE(mutating, nullptr);
+  std::string ca = (*secret)["data"]["ca.crt"];
+  for (const json& webhook : (*mutating)["webhooks"]) {
+    EXPECT_EQ(webhook["clientConfig"]["caBundle"], ca);
+    EXPECT_EQ(webhook["clientConfig"]["service"]["namespace"], "gpu-ops");
+  }
+  testing::TempDir dir("gpunode-helm-tls");
+  auto pem = [&dir](const std::string& name, const std::string& base64) {
+    testing::ProcessResult d = testing::RunProcess({"/usr/bin/base64", "-d"}, {}, base64);
+    return dir.Write(name, d.out);
+  };
+  std::string ca_file = pem("ca.crt", ca);
+  std::string crt_file = pem("tls.crt", (*secret)["data"]["tls.crt"]);
+  testing::ProcessResult verify =
+      testing::RunProcess({"/usr/bin/openssl", "verify", "-CAfile", ca_file, crt_file});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  testing::ProcessResult text = testing::RunProcess(
+      {"/usr/bin/openssl", "x509", "-noout", "-ext", "subjectAltName", "-in", crt_file});
+  EXPECT_THAT(text.out, HasSubstr("DNS:gpunode-webhook.gpu-ops.svc"));
+}
+
+}  // namespace
+}  // namespace gpunode
