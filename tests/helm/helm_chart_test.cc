@@ -145,6 +145,10 @@ TEST_F(HelmChartTest, TheDefaultsInstallTheDevicePluginAlone) {
   const json& plugin = Container(objects[0], "device-plugin");
   EXPECT_EQ(plugin["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(plugin["image"], "ghcr.io/gpunode/gpunode:0.1.0");
+  // --set reads a tag of digits as a number; it is still the tag.
+  std::vector<json> tagged = Render({"--set", "image.tag=2"});
+  ASSERT_EQ(tagged.size(), 1u);
+  EXPECT_EQ(Container(tagged[0], "device-plugin")["image"], "ghcr.io/gpunode/gpunode:2");
   // No NVIDIA value set: none of their variables, so the plugin's own defaults hold.
   for (const char* name : {"MIG_STRATEGY", "FAIL_ON_INIT_ERROR", "DEVICE_LIST_STRATEGY",
                            "CONFIG_FILE", "NODE_NAME", "MPS_ROOT"}) {

@@ -24,6 +24,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "helm_runner.h"
 #include "local_cluster.h"
 #include "log_time.h"
 #include "nlohmann/json.hpp"
@@ -998,6 +999,53 @@ TEST(MigManagerOnTheRealNode, PausesThePluginThroughTheDaemonSetController) {
   manager.Stop(SIGTERM);
   cluster->Kubectl(
       {"label", "node", node, "nvidia.com/mig.config-", "nvidia.com/mig.config.state-"});
+}
+
+// The chart's DaemonSets on the real node: `helm install` of deploy/helm/gpunode with the local
+// image in place of gpunode's (its image cannot be built here), and the DaemonSet controller, the
+// scheduler and the kubelet place and run the plugin's and the exporter's pods on the GPU node
+// with the chart's node affinity, tolerations, hostPath volumes, hostPID and security contexts;
+// `helm uninstall` stops them.
+TEST(ChartOnTheRealNode, TheDaemonSetsRunOnTheGpuNodeUntilUninstalled) {
+  REQUIRE_NODE();
+  testing::HelmRunner helm;
+  if (!helm.missing().empty()) GTEST_SKIP() << helm.missing();
+  LabelLikeGpuFeatureDiscovery("dgx-h100");
+  const std::string image = testing::LocalCluster::kLocalImage;
+  const std::string ns = "gpunode-helm-node";
+  testing::ProcessResult r =
+      helm.Run({"install", "gpunode", testing::HelmRunner::Chart(), "-n", ns, "--create-namespace",
+                "--set", "image.repository=" + image.substr(0, image.find(':')), "--set",
+                "image.tag=" + image.substr(image.find(':') + 1), "--set", "image.pullPolicy=Never",
+                "--set", "exporter.enabled=true", "--set", "exporter.runtimeClassName=null"},
+               {"KUBECONFIG=" + cluster->admin_kubeconfig()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Running, not ready: the stand-in image answers no probe (the exporter's /healthz).
+  for (const std::string set : {"gpunode-device-plugin", "gpunode-exporter"}) {
+    json pods = AwaitState(
+        [&] {
+          return Get({"pods", "-n", ns, "-l", "app.kubernetes.io/name=" + set});
+        },
+        [](const json& pods) {
+          const json items = pods.value("items", json::array());
+          return items.size() == 1 && items[0]["status"].value("phase", "") == "Running";
+        },
+        seconds(60));
+    ASSERT_EQ(pods.value("items", json::array()).size(), 1u) << set << ": " << pods.dump();
+    const json& pod = pods["items"][0];
+    EXPECT_EQ(pod["spec"]["nodeName"], cluster->node_name()) << set;
+    EXPECT_EQ(pod["status"]["phase"], "Running") << set << ": " << pod["status"].dump();
+  }
+  r = helm.Run({"uninstall", "gpunode", "-n", ns, "--wait"},
+               {"KUBECONFIG=" + cluster->admin_kubeconfig()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json left = AwaitState(
+      [&] {
+        return Get({"pods", "-n", ns});
+      },
+      [](const json& pods) { return pods.value("items", json::array()).empty(); }, seconds(60));
+  EXPECT_TRUE(left.value("items", json::array()).empty()) << left.dump();
+  cluster->Kubectl({"delete", "namespace", ns, "--wait=false"});
 }
 
 }  // namespace

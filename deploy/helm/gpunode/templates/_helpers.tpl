@@ -1,6 +1,6 @@
 {{/* The image of every gpunode container. */}}
 {{- define "gpunode.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion | toString }}
 {{- end -}}
 
 {{/* The labels Helm's objects carry: which release and chart made them. */}}
