@@ -11,6 +11,8 @@
 #include "cli/command.h"
 #include "cli/config_label.h"
 #include "cli/nvml_session.h"
+#include "core/config_map_manifest.h"
+#include "core/file_io.h"
 #include "core/log.h"
 #include "host/plugin_health_state.h"
 #include "plugin/daemon/plugin_daemon.h"
@@ -155,9 +157,37 @@ absl::StatusOr<plugin_config::ConfigLayer> FlagLayer(const DevicePluginOptions& 
   return layer;
 }
 
+// A ConfigMap manifest (the configs under deploy/ are ones): each data key is checked as the
+// config the plugin reads from the mounted volume.
+int CheckConfigMap(const plugin_config::ConfigLayer& flags, const std::string& path,
+                   const core::ConfigMapManifest& manifest) {
+  if (manifest.data.empty()) {
+    return ReportError(absl::InvalidArgumentError(
+        absl::StrCat(path, ": this is a ConfigMap (", manifest.name,
+                     ") with no data keys; add one key per config under data")));
+  }
+  for (const auto& [key, text] : manifest.data) {
+    std::string label = core::DataKeyLabel(path, key);
+    absl::StatusOr<plugin_config::ResolvedConfig> resolved =
+        plugin_config::ResolveConfigText(flags, text, label, &plugin_config::ProcessEnvironment);
+    if (!resolved.ok()) return ReportError(resolved.status());
+    for (const std::string& warning : resolved->warnings) {
+      std::cerr << "warning: " << warning << "\n";
+    }
+    std::cout << label << ": valid; resolved with flags and environment: "
+              << plugin_config::ConfigJson(resolved->config) << "\n";
+  }
+  return kExitOk;
+}
+
 int CheckConfig(const DevicePluginOptions& options) {
   absl::StatusOr<plugin_config::ConfigLayer> flags = FlagLayer(options);
   if (!flags.ok()) return ReportError(flags.status());
+  if (absl::StatusOr<std::string> text = core::ReadFile(options.check_config); text.ok()) {
+    if (std::optional<core::ConfigMapManifest> manifest = core::AsConfigMap(*text)) {
+      return CheckConfigMap(*flags, options.check_config, *manifest);
+    }
+  }
   absl::StatusOr<plugin_config::ResolvedConfig> resolved = plugin_config::ResolveConfig(
       *flags, options.check_config, &plugin_config::ProcessEnvironment);
   if (!resolved.ok()) return ReportError(resolved.status());

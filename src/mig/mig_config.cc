@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/config_map_manifest.h"
 #include "core/file_io.h"
 #include "core/printable.h"
 #include "yaml-cpp/yaml.h"
@@ -157,6 +158,18 @@ absl::StatusOr<MigConfigFile> ParseMigConfig(std::string_view text, const std::s
 absl::StatusOr<MigConfigFile> ReadMigConfig(const std::string& path) {
   absl::StatusOr<std::string> text = core::ReadFile(path);
   if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
+  // The manager's pod reads the one key of its ConfigMap (deploy/mig-manager/config.yaml) as a
+  // file; given the manifest, read that key.
+  if (std::optional<core::ConfigMapManifest> manifest = core::AsConfigMap(*text)) {
+    if (manifest->data.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": this is a ConfigMap (", manifest->name, "), not a MIG config, and ",
+          core::DescribeDataKeys(*manifest),
+          "; give the file of one key (as the manager mounts it) or a ConfigMap with one key"));
+    }
+    const auto& [key, config] = manifest->data.front();
+    return ParseMigConfig(config, core::DataKeyLabel(path, key));
+  }
   return ParseMigConfig(*text, path);
 }
 

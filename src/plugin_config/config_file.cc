@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/config_map_manifest.h"
 #include "core/file_io.h"
 #include "core/printable.h"
 #include "core/status_macros.h"
@@ -558,6 +559,15 @@ absl::StatusOr<ConfigFile> ReadConfigFile(const std::string& path) {
   if (!text.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("config file ", path, ": ", text.status().message()));
+  }
+  // The pod gets a ConfigMap's keys as files of its volume, never the manifest itself.
+  if (std::optional<core::ConfigMapManifest> manifest = core::AsConfigMap(*text)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": this is a ConfigMap (", manifest->name, "), not a config file; ",
+                     core::DescribeDataKeys(*manifest),
+                     ". Mount it and give the directory (or one key's file), or check it with "
+                     "gpunode device-plugin --check-config ",
+                     path));
   }
   return ParseConfigFile(*text, path);
 }

@@ -209,6 +209,22 @@ absl::Status CheckMps(const Config& config, const std::string& file, int line) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// flags > environment > file > defaults, then the checks of the merged config.
+absl::StatusOr<ResolvedConfig> Resolve(const ConfigLayer& flags, const ConfigLayer& environment,
+                                       ConfigFile file, ResolvedConfig resolved) {
+  resolved.config = Merge({&flags, &environment, &file.flags}, file.time_slicing,
+                          file.mps.value_or(TimeSlicing{}));
+  if (resolved.config.sharing_strategy() == SharingStrategy::kMps) {
+    RETURN_IF_ERROR(CheckMps(resolved.config, resolved.config_file, file.mps_line));
+  }
+  resolved.warnings = std::move(file.warnings);
+  return resolved;
+}
+
+}  // namespace
+
 absl::StatusOr<ResolvedConfig> ResolveConfig(const ConfigLayer& flags,
                                              const std::optional<std::string>& config_file_flag,
                                              const Environment& env,
@@ -229,13 +245,16 @@ absl::StatusOr<ResolvedConfig> ResolveConfig(const ConfigLayer& flags,
   if (!resolved.config_file.empty()) {
     ASSIGN_OR_RETURN(file, ReadConfigFile(resolved.config_file));
   }
-  resolved.config = Merge({&flags, &environment, &file.flags}, file.time_slicing,
-                          file.mps.value_or(TimeSlicing{}));
-  if (resolved.config.sharing_strategy() == SharingStrategy::kMps) {
-    RETURN_IF_ERROR(CheckMps(resolved.config, resolved.config_file, file.mps_line));
-  }
-  resolved.warnings = std::move(file.warnings);
-  return resolved;
+  return Resolve(flags, environment, std::move(file), std::move(resolved));
+}
+
+absl::StatusOr<ResolvedConfig> ResolveConfigText(const ConfigLayer& flags, const std::string& text,
+                                                 const std::string& label, const Environment& env) {
+  ResolvedConfig resolved;
+  resolved.config_file = label;
+  ASSIGN_OR_RETURN(ConfigLayer environment, EnvironmentLayer(env));
+  ASSIGN_OR_RETURN(ConfigFile file, ParseConfigFile(text, label));
+  return Resolve(flags, environment, std::move(file), std::move(resolved));
 }
 
 absl::StatusOr<ProcessSettings> ResolveProcessSettings(const ProcessFlags& flags,

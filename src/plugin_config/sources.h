@@ -75,6 +75,11 @@ absl::StatusOr<ResolvedConfig> ResolveConfig(const ConfigLayer& flags,
                                              const Environment& env,
                                              const ConfigSelection& selection = {});
 
+// One config given as its text, as ResolveConfig reads a file; `label` names it in errors (a data
+// key of a ConfigMap manifest under check: "FILE[KEY]").
+absl::StatusOr<ResolvedConfig> ResolveConfigText(const ConfigLayer& flags, const std::string& text,
+                                                 const std::string& label, const Environment& env);
+
 // The device plugin process's settings that NVIDIA's config file does not hold, as flags
 // (unset when not given): each falls back to its environment variable, then to its default.
 // Every member has an initializer, so that designated initializers may name only some.

@@ -365,5 +365,33 @@ TEST(MigApply, BadConfigFilesAreOneLineNamingFileAndField) {
   EXPECT_EQ(missing.exit_code, 2);
 }
 
+// deploy/mig-manager/config.yaml is the ConfigMap the manager mounts: `mig apply -f` reads its one
+// data key, as the manager does from the volume; errors name the key and the line within it, and
+// a ConfigMap of several keys is refused naming them.
+TEST(MigApply, TheShippedConfigMapIsReadThroughItsDataKey) {
+  Node node("a100-mig");
+  testing::ProcessResult r =
+      node.Apply("all-1g.10gb", std::string(GPUNODE_SOURCE_DIR) + "/deploy/mig-manager/config.yaml",
+                 {"--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("create 1g.10gb"));
+
+  testing::TempDir dir("gpunode-mig-configmap");
+  std::string bad = dir.Write("layouts.yaml",
+                              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: layouts\ndata:\n"
+                              "  config.yaml: |\n    version: v2\n");
+  r = node.Apply("all-1g.10gb", bad);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("layouts.yaml[config.yaml]:1"));
+  EXPECT_THAT(r.err, HasSubstr("version: must be v1"));
+  std::string two = dir.Write("two.yaml",
+                              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\ndata:\n"
+                              "  a.yaml: \"version: v1\"\n  b.yaml: \"version: v1\"\n");
+  r = node.Apply("all-1g.10gb", two);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("this is a ConfigMap (two), not a MIG config, and its data keys "
+                               "are a.yaml, b.yaml"));
+}
+
 }  // namespace
 }  // namespace gpunode

@@ -865,5 +865,56 @@ TEST_F(DevicePluginTest, BadConfigIsRefusedWithOneLine) {
   EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 0);
 }
 
+// The configs shipped under deploy/ are ConfigMaps: --check-config reads each data key as the
+// config the plugin gets from the mounted volume, one line each, and an error names the file,
+// the key and the line within it. The plugin itself given a manifest says what it is.
+TEST(DevicePluginConfigMap, ShippedConfigMapsAreCheckedKeyByKey) {
+  const std::string deploy = std::string(GPUNODE_SOURCE_DIR) + "/deploy/device-plugin/overlays";
+  testing::ProcessResult r = testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config",
+                                                  deploy + "/per-node-config/configs.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* key : {"default", "time-slicing-4", "time-slicing-2"}) {
+    EXPECT_THAT(r.out, HasSubstr("/per-node-config/configs.yaml[" + std::string(key) + "]: valid"));
+  }
+  EXPECT_THAT(r.out, HasSubstr("\"replicas\":4"));
+  r = testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config",
+                           deploy + "/time-slicing/time-slicing-config.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // MPS needs its root, which the DaemonSet sets (MPS_ROOT): without it the check says so.
+  r = testing::RunProcess(
+      {GPUNODE_BINARY, "device-plugin", "--check-config", deploy + "/mps/mps-config.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("mps-config.yaml[config.yaml]:3: sharing.mps: MPS needs the MPS root"));
+  r = testing::RunProcess(
+      {GPUNODE_BINARY, "device-plugin", "--check-config", deploy + "/mps/mps-config.yaml"},
+      {"MPS_ROOT=/run/nvidia/mps"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  testing::TempDir dir("gpunode-configmap");
+  std::string bad = dir.Write("configs.yaml",
+                              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pools\ndata:\n"
+                              "  good: |\n    version: v1\n  bad: |\n    version: v1\n"
+                              "    sharing:\n      timeSlicing:\n        resources:\n"
+                              "        - name: nvidia.com/gpu\n          replicas: 1\n");
+  r = testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config", bad});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("configs.yaml[good]: valid"));
+  EXPECT_THAT(r.err, HasSubstr("configs.yaml[bad]:6:"));
+  EXPECT_THAT(r.err, HasSubstr("replicas"));
+  EXPECT_THAT(r.err, Not(HasSubstr("apiVersion")));
+  std::string empty =
+      dir.Write("empty.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: none\n");
+  r = testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config", empty});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("this is a ConfigMap (none) with no data keys"));
+
+  r = testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--config-file",
+                           bad, "--kubelet-dir", dir.path()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("this is a ConfigMap (pools), not a config file; its data keys are "
+                               "good, bad. Mount it"));
+}
+
 }  // namespace
 }  // namespace gpunode
