@@ -4,7 +4,9 @@
 #include <limits>
 #include <set>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -305,6 +307,36 @@ std::vector<SpecProblem> ValidateSpec(const Spec& spec) {
     }
   }
   return c.problems;
+}
+
+std::vector<SpecProblem> UnusableDevices(const Spec& spec) {
+  std::vector<SpecProblem> problems;
+  if (!spec.contains("devices") || !spec["devices"].is_array()) return problems;
+  for (size_t i = 0; i < spec["devices"].size(); ++i) {
+    const Spec& device = spec["devices"][i];
+    std::string name = device.value("name", "");
+    bool mig = absl::StartsWith(name, "MIG-");
+    if (size_t colon = name.find(':'); colon != std::string::npos && colon > 0) {
+      mig = absl::c_all_of(name.substr(0, colon), absl::ascii_isdigit) &&
+            absl::c_all_of(name.substr(colon + 1), absl::ascii_isdigit) && colon + 1 < name.size();
+    }
+    if (!mig) continue;
+    bool caps = false;
+    const Spec nodes =
+        device.value("containerEdits", Spec::object()).value("deviceNodes", Spec::array());
+    for (const Spec& node : nodes) {
+      caps = caps || absl::StartsWith(node.value("path", ""), "/dev/nvidia-caps/");
+    }
+    if (!caps) {
+      problems.push_back(
+          {absl::StrCat("$.devices[", i, "]"),
+           absl::StrCat("MIG device ", Quoted(device["name"]),
+                        " has no /dev/nvidia-caps/ device node: a container given it fails at "
+                        "start; generate the spec again where the driver lists its MIG "
+                        "capabilities (/proc/driver/nvidia-caps/mig-minors)")});
+    }
+  }
+  return problems;
 }
 
 }  // namespace gpunode::cdi

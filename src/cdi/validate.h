@@ -31,4 +31,10 @@ struct SpecProblem {
 // Every problem found, in document order; empty when the spec is valid.
 std::vector<SpecProblem> ValidateSpec(const Spec& spec);
 
+// What the schema allows but a container cannot start with, in document order: a MIG device
+// (named "<gpu>:<mig>" or by its "MIG-" UUID, as nvidia-ctk and gpunode name them) whose device
+// nodes include no /dev/nvidia-caps/ access capability; the driver refuses the container its MIG
+// device without them. Checked on a spec that validates.
+std::vector<SpecProblem> UnusableDevices(const Spec& spec);
+
 }  // namespace gpunode::cdi

@@ -74,14 +74,9 @@ int RunCdiGenerate(const GlobalOptions& global, const CdiGenerateOptions& option
       .hook_path = options.hook_path};
   absl::StatusOr<plugin::NodeCdiSpec> spec = plugin::BuildNodeCdiSpec(*node, *version, host, cdi);
   if (!spec.ok()) return ReportError(spec.status());
-  // The hook is the one warning an operator must act on; what the driver lacks is routine.
-  for (size_t i = 0; i < spec->warnings.size(); ++i) {
-    if (i == 0 && spec->warnings[0].find(options.hook_path) == 0) {
-      spdlog::warn("{}", spec->warnings[0]);
-    } else {
-      spdlog::info("not in the spec: {}", spec->warnings[i]);
-    }
-  }
+  // What a container would lack is for the operator to act on; what the driver lacks is routine.
+  for (const std::string& warning : spec->warnings) spdlog::warn("{}", warning);
+  for (const std::string& missing : spec->left_out) spdlog::info("not in the spec: {}", missing);
   if (options.output == "-") {
     std::cout << cdi::RenderSpec(spec->spec, format);
     return kExitOk;
@@ -103,6 +98,7 @@ int RunCdiValidate(const std::string& path) {
   absl::StatusOr<cdi::Spec> spec = cdi::ParseSpecText(*text, path);
   if (!spec.ok()) return ReportError(AsInputError(spec.status()));
   std::vector<cdi::SpecProblem> problems = cdi::ValidateSpec(*spec);
+  if (problems.empty()) problems = cdi::UnusableDevices(*spec);
   for (const cdi::SpecProblem& problem : problems) {
     std::cerr << path << ": " << problem.json_path << ": " << problem.message << "\n";
   }

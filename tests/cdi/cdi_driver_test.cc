@@ -30,6 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kDebCache = "/var/cache/gpunode/nvidia-debs";
 
@@ -369,6 +370,38 @@ TEST_F(CdiDriverTest, TheRealNvmlWithoutItsKernelModuleIsOneLine) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("NVML_ERROR_DRIVER_NOT_LOADED"));
   EXPECT_TRUE(r.out.empty());
+}
+
+// Without the driver's MIG capabilities a MIG device's entry has only its GPU's device node, and
+// a container given it fails at start: generation warns in one line naming the devices, and
+// validate flags each such entry (exit 1), where the schema alone calls the spec valid.
+TEST_F(CdiDriverTest, AMigDeviceWithoutItsCapabilitiesIsWarnedAndFailsValidation) {
+  const std::string minors = root_ + "/proc/driver/nvidia-caps/mig-minors";
+  fs::rename(minors, minors + ".away");
+  std::string out = dir_.path() + "/nvidia.json";
+  testing::ProcessResult r = Generate({"--output", out});
+  fs::rename(minors + ".away", minors);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("MIG device(s) 0:0, 0:1"));
+  EXPECT_THAT(r.err, HasSubstr("a container given one fails at start"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  testing::ProcessResult valid = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", out});
+  EXPECT_EQ(valid.exit_code, 1) << valid.out;
+  EXPECT_THAT(valid.err, HasSubstr("MIG device \"0:0\" has no /dev/nvidia-caps/ device node"));
+  json spec = json::parse(Slurp(out));
+  size_t migs = 0;
+  for (const json& device : spec["devices"]) {
+    std::string name = device["name"];
+    migs += name.starts_with("MIG-") || name.find(':') != std::string::npos;
+  }
+  EXPECT_EQ(migs, 36u);  // 18 MIG devices, by "<gpu>:<mig>" and by UUID
+  EXPECT_EQ(std::count(valid.err.begin(), valid.err.end(), '\n'), 36) << valid.err;
+
+  // With the capabilities, the same generation is quiet about MIG and validates.
+  r = Generate({"--output", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("MIG device")));
+  EXPECT_EQ(testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", out}).exit_code, 0);
 }
 
 TEST_F(CdiDriverTest, ValidateNamesFileAndPathAndExitCodes) {

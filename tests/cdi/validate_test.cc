@@ -144,5 +144,27 @@ TEST(CdiSpecFileTest, YamlRoundTripKeepsNamesAsStrings) {
   EXPECT_EQ(FormatOfFileName("-"), std::nullopt);
 }
 
+// MIG devices are recognised by name ("<gpu>:<mig>", "MIG-<uuid>") and need an access
+// capability among their device nodes; other names are not MIG devices.
+TEST(CdiValidateTest, AMigDeviceWithoutAccessCapabilitiesIsUnusable) {
+  Spec spec = Spec::parse(R"({
+    "cdiVersion": "0.5.0", "kind": "nvidia.com/gpu",
+    "devices": [
+      {"name": "0", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}},
+      {"name": "0:1", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}},
+      {"name": "MIG-1f2e", "containerEdits": {"deviceNodes": [
+        {"path": "/dev/nvidia0"}, {"path": "/dev/nvidia-caps/nvidia-cap21"},
+        {"path": "/dev/nvidia-caps/nvidia-cap22"}]}},
+      {"name": "MIG-9a8b", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia1"}]}},
+      {"name": "gpu:a", "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia1"}]}}
+    ]})");
+  ASSERT_THAT(ValidateSpec(spec), IsEmpty());
+  std::vector<SpecProblem> problems = UnusableDevices(spec);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].json_path, "$.devices[1]");
+  EXPECT_THAT(problems[0].message, HasSubstr("MIG device \"0:1\" has no /dev/nvidia-caps/"));
+  EXPECT_EQ(problems[1].json_path, "$.devices[3]");
+}
+
 }  // namespace
 }  // namespace gpunode::cdi

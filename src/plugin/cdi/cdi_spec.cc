@@ -1,6 +1,7 @@
 #include "plugin/cdi/cdi_spec.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "cdi/driver_files.h"
 #include "cdi/mig_caps.h"
@@ -44,8 +45,26 @@ absl::StatusOr<NodeCdiSpec> BuildNodeCdiSpec(const Node& node, const std::string
         "programs in the container find the driver's libraries only in directories their loader "
         "already searches; install nvidia-container-toolkit-base or name the hook's path"));
   }
-  for (const std::string& missing : driver->missing) result.warnings.push_back(missing);
-  result.spec = cdi::BuildSpec(CdiDevices(node, host), *driver, spec_options);
+  result.left_out = driver->missing;
+  std::vector<cdi::GpuDevice> gpus = CdiDevices(node, host);
+  std::vector<std::string> without_caps;
+  for (const cdi::GpuDevice& gpu : gpus) {
+    for (const cdi::MigDevice& mig : gpu.migs) {
+      if (mig.capability_nodes.size() < 2) {
+        without_caps.push_back(absl::StrCat(gpu.index, ":", mig.position));
+      }
+    }
+  }
+  if (!without_caps.empty()) {
+    // As the plugin's Allocate refuses such a device with passDeviceSpecs.
+    result.warnings.push_back(absl::StrCat(
+        "MIG device(s) ", absl::StrJoin(without_caps, ", "),
+        ": the driver lists no access capability of their GPU or compute instance (in "
+        "/proc/driver/nvidia/capabilities or /proc/driver/nvidia-caps/mig-minors), so their "
+        "entries have only their GPU's /dev/nvidia<N> and a container given one fails at start; "
+        "load the driver's nvidia-caps support and generate the spec again"));
+  }
+  result.spec = cdi::BuildSpec(gpus, *driver, spec_options);
   std::vector<cdi::SpecProblem> problems = cdi::ValidateSpec(result.spec);
   if (!problems.empty()) {
     return absl::InternalError(absl::StrCat("the generated CDI spec is invalid at ",

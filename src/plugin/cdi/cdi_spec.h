@@ -23,8 +23,11 @@ struct CdiOptions {
 
 struct NodeCdiSpec {
   cdi::Spec spec;
-  // Lines for the log: a missing hook, files of the driver not found.
+  // What a container given a device of the spec would lack, one line each for a warning: the
+  // hooks, a MIG device's access capabilities.
   std::vector<std::string> warnings;
+  // Files of the driver not found, for the log: routine, not every driver ships every file.
+  std::vector<std::string> left_out;
 };
 
 // The node's GPUs and MIG devices as CDI devices, the MIG capability nodes read from `host`.

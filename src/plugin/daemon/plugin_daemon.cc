@@ -165,6 +165,8 @@ absl::Status PluginDaemon::WriteNodeCdiSpec(const Config& config, const Node& no
       BuildNodeCdiSpec(node, *version, host::HostRoot(options_.host_root), cdi);
   if (!spec.ok()) return spec.status();
   for (const std::string& warning : spec->warnings) spdlog::warn("CDI spec: {}", warning);
+  for (const std::string& missing : spec->left_out)
+    spdlog::info("CDI spec: not in it: {}", missing);
   absl::StatusOr<bool> written = WriteCdiSpec(options_.cdi_spec_dir, spec->spec, cdi.kind);
   if (!written.ok()) {
     return absl::Status(
