@@ -311,21 +311,29 @@ std::vector<SpecProblem> ValidateSpec(const Spec& spec) {
 
 std::vector<SpecProblem> UnusableDevices(const Spec& spec) {
   std::vector<SpecProblem> problems;
-  if (!spec.contains("devices") || !spec["devices"].is_array()) return problems;
+  if (!spec.is_object() || !spec.contains("devices") || !spec["devices"].is_array()) {
+    return problems;
+  }
+  auto is_digits = [](std::string_view text) {
+    return !text.empty() && absl::c_all_of(text, absl::ascii_isdigit);
+  };
   for (size_t i = 0; i < spec["devices"].size(); ++i) {
     const Spec& device = spec["devices"][i];
-    std::string name = device.value("name", "");
-    bool mig = absl::StartsWith(name, "MIG-");
-    if (size_t colon = name.find(':'); colon != std::string::npos && colon > 0) {
-      mig = absl::c_all_of(name.substr(0, colon), absl::ascii_isdigit) &&
-            absl::c_all_of(name.substr(colon + 1), absl::ascii_isdigit) && colon + 1 < name.size();
-    }
+    if (!device.is_object() || !device.contains("name") || !device["name"].is_string()) continue;
+    const std::string name = device["name"].get<std::string>();
+    size_t colon = name.find(':');
+    bool mig = absl::StartsWith(name, "MIG-") ||
+               (colon != std::string::npos && is_digits(std::string_view(name).substr(0, colon)) &&
+                is_digits(std::string_view(name).substr(colon + 1)));
     if (!mig) continue;
     bool caps = false;
-    const Spec nodes =
-        device.value("containerEdits", Spec::object()).value("deviceNodes", Spec::array());
-    for (const Spec& node : nodes) {
-      caps = caps || absl::StartsWith(node.value("path", ""), "/dev/nvidia-caps/");
+    if (device.contains("containerEdits") && device["containerEdits"].is_object() &&
+        device["containerEdits"].contains("deviceNodes") &&
+        device["containerEdits"]["deviceNodes"].is_array()) {
+      for (const Spec& node : device["containerEdits"]["deviceNodes"]) {
+        caps = caps || (node.is_object() && node.contains("path") && node["path"].is_string() &&
+                        absl::StartsWith(node["path"].get<std::string>(), "/dev/nvidia-caps/"));
+      }
     }
     if (!caps) {
       problems.push_back(

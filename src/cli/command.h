@@ -21,7 +21,7 @@ struct GlobalOptions {
   std::string driver_root = "/";
   std::string nvml_library;
   std::string host_root = "/";
-  std::string log_level = "warn";
+  std::string log_level;  // "": info for the daemons, warn for the rest (main.cc)
 };
 
 // A parsed subcommand stores what to run here; main runs it after parsing succeeds.

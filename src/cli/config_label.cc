@@ -16,15 +16,24 @@ namespace {
 // How long the start waits for the node's label before it picks the default config.
 constexpr absl::Duration kFirstLabelWait = absl::Seconds(10);
 
+bool NodeNamed() {
+  const char* node = std::getenv("NODE_NAME");
+  return node != nullptr && *node != '\0';
+}
+
+void SayLabelNotFollowed() {
+  spdlog::info(
+      "NODE_NAME is not set: the node label {} is not followed; set it from spec.nodeName to "
+      "pick a config per node",
+      plugin_config::kConfigLabel);
+}
+
 }  // namespace
 
 std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component) {
   const char* node = std::getenv("NODE_NAME");
   if (node == nullptr || *node == '\0') {
-    spdlog::info(
-        "NODE_NAME is not set: the node label {} is not followed; set it from spec.nodeName to "
-        "pick a config per node",
-        plugin_config::kConfigLabel);
+    SayLabelNotFollowed();
     return std::nullopt;
   }
   absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
@@ -73,7 +82,7 @@ absl::StatusOr<FollowedConfig> FollowConfig(const plugin_config::ConfigLayer& fl
   std::string path = plugin_config::ConfigFilePath(config_file, &plugin_config::ProcessEnvironment);
   std::error_code ec;
   bool directory = !path.empty() && std::filesystem::is_directory(path, ec);
-  if (directory) {
+  if (directory && NodeNamed()) {
     if (std::optional<ConfigLabelSource> source = ConfigLabelSource::Follow(component)) {
       followed.label = std::make_shared<ConfigLabelSource>(std::move(*source));
     }
@@ -96,6 +105,8 @@ absl::StatusOr<FollowedConfig> FollowConfig(const plugin_config::ConfigLayer& fl
                                           selection);
   }
   if (!config.ok()) return config.status();
+  // Said once the config is known to load, so that a config that does not stays one line.
+  if (directory && !NodeNamed()) SayLabelNotFollowed();
   followed.config = std::move(*config);
   if (!path.empty()) {
     followed.following.watch_dir =

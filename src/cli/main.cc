@@ -54,6 +54,24 @@ std::string CommandWithoutNvml(const CLI::App& app) {
   return "";
 }
 
+// The level when --log-level is not given: info for the daemons, whose registration, address,
+// reloads and recoveries an operator reads in `kubectl logs`; warn for the commands that print an
+// answer (a daemon's one-shot modes among them), whose stderr is for problems.
+std::string DefaultLogLevel(const CLI::App& app) {
+  const CLI::App* leaf = &app;
+  while (!leaf->get_subcommands().empty()) leaf = leaf->get_subcommands().front();
+  for (const char* one_shot : {"--check-config", "--once"}) {
+    const CLI::Option* option = leaf->get_option_no_throw(one_shot);
+    if (option != nullptr && option->count() > 0) return "warn";
+  }
+  std::string path = ParsedCommandPath(app);
+  for (const char* daemon :
+       {"device-plugin", "exporter", "webhook", "mps-control-daemon", "mig manager"}) {
+    if (path == absl::StrCat(app.get_name(), " ", daemon)) return "info";
+  }
+  return "warn";
+}
+
 int Main(int argc, char** argv) {
   GlobalOptions global;
   if (const char* env = std::getenv("GPUNODE_SIM")) global.sim = env;
@@ -79,8 +97,10 @@ int Main(int argc, char** argv) {
   app.add_option("--host-root", global.host_root,
                  "root of the host filesystem to inspect (/proc, /sys, /dev, /etc, /run, /var)")
       ->capture_default_str();
-  app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off")
-      ->capture_default_str();
+  app.add_option("--log-level", global.log_level,
+                 "trace, debug, info, warn, error or off (default: info for the daemons "
+                 "device-plugin, exporter, webhook, mps-control-daemon and mig manager; warn for "
+                 "the rest)");
   bool print_version = false;
   app.add_flag("--version", print_version, "print the version, as `gpunode version` does");
 
@@ -110,6 +130,7 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ReportError(absl::InvalidArgumentError(DescribeParseError(app, e, args)));
   }
+  if (global.log_level.empty()) global.log_level = DefaultLogLevel(app);
   if (absl::Status st = core::InitLogging(global.log_level); !st.ok()) {
     return ReportError(AsInputError(st));
   }
