@@ -251,11 +251,6 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
 
 int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
   cluster::VerifyOptions& v = flags.verify;
-  if (!o.snapshot.empty()) {
-    return ReportError(AsInputError(absl::InvalidArgumentError(
-        "verify runs a pod on each node, so it needs the API server; -f (a snapshot) does not "
-        "apply")));
-  }
   if (v.nodes.empty() == v.selector.empty()) {
     return ReportError(AsInputError(
         absl::InvalidArgumentError("name the nodes to verify, or give --selector, not both")));
@@ -357,10 +352,6 @@ int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
       p.command.emplace_back(word);
     }
   }
-  if (!o.snapshot.empty()) {
-    return ReportError(AsInputError(absl::InvalidArgumentError(
-        "prepull prints a manifest or talks to the API server; -f (a snapshot) does not apply")));
-  }
   if (flags.remove && (flags.apply || flags.wait)) {
     return ReportError(
         AsInputError(absl::InvalidArgumentError("--delete goes alone, without --apply or --wait")));
@@ -440,7 +431,7 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   audit_cmd->add_option("--idle-for", af.idle_for, "with --prometheus: for this long")
       ->capture_default_str();
   AddCountLabelOptions(audit_cmd, af.count_label);
-  AddConnectionOptions(audit_cmd, audit->first, true);
+  AddConnectionOptions(audit_cmd, audit->first, {});
   audit_cmd->callback(
       [&run, audit] { run = [audit] { return RunAudit(audit->first, audit->second); }; });
 
@@ -452,7 +443,7 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   pending_cmd->add_option("POD", pending->second.pod, "the pod's name")->required();
   pending_cmd->add_option("-n,--namespace", pending->second.ns,
                           "the pod's namespace (default: the context's, or default)");
-  AddConnectionOptions(pending_cmd, pending->first, true);
+  AddConnectionOptions(pending_cmd, pending->first, {});
   pending_cmd->callback([&run, pending] {
     run = [pending] { return RunWhyPending(pending->first, pending->second); };
   });
@@ -483,7 +474,7 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
       ->add_option("--eviction-retry-interval", df.eviction_retry_interval,
                    "pause between eviction attempts (a Retry-After from the server wins)")
       ->capture_default_str();
-  AddConnectionOptions(drain_cmd, drain->first, false);
+  AddConnectionOptions(drain_cmd, drain->first, {.output = false});
   drain_cmd->callback(
       [&run, drain] { run = [drain] { return RunDrain(drain->first, drain->second); }; });
 
@@ -516,7 +507,7 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   prepull_cmd->add_option("--timeout", pf.timeout, "how long --wait waits")->capture_default_str();
   prepull_cmd->add_option("--poll-interval", pf.poll_interval, "how often --wait looks")
       ->capture_default_str();
-  AddConnectionOptions(prepull_cmd, prepull->first, false);
+  AddConnectionOptions(prepull_cmd, prepull->first, {.output = false, .snapshot = false});
   prepull_cmd->callback(
       [&run, prepull] { run = [prepull] { return RunPrepull(prepull->first, prepull->second); }; });
 
@@ -536,7 +527,7 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
       "anything; refuse when it fails");
   AddCountLabelOptions(restore_cmd, rf.restore.count_label);
   AddSmokePodOptions(restore_cmd, rf.smoke);
-  AddConnectionOptions(restore_cmd, restore->first, false);
+  AddConnectionOptions(restore_cmd, restore->first, {.output = false});
   restore_cmd->callback(
       [&run, restore] { run = [restore] { return RunRestore(restore->first, restore->second); }; });
 
@@ -551,7 +542,7 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
                          "the nodes, as a label selector (e.g. nvidia.com/gpu.present=true)");
   AddSmokePodOptions(verify_cmd, vf);
   AddCountLabelOptions(verify_cmd, vf.verify.count_label);
-  AddConnectionOptions(verify_cmd, verify->first, true);
+  AddConnectionOptions(verify_cmd, verify->first, {.snapshot = false});
   verify_cmd->callback(
       [&run, verify] { run = [verify] { return RunVerify(verify->first, verify->second); }; });
 

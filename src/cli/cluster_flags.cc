@@ -8,10 +8,12 @@
 
 namespace gpunode::cli {
 
-void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, bool with_output) {
-  cmd->add_option("-f,--filename", o.snapshot,
-                  "read a snapshot (what `kubectl get nodes,pods -A -o json` prints; - for "
-                  "stdin) instead of the API server");
+void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, ConnectionFlags flags) {
+  if (flags.snapshot) {
+    cmd->add_option("-f,--filename", o.snapshot,
+                    "read a snapshot (what `kubectl get nodes,pods -A -o json` prints; - for "
+                    "stdin) instead of the API server");
+  }
   cmd->add_option("--kubeconfig", o.kubeconfig,
                   "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster "
                   "service account)");
@@ -19,7 +21,7 @@ void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, bool with_output)
   cmd->add_option("--request-timeout", o.request_timeout,
                   "timeout of each API request, e.g. 30s or 2m")
       ->capture_default_str();
-  if (with_output) {
+  if (flags.output) {
     cmd->add_option("-o,--output", o.output, "table or json")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();

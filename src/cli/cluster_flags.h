@@ -30,7 +30,14 @@ struct ConnectionOptions {
   std::string output = "table";
 };
 
-void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, bool with_output);
+struct ConnectionFlags {
+  bool output = true;  // -o table|json
+  // -f FILE: only the commands that can work from what a snapshot holds; the others (verify,
+  // upgrade, prepull) act on the cluster and do not list it.
+  bool snapshot = true;
+};
+
+void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, ConnectionFlags flags);
 
 // The operator's own GPU count label, named as `gpunode labels --stable-labels` names it.
 void AddCountLabelOptions(CLI::App* cmd, cluster::CountLabel& label);

@@ -83,10 +83,6 @@ absl::Status OptionsFromFlags(UpgradeFlags& f) {
 }
 
 int RunUpgrade(const ConnectionOptions& o, UpgradeFlags flags) {
-  if (!o.snapshot.empty()) {
-    return ReportError(AsInputError(absl::InvalidArgumentError(
-        "upgrade acts on the cluster and keeps its state there; -f (a snapshot) does not apply")));
-  }
   if (absl::Status st = OptionsFromFlags(flags); !st.ok()) return ReportError(AsInputError(st));
   cluster::UpgradeOptions& u = flags.upgrade;
   InterruptibleClock signals;
@@ -201,7 +197,7 @@ void AddClusterUpgradeCommand(CLI::App* cluster, CommandRunner& run) {
   f.smoke.poll_interval_flag = "--smoke-poll-interval";
   AddSmokePodOptions(cmd, f.smoke);
   AddCountLabelOptions(cmd, u.count_label);
-  AddConnectionOptions(cmd, upgrade->first, true);
+  AddConnectionOptions(cmd, upgrade->first, {.snapshot = false});
   cmd->callback(
       [&run, upgrade] { run = [upgrade] { return RunUpgrade(upgrade->first, upgrade->second); }; });
 }

@@ -266,7 +266,7 @@ TEST_F(UpgradeCliTest, BadInputExitsTwoWithOneLineNamingIt) {
         "--identity", "upgrader-1"},
        {"--pools", "pool trainin has no GPU nodes", "pools found: canary, training"}},
       {{"cluster", "upgrade", "--driver-version", kNewDriver, "-f", snapshot},
-       {"-f (a snapshot) does not apply"}},
+       {"unexpected argument(s): -f", "see gpunode cluster upgrade --help"}},
   };
   for (const Case& c : cases) {
     std::string command = "gpunode";
@@ -293,6 +293,20 @@ TEST_F(UpgradeCliTest, BadInputExitsTwoWithOneLineNamingIt) {
 // Killed mid-rollout (SIGKILL: no cleanup), with the node in maintenance: a copy with another
 // identity finds the lease fresh and changes nothing; the same identity takes it back at once
 // and finishes from where the node is.
+// -f is offered only where a snapshot can stand for the cluster: the commands that act on it
+// (run a pod, keep state there, make a DaemonSet) do not list it.
+TEST(ClusterSnapshotFlag, OnlyTheCommandsThatCanReadASnapshotOfferIt) {
+  for (const char* command : {"audit", "why-pending", "drain", "restore"}) {
+    ProcessResult help = Gpunode({"cluster", command, "--help"});
+    EXPECT_NE(help.out.find("-f,--filename"), std::string::npos) << command;
+  }
+  for (const char* command : {"verify", "upgrade", "prepull"}) {
+    ProcessResult help = Gpunode({"cluster", command, "--help"});
+    EXPECT_EQ(help.exit_code, 0) << command;
+    EXPECT_EQ(help.out.find("--filename"), std::string::npos) << command;
+  }
+}
+
 TEST_F(UpgradeCliTest, KilledInMaintenanceAndResumed) {
   installer_ = false;  // the node stays in maintenance until the test installs the driver
   {
