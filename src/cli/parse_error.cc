@@ -8,24 +8,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "core/nearest.h"
 
 namespace gpunode::cli {
 namespace {
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 // The global options that take a value, whose value is not a command name.
 const std::set<std::string>& GlobalOptionsWithValue() {
@@ -90,19 +76,6 @@ bool AsksForVersion(const std::vector<std::string>& args) {
   return std::find(args.begin(), args.begin() + command, "--version") != args.begin() + command;
 }
 
-std::string NearestName(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string nearest;
-  size_t best = word.size() / 2 + 1;  // more edits than that is another word, not a typo
-  for (const std::string& candidate : candidates) {
-    size_t distance = EditDistance(word, candidate);
-    if (distance < best || (distance <= best && candidate.rfind(word, 0) == 0)) {
-      best = distance;
-      nearest = candidate;
-    }
-  }
-  return nearest;
-}
-
 std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error,
                                const std::vector<std::string>& args) {
   Entered entered = DeepestCommand(app);
@@ -120,7 +93,7 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
     if (word.empty()) {
       return absl::StrCat("a command is required: ", absl::StrJoin(names, ", "), help);
     }
-    std::string nearest = NearestName(word, names);
+    std::string nearest = core::NearestName(word, names);
     return absl::StrCat("unknown command ", word,
                         nearest.empty() ? "" : absl::StrCat("; did you mean ", nearest, "?"), help);
   }

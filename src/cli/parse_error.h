@@ -22,7 +22,4 @@ std::string ParsedCommandPath(const CLI::App& app);
 // Whether the command line is `gpunode [global options] --version`.
 bool AsksForVersion(const std::vector<std::string>& args);
 
-// The candidate nearest to `word` by edit distance, or "" when none is near enough to be a typo.
-std::string NearestName(const std::string& word, const std::vector<std::string>& candidates);
-
 }  // namespace gpunode::cli

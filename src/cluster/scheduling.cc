@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "absl/strings/numbers.h"
+#include "core/nearest.h"
 #include "core/text.h"
 
 namespace gpunode::cluster {
@@ -31,7 +33,137 @@ bool MatchesRequirement(const kube::NodeSelectorRequirement& req,
   return false;
 }
 
+std::string Quoted(std::string_view text) { return core::StrCat("\"", text, "\""); }
+
+std::string ValuesText(const std::vector<std::string_view>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += core::StrCat(i ? ", " : "", values[i]);
+  return text + "]";
+}
+
+// A likely typo of `wanted` among `candidates`: one at most max(2, a fifth of its length) edits
+// away, else one that holds the other (a10 and nvidia-a10; nvidia and nvidia.com/gpu). Labels are
+// long and alike (NVIDIA-A100-... and NVIDIA-H100-...), so the bar is lower than for commands.
+std::string NearMiss(std::string_view wanted, const std::vector<std::string>& candidates) {
+  std::string nearest;
+  size_t best = std::max<size_t>(2, wanted.size() / 5) + 1;
+  for (const std::string& candidate : candidates) {
+    if (size_t distance = core::EditDistance(wanted, candidate); distance < best) {
+      best = distance;
+      nearest = candidate;
+    }
+  }
+  if (!nearest.empty() || wanted.size() < 2) return nearest;
+  for (const std::string& candidate : candidates) {
+    if (candidate.find(wanted) != std::string::npos ||
+        (candidate.size() >= 2 && wanted.find(candidate) != std::string_view::npos)) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
+// For a value of `key` no node has: "; did you mean X, on N node(s)?" when X is a likely typo of
+// it, ", likely the value meant" when X is `shown` (the node's own, which the message names), or
+// "".
+std::string ValueHint(std::string_view key, std::string_view wanted, std::string_view shown,
+                      const std::vector<kube::NodeView>& nodes) {
+  std::vector<std::string> values;
+  std::map<std::string, int, std::less<>> count;
+  for (const kube::NodeView& n : nodes) {
+    if (std::optional<std::string_view> v = kube::FindLabel(n.labels, key)) {
+      if (count[std::string(*v)]++ == 0) values.emplace_back(*v);
+    }
+  }
+  if (count.contains(wanted)) return "";
+  std::string near = NearMiss(wanted, values);
+  if (near.empty()) return "";
+  if (near == shown) return ", likely the value meant";
+  return core::StrCat("; did you mean ", near, ", on ", count[near], " node(s)?");
+}
+
+// "; did you mean KEY?" for a label key the node lacks but has one close to, or "".
+std::string KeyHint(std::string_view wanted, const kube::NodeView& node) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : node.labels) keys.emplace_back(key);
+  std::string near = NearMiss(wanted, keys);
+  return near.empty() ? "" : core::StrCat("; did you mean the node's ", near, "?");
+}
+
+// Why one requirement fails on the node, or "" when it holds.
+std::string RequirementMismatch(const kube::NodeSelectorRequirement& req,
+                                std::optional<std::string_view> have, const kube::NodeView& node,
+                                const std::vector<kube::NodeView>& nodes) {
+  if (MatchesRequirement(req, have)) return "";
+  std::string what = core::StrCat(req.key, " ", req.op,
+                                  req.values.empty() ? "" : " " + ValuesText(req.values), ": ");
+  if (!have) return core::StrCat(what, "the node has no ", req.key, KeyHint(req.key, node));
+  std::string got = core::StrCat(what, "the node has ", Quoted(*have));
+  if (req.op == "In" && req.values.size() == 1) {
+    return core::StrCat(got, ValueHint(req.key, req.values[0], *have, nodes));
+  }
+  return got;
+}
+
 }  // namespace
+
+std::string NodeSelectionMismatch(const kube::PodDetails& pod, const kube::NodeView& node,
+                                  const std::vector<kube::NodeView>& nodes) {
+  for (const auto& [key, value] : pod.node_selector) {
+    std::optional<std::string_view> have = kube::FindLabel(node.labels, key);
+    if (have && *have == value) continue;
+    std::string what = core::StrCat("nodeSelector ", key, "=", value, ": ");
+    if (!have) return core::StrCat(what, "the node has no ", key, KeyHint(key, node));
+    return core::StrCat(what, "the node has ", Quoted(*have), ValueHint(key, value, *have, nodes));
+  }
+  if (!pod.has_required_node_affinity) return "";
+  std::vector<std::string> terms;
+  for (size_t i = 0; i < pod.required_node_affinity.size(); ++i) {
+    const kube::NodeSelectorTerm& term = pod.required_node_affinity[i];
+    std::string why;
+    if (term.match_expressions.empty() && term.match_fields.empty()) {
+      why = "an empty term matches no node";
+    }
+    for (const kube::NodeSelectorRequirement& req : term.match_expressions) {
+      if (!why.empty()) break;
+      why = RequirementMismatch(req, kube::FindLabel(node.labels, req.key), node, nodes);
+    }
+    for (const kube::NodeSelectorRequirement& req : term.match_fields) {
+      if (!why.empty()) break;
+      std::optional<std::string_view> field;
+      if (req.key == "metadata.name") field = node.name;
+      why = RequirementMismatch(req, field, node, nodes);
+    }
+    if (why.empty()) return "";  // this term matches: the node passes
+    terms.push_back(core::StrCat("affinity term ", i + 1, ": ", why));
+  }
+  std::string text;
+  for (const std::string& term : terms) text += (text.empty() ? "" : "; ") + term;
+  return text;
+}
+
+std::string TolerationNearMiss(const std::vector<kube::Toleration>& tolerations,
+                               const kube::Taint& taint) {
+  std::vector<std::string> keys;
+  for (const kube::Toleration& t : tolerations) {
+    if (t.key == taint.key) {
+      if (!t.effect.empty() && t.effect != taint.effect) {
+        return core::StrCat("the pod's toleration for ", taint.key, " has effect ", t.effect,
+                            ", the taint's is ", taint.effect);
+      }
+      if ((t.op.empty() || t.op == "Equal") && t.value != taint.value) {
+        return core::StrCat("the pod tolerates ", taint.key, "=", Quoted(t.value),
+                            ", the taint's value is ", Quoted(taint.value),
+                            "; use operator Exists for any value");
+      }
+    } else if (!t.key.empty()) {
+      keys.emplace_back(t.key);
+    }
+  }
+  std::string near = NearMiss(taint.key, keys);
+  if (near.empty()) return "";
+  return core::StrCat("the pod tolerates key ", near, ", not ", taint.key);
+}
 
 bool Tolerates(const kube::Toleration& toleration, const kube::Taint& taint) {
   if (!toleration.effect.empty() && toleration.effect != taint.effect) return false;

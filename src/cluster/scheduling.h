@@ -23,6 +23,21 @@ std::vector<kube::Taint> UntoleratedTaints(const std::vector<kube::Toleration>& 
 // spec.nodeSelector and the required node affinity terms; false when either excludes the node.
 bool MatchesNodeSelectorAndAffinity(const kube::PodDetails& pod, const kube::NodeView& node);
 
+// Why `node` fails spec.nodeSelector or the required node affinity, naming the key, the value
+// wanted and the node's, e.g. `nodeSelector nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB: the
+// node has NVIDIA-H100-80GB-HBM3`, each affinity term's first failing requirement (`affinity
+// term 1: accelerator In [a10]: the node has nvidia-a10`), and where the wanted key or value is
+// likely a typo, the nearest one that exists on `nodes` (`; did you mean nvidia-a10, on 3
+// node(s)?`). Empty when the node matches.
+std::string NodeSelectionMismatch(const kube::PodDetails& pod, const kube::NodeView& node,
+                                  const std::vector<kube::NodeView>& nodes);
+
+// A toleration of the pod that nearly tolerates `taint` and why it does not: the same key with
+// another effect or value, or a key close to the taint's (`nvidia` for `nvidia.com/gpu`). Empty
+// when no toleration comes near.
+std::string TolerationNearMiss(const std::vector<kube::Toleration>& tolerations,
+                               const kube::Taint& taint);
+
 // "{key: value}", the scheduler's rendering of a taint in its messages.
 std::string TaintText(const kube::Taint& taint);
 

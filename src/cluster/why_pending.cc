@@ -135,19 +135,24 @@ absl::StatusOr<PendingReport> WhyPending(const kube::ClusterSnapshot& snapshot, 
       // message; the reasons per node still do.
       if (fit.scheduler_reason.empty()) fit.scheduler_reason = "node(s) had untolerated taint(s)";
       bool passing = IsConditionTaint(taint.key);
+      std::string near_miss = TolerationNearMiss(details.tolerations, taint);
       fit.reasons.push_back(
           {std::string(kReasonTaint),
            passing ? StrCat(msg, " (effect ", taint.effect,
                             "; the node lifecycle controller removes it when the node recovers)")
-                   : StrCat(msg, " (effect ", taint.effect, "; add a toleration for key ",
-                            taint.key, ")"),
+                   : StrCat(msg, " (effect ", taint.effect, "; ",
+                            near_miss.empty() ? StrCat("add a toleration for key ", taint.key)
+                                              : near_miss,
+                            ")"),
            passing});
       permanent |= !passing;
     }
     if (!MatchesNodeSelectorAndAffinity(details, node)) {
       std::string msg = "node(s) didn't match Pod's node affinity/selector";
       if (fit.scheduler_reason.empty()) fit.scheduler_reason = msg;
-      fit.reasons.push_back({std::string(kReasonAffinity), msg, false});
+      fit.reasons.push_back(
+          {std::string(kReasonAffinity),
+           StrCat(msg, " (", NodeSelectionMismatch(details, node, snapshot.nodes), ")"), false});
       permanent = true;
     }
     const kube::ResourceList& node_used = used[node.name];

@@ -56,15 +56,53 @@ TEST(WhyPendingTest, UntoleratedTaintInTheSchedulersWords) {
             "taint(s).");
 }
 
-TEST(WhyPendingTest, SelectorAndAffinityMismatch) {
-  for (const char* pod : {"finetune-0", "eval-0"}) {
-    PendingReport r = Explain("pending-affinity.json", pod);
-    EXPECT_EQ(r.verdict.code, "never") << pod;
-    EXPECT_EQ(NodeOf(r, "gpu-a").reasons[0].message,
-              "node(s) didn't match Pod's node affinity/selector");
-    EXPECT_EQ(r.scheduler_message,
-              "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.");
-  }
+// The scheduler's words, then which selector or term failed: the key, the value wanted and the
+// node's.
+TEST(WhyPendingTest, SelectorAndAffinityMismatchNameTheKeyAndBothValues) {
+  PendingReport r = Explain("pending-affinity.json", "finetune-0");
+  EXPECT_EQ(r.verdict.code, "never");
+  EXPECT_EQ(
+      NodeOf(r, "gpu-a").reasons[0].message,
+      "node(s) didn't match Pod's node affinity/selector (nodeSelector "
+      "nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB: the node has \"NVIDIA-H100-80GB-HBM3\")");
+  EXPECT_EQ(
+      NodeOf(r, "cpu-1").reasons[0].message,
+      "node(s) didn't match Pod's node affinity/selector (nodeSelector "
+      "nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB: the node has no nvidia.com/gpu.product)");
+  EXPECT_EQ(NodeOf(r, "gpu-a").scheduler_reason,
+            "node(s) didn't match Pod's node affinity/selector");
+  EXPECT_EQ(r.scheduler_message,
+            "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.");
+
+  r = Explain("pending-affinity.json", "eval-0");
+  EXPECT_EQ(NodeOf(r, "gpu-a").reasons[0].message,
+            "node(s) didn't match Pod's node affinity/selector (affinity term 1: "
+            "topology.kubernetes.io/zone In [us-west-2b]: the node has \"us-east-1a\")");
+}
+
+// Near misses an operator makes are named as such: a value or key that is a likely typo of one
+// the nodes have, and a toleration of the wrong key, effect or value.
+TEST(WhyPendingTest, NearMissesAreNamed) {
+  auto reason = [](const std::string& pod) {
+    return NodeOf(Explain("pending-near-miss.json", pod), "gpu-a").reasons.at(0).message;
+  };
+  EXPECT_EQ(reason("value-typo"),
+            "node(s) didn't match Pod's node affinity/selector (nodeSelector accelerator=a10: the "
+            "node has \"nvidia-a10\", likely the value meant)");
+  EXPECT_EQ(reason("key-typo"),
+            "node(s) didn't match Pod's node affinity/selector (nodeSelector "
+            "nvidia.com/gpu.produt=NVIDIA-H100-80GB-HBM3: the node has no nvidia.com/gpu.produt; "
+            "did you mean the node's nvidia.com/gpu.product?)");
+  EXPECT_EQ(reason("toleration-key"),
+            "node(s) had untolerated taint {nvidia.com/gpu: present} (effect NoSchedule; the pod "
+            "tolerates key nvidia, not nvidia.com/gpu)");
+  EXPECT_EQ(reason("toleration-effect"),
+            "node(s) had untolerated taint {nvidia.com/gpu: present} (effect NoSchedule; the pod's "
+            "toleration for nvidia.com/gpu has effect NoExecute, the taint's is NoSchedule)");
+  EXPECT_EQ(reason("toleration-value"),
+            "node(s) had untolerated taint {nvidia.com/gpu: present} (effect NoSchedule; the pod "
+            "tolerates nvidia.com/gpu=\"true\", the taint's value is \"present\"; use operator "
+            "Exists for any value)");
 }
 
 TEST(WhyPendingTest, LargerThanAnyNodeNeverFits) {
