@@ -16,6 +16,7 @@ absl::StatusOr<NodeFacts> ReadNodeFacts(const nvml::Library& library) {
   if (absl::StatusOr<int> cuda = nvml::CudaDriverVersion(library); cuda.ok())
     facts.cuda_driver_version = *cuda;
   ASSIGN_OR_RETURN(unsigned count, nvml::DeviceCount(library));
+  facts.physical_count = count;
   for (unsigned index = 0; index < count; ++index) {
     absl::StatusOr<nvml::Device> device = nvml::DeviceAt(library, index);
     absl::StatusOr<std::string> name = device.ok() ? device->Name() : device.status();

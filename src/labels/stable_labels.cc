@@ -1,5 +1,6 @@
 #include "labels/stable_labels.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -27,13 +28,13 @@ uint64_t MarketedMemoryGiB(uint64_t memory_mib) {
 
 Labels StableLabels(const NodeFacts& facts, std::string_view prefix) {
   Labels labels;
+  std::string p(prefix);
+  // The physical count even when no GPU answers: that node is the one to hold back.
+  unsigned count = std::max<unsigned>(facts.physical_count, facts.gpus.size());
+  if (count > 0) labels[p + "gpu.count"] = absl::StrCat(count);
   if (facts.gpus.empty()) return labels;
   const GpuFacts& model = facts.gpus.front();
-  int count = 0;
-  for (const GpuFacts& gpu : facts.gpus) count += gpu.name == model.name ? 1 : 0;
-  std::string p(prefix);
   labels[p + "accelerator"] = AcceleratorName(model.name);
-  labels[p + "gpu.count"] = absl::StrCat(count);
   if (model.memory_mib != 0)
     labels[p + "gpu.memory"] = absl::StrCat(MarketedMemoryGiB(model.memory_mib), "g");
   return labels;

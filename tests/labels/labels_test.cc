@@ -322,6 +322,34 @@ TEST(Labels, MigStrategiesOnTheA100Node) {
   EXPECT_EQ(plain.at("nvidia.com/mig.strategy"), "single");
 }
 
+// gpu.count is the physical count: a GPU that fell off the bus still counts (NVIDIA's
+// nvidia.com/gpu.count, GFD's meaning, does not), and so does a card on the PCI bus the driver
+// did not take, so that a node missing a card never reads n of n.
+TEST(Labels, TheStableCountIsPhysical) {
+  const std::string lost_gpu = kFixtures + "/profiles/one-gpu-lost.yaml";
+  auto labels = [&](const std::string& host_root) {
+    testing::ProcessResult r = Gpunode({"--sim", lost_gpu, "--host-root", host_root, "labels",
+                                        "--oneshot", "-o", "-", "--stable-labels"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("GPU 0 left out of the labels"));
+    return Parse(r.out);
+  };
+  Labels lost = labels(EmptyHostRoot());
+  EXPECT_EQ(lost.at("gpu.count"), "2");
+  EXPECT_EQ(lost.at("nvidia.com/gpu.count"), "1");
+  EXPECT_EQ(lost.at("accelerator"), "nvidia-a10");
+
+  testing::TempDir host("gpunode-labels-pci");
+  for (const std::string address : {"0000:17:00.0", "0000:65:00.0", "0000:b3:00.0"}) {
+    const std::string dir = "sys/bus/pci/devices/" + address;
+    fs::create_directories(host.path() + "/" + dir);
+    host.Write(dir + "/vendor", "0x10de\n");
+    host.Write(dir + "/device", "0x2236\n");
+    host.Write(dir + "/class", "0x030200\n");
+  }
+  EXPECT_EQ(labels(host.path()).at("gpu.count"), "3");
+}
+
 TEST(Labels, MachineTypeTimestampAndStableScheme) {
   Labels labels = LabelsOf({"--sim", "a10-pcie-4", "--host-root", kConfigs + "/host"},
                            {"--no-timestamp", "--stable-labels"});

@@ -132,7 +132,7 @@ TEST(StableLabels, AcceleratorAndMarketedMemory) {
   }
 }
 
-TEST(StableLabels, KeysWithPrefixAndCountOfTheFirstModel) {
+TEST(StableLabels, KeysWithPrefixTheFirstModelAndThePhysicalCount) {
   NodeFacts facts;
   for (auto [name, mib] :
        {std::pair{"NVIDIA A10", 23028}, {"NVIDIA A10", 23028}, {"Tesla T4", 15360}}) {
@@ -141,10 +141,16 @@ TEST(StableLabels, KeysWithPrefixAndCountOfTheFirstModel) {
     gpu.memory_mib = mib;
     facts.gpus.push_back(gpu);
   }
+  // Every GPU the machine has counts, whatever its model.
   Labels labels = StableLabels(facts, "example.com/");
   EXPECT_EQ(labels, (Labels{{"example.com/accelerator", "nvidia-a10"},
-                            {"example.com/gpu.count", "2"},
+                            {"example.com/gpu.count", "3"},
                             {"example.com/gpu.memory", "24g"}}));
+  // One more on the bus than answer: the bus's count.
+  facts.physical_count = 4;
+  EXPECT_EQ(StableLabels(facts, "").at("gpu.count"), "4");
+  // None answers: the count alone, so the node still reads as short of nothing it had.
+  EXPECT_EQ(StableLabels(NodeFacts{.physical_count = 2}, ""), (Labels{{"gpu.count", "2"}}));
   EXPECT_TRUE(StableLabels(NodeFacts{}, "").empty());
 }
 
