@@ -1,7 +1,6 @@
 #include "cdi/driver_files.h"
 
 #include <sys/stat.h>
-#include <sys/utsname.h>
 
 #include <algorithm>
 #include <optional>
@@ -157,8 +156,10 @@ std::vector<DriverFile> FindFirmware(const host::HostRoot& driver, const host::H
   absl::StatusOr<std::string> custom =
       host.ReadAttribute("/sys/module/firmware_class/parameters/path");
   if (custom.ok() && absl::StartsWith(*custom, "/")) directories.push_back(*custom);
-  struct utsname uts;
-  std::string release = ::uname(&uts) == 0 ? uts.release : "";
+  // The host's running kernel, read through the host root (a container shares the kernel, and
+  // tests give their own): what uname(2) says, without bypassing --host-root.
+  absl::StatusOr<std::string> osrelease = host.ReadAttribute("/proc/sys/kernel/osrelease");
+  std::string release = osrelease.ok() ? *osrelease : "";
   if (!release.empty()) directories.push_back(Join("/lib/firmware/updates", release));
   directories.push_back("/lib/firmware/updates");
   if (!release.empty()) directories.push_back(Join("/lib/firmware", release));

@@ -175,8 +175,8 @@ Finding PluginHealth(const Context& context) {
   absl::StatusOr<std::string> text = context.host().ReadFile(path);
   if (!text.ok()) {
     return Skip(
-        "no health state from gpunode's device plugin (another plugin, or it has not "
-        "started since the kubelet did)",
+        "no health state from gpunode's device plugin: it is not running, runs with health "
+        "checks off (DP_DISABLE_HEALTHCHECKS=all), or another plugin serves the GPUs",
         path);
   }
   absl::StatusOr<host::PluginHealthState> state = host::ParsePluginHealthState(*text);

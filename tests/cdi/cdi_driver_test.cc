@@ -404,6 +404,31 @@ TEST_F(CdiDriverTest, AMigDeviceWithoutItsCapabilitiesIsWarnedAndFailsValidation
   EXPECT_EQ(testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", out}).exit_code, 0);
 }
 
+// Firmware for the running kernel comes first (/lib/firmware/updates/<release>), the release read
+// from the host root's /proc/sys/kernel/osrelease, not from the machine running gpunode.
+TEST_F(CdiDriverTest, FirmwareOfTheHostsKernelReleaseComesFirst) {
+  ASSERT_FALSE(files_.firmware.empty());
+  const std::string release = "6.1.0-gpunode-test";
+  const std::string osrelease = root_ + "/proc/sys/kernel/osrelease";
+  fs::create_directories(fs::path(osrelease).parent_path());
+  std::ofstream(osrelease) << release << "\n";
+  const std::string packaged = *files_.firmware.begin();  // /lib/firmware/nvidia/<version>/gsp...
+  const std::string updated = "/lib/firmware/updates/" + release + "/nvidia/" + version_ + "/" +
+                              fs::path(packaged).filename().string();
+  fs::create_directories(fs::path(root_ + updated).parent_path());
+  fs::copy_file(root_ + packaged, root_ + updated);
+  testing::ProcessResult r = Generate({"--format", "json"});
+  fs::remove_all(root_ + "/lib/firmware/updates");
+  fs::remove_all(root_ + "/proc/sys");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json spec = json::parse(r.out);
+  std::map<std::string, std::string> mounted;
+  for (const json& m : spec["containerEdits"]["mounts"])
+    mounted[m["containerPath"]] = m["hostPath"];
+  EXPECT_EQ(mounted[updated], root_ + updated);
+  EXPECT_FALSE(mounted.contains(packaged));
+}
+
 TEST_F(CdiDriverTest, ValidateNamesFileAndPathAndExitCodes) {
   std::string bad = dir_.Write("bad.yaml", R"(cdiVersion: "0.5.0"
 kind: nvidia.com/gpu

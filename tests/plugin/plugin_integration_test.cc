@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <set>
 #include <sstream>
 
@@ -207,6 +208,15 @@ TEST_F(DevicePluginTest, RegistersEightHealthyH100sWithTheirNumaNodes) {
     EXPECT_THAT(update.devices[i].numa_nodes, ElementsAre(i < 4 ? 0 : 1));
   }
   EXPECT_TRUE(kubelet_->RefusedRegistrations().empty());
+  // The health state is written from the start, so that doctor can tell gpunode's plugin watches
+  // the GPUs while all stay healthy.
+  const std::string state = dir_ + "/gpunode-health.json";
+  auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (!fs::exists(state) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  json written = json::parse(std::ifstream(state), nullptr, false);
+  EXPECT_EQ(written, json::parse(R"({"unhealthy": []})")) << written.dump();
 }
 
 TEST_F(DevicePluginTest, AllocateOnePerContainerReturnsTheUuids) {

@@ -91,6 +91,8 @@ void HealthMonitor::PauseFor(std::chrono::milliseconds pause) {
 
 void HealthMonitor::Run() {
   RebuildEventSet();
+  // At once, so that the file says this plugin watches the GPUs even while all stay healthy.
+  Publish();
   while (!stop_) {
     std::chrono::milliseconds slice = kWaitSlice;
     if (!gpu_trouble_.empty() || !mig_trouble_.empty()) {
