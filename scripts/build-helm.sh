@@ -9,15 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools=tests/helm/tools
 
-release=$(awk '$1 == "helm.sh/helm/v4" { print $2 }' "$tools/go.mod")
-[[ $release =~ ^v4\.[0-9]+\.[0-9]+$ ]] || {
-  echo "build-helm: $tools/go.mod: no helm.sh/helm/v4 vX.Y.Z requirement" >&2; exit 2; }
-key=$(cat "$tools/go.mod" "$tools/go.sum" | sha256sum | cut -c1-12)
-cache=${GPUNODE_K8S_CACHE:-/var/cache/gpunode}/helm-$release-$key
+source scripts/lib/go.sh
+tools_cache build-helm "$tools" helm.sh/helm/v4 '^v4\.[0-9]+\.[0-9]+$' helm
 if [[ ${1:-} == --print-dir ]]; then echo "$cache/bin"; exit 0; fi
 if [[ -x $cache/bin/helm ]]; then echo "$cache/bin"; exit 0; fi
 
-source scripts/lib/go.sh
 find_go build-helm
 started=$(date +%s)
 mkdir -p "${cache%/*}"

@@ -10,11 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools=tests/k8s/tools
 
-release=$(awk '$1 == "k8s.io/kubernetes" { print $2 }' "$tools/go.mod")
-[[ $release =~ ^v1\.[0-9]+\.[0-9]+$ ]] || {
-  echo "build-k8s: $tools/go.mod: no k8s.io/kubernetes vX.Y.Z requirement" >&2; exit 2; }
-key=$(cat "$tools/go.mod" "$tools/go.sum" | sha256sum | cut -c1-12)
-cache=${GPUNODE_K8S_CACHE:-/var/cache/gpunode}/k8s-$release-$key
+source scripts/lib/go.sh
+tools_cache build-k8s "$tools" k8s.io/kubernetes '^v1\.[0-9]+\.[0-9]+$' k8s
 if [[ ${1:-} == --print-dir ]]; then echo "$cache/bin"; exit 0; fi
 
 binaries=(etcd kube-apiserver kube-scheduler kube-controller-manager kubelet kubectl)
@@ -22,7 +19,6 @@ complete=1
 for b in "${binaries[@]}"; do [[ -x $cache/bin/$b ]] || complete=0; done
 if ((complete)); then echo "$cache/bin"; exit 0; fi
 
-source scripts/lib/go.sh
 find_go build-k8s
 # The version the components report (kubectl version, the Node's kubeletVersion), as Kubernetes'
 # own build stamps it; without it they say v0.0.0-master and the version-skew checks misread them.

@@ -1,4 +1,17 @@
 # Sourced by the scripts that build test peers from Go modules (build-k8s.sh, build-helm.sh).
+
+# tools_cache PREFIX TOOLS_DIR MODULE VERSION_PATTERN NAME: sets `release` to MODULE's version in
+# TOOLS_DIR/go.mod (or says what is wrong under PREFIX and exits 2) and `cache` to the directory
+# the binaries go to, keyed by the release and the module files' hash, so that a change of either
+# builds anew and another clone reuses them.
+tools_cache() {
+  local prefix=$1 tools=$2 module=$3 pattern=$4 name=$5 key
+  release=$(awk -v module="$module" '$1 == module { print $2 }' "$tools/go.mod")
+  [[ $release =~ $pattern ]] || {
+    echo "$prefix: $tools/go.mod: no $module vX.Y.Z requirement" >&2; exit 2; }
+  key=$(cat "$tools/go.mod" "$tools/go.sum" | sha256sum | cut -c1-12)
+  cache=${GPUNODE_K8S_CACHE:-/var/cache/gpunode}/$name-$release-$key
+}
 #
 # find_go PREFIX: sets `go` to the machine's Go 1.26 or newer, or says so on stderr under PREFIX
 # and exits 2. Debian 12's golang-go (1.19, for the Go gRPC peer) is too old for these modules, and

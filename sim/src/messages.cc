@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/nearest.h"
 #include "core/printable.h"
 
 namespace gpunode::sim {
@@ -21,24 +22,10 @@ std::string quote(std::string_view text) {
 std::string one_line(std::string_view text) { return core::Printable(text); }
 
 std::string nearest_name(std::string_view name, std::span<const std::string_view> known) {
-  auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diagonal = above;
-      }
-    }
-    return row[b.size()];
-  };
   std::string nearest;
   size_t best = name.size() / 3 + 1;
   for (std::string_view candidate : known) {
-    if (size_t d = distance(name, candidate); d < best) {
+    if (size_t d = core::EditDistance(name, candidate); d < best) {
       best = d;
       nearest = std::string(candidate);
     }
