@@ -429,10 +429,13 @@ absl::StatusOr<HttpResponse> Client::Send(const HttpRequest& request) {
         absl::SimpleAtoi(response->retry_after, &seconds) && seconds >= 0) {
       wait = std::min(absl::Seconds(seconds), retry_.max_retry_after);
     }
-    spdlog::info("{} {}: {}; retrying in {} (attempt {} of {})", request.method, request.path,
-                 response.ok() ? StrCat("HTTP ", response->status)
-                               : std::string(response.status().message()),
-                 absl::FormatDuration(wait), attempt + 1, retry_.max_attempts);
+    // The first retry is said at the default level, so that a command that waits on an API
+    // server in trouble does not look hung; the rest at info.
+    spdlog::log(attempt == 1 ? spdlog::level::warn : spdlog::level::info,
+                "{} {}: {}; retrying in {} (attempt {} of {})", request.method, request.path,
+                response.ok() ? StrCat("HTTP ", response->status)
+                              : std::string(response.status().message()),
+                absl::FormatDuration(wait), attempt + 1, retry_.max_attempts);
     retry_.sleep(wait);
     backoff = std::min(backoff * 2, retry_.max_backoff);
   }

@@ -436,6 +436,21 @@ TEST_F(ClusterCliLiveTest, ARequestTheApiServerRefusesIsAFailureNotAUsageError) 
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// An API server in trouble: the first retry is one line at the default level (what, the answer,
+// the wait, how many attempts in all), the later ones stay at info; the command then succeeds.
+TEST_F(ClusterCliLiveTest, TheFirstRetryIsSaidOnceAtTheDefaultLevel) {
+  ASSERT_TRUE(server_->LoadList(ClusterFixture("drain.json")));
+  server_->FailNext("GET", "/api/v1/nodes", 503, 2);
+  ProcessResult r = Live({"cluster", "audit"});
+  EXPECT_GE(server_->CountRequests("GET", "/api/v1/nodes"), 3);
+  EXPECT_NE(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("warning GET /api/v1/nodes?limit=500: HTTP 503; retrying in 250ms"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(attempt 2 of "), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(WebhookCliTest, RefusesToStartWithoutItsCertificate) {
   ProcessResult r =
       Gpunode({"webhook", "--tls-cert", "/no/such/tls.crt", "--tls-key", "/no/such/tls.key"});
