@@ -313,9 +313,11 @@ class Rollout {
 
   std::string Halted(const Fleet& fleet, const std::vector<const FleetNode*>& failed) const {
     std::vector<std::string> why;
+    std::vector<std::string> names;
     for (const FleetNode* node : failed) {
       why.push_back(StrCat(node->name, " (pool ", node->pool, "): ",
                            node->failure.empty() ? std::string("upgrade-failed") : node->failure));
+      names.push_back(std::string(node->name));
     }
     std::vector<std::string> untouched;
     bool after = false;
@@ -327,8 +329,8 @@ class Rollout {
     if (!untouched.empty()) {
       core::StrAppend(&text, "; pools not started: ", absl::StrJoin(untouched, ", "));
     }
-    core::StrAppend(&text, "; fix the node, then `kubectl label node NODE ", kUpgradeStateLabel,
-                    "-` and run again to retry it");
+    core::StrAppend(&text, "; fix the node, then `kubectl label node ", absl::StrJoin(names, " "),
+                    " ", kUpgradeStateLabel, "-` and run again to retry it");
     return text;
   }
 

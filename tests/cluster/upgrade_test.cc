@@ -368,6 +368,11 @@ TEST_F(UpgradeTest, ANodeThatNeverReturnsFailsAndStopsThePool) {
   EXPECT_NE(result->summary.find("training-2"), std::string::npos) << result->summary;
   EXPECT_NE(result->summary.find("pools not started: inference"), std::string::npos)
       << result->summary;
+  // The command to run once the node is fixed, with the node's name in it.
+  EXPECT_NE(result->summary.find(std::string("`kubectl label node training-2 ") +
+                                 std::string(kUpgradeStateLabel) + "-` and run again"),
+            std::string::npos)
+      << result->summary;
   json failed = Node("training-2");
   EXPECT_EQ(Label(failed, std::string(kUpgradeStateLabel)), "upgrade-failed");
   EXPECT_NE(
