@@ -6,6 +6,8 @@
 #include "cli/command.h"
 #include "cli/report_error.h"
 #include "containerd/containerd_live.h"
+#include "core/file_io.h"
+#include "core/line_diff.h"
 #include "runtime/configure.h"
 #include "runtime/revert.h"
 
@@ -63,10 +65,14 @@ int RunConfigure(const runtime::ConfigureOptions& options) {
   for (const runtime::FileChange& file : result->files) {
     if (!file.changed) continue;
     any_change = true;
-    if (options.dry_run) {
-      std::cout << "==> " << file.path << " (would " << (file.exists ? "change" : "create")
-                << ") <==\n"
-                << file.content;
+    if (options.dry_run && file.exists) {
+      // The lines that would move, as `diff -u` shows them (and `patch` takes them).
+      absl::StatusOr<std::string> now = core::ReadFile(file.path);
+      std::cout << "==> " << file.path << " (would change) <==\n"
+                << core::UnifiedDiff(now.ok() ? *now : "", file.content, file.path,
+                                     file.path + " (as gpunode would write it)");
+    } else if (options.dry_run) {
+      std::cout << "==> " << file.path << " (would create) <==\n" << file.content;
       if (!file.content.empty() && file.content.back() != '\n') std::cout << "\n";
     } else {
       std::cout << (file.exists ? "updated " : "created ") << file.path << "\n";

@@ -18,6 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::StartsWith;
 namespace fs = std::filesystem;
 
@@ -273,8 +274,12 @@ TEST_F(Configure, DryRunPrintsEachFileAndWritesNothing) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("==> " + (dir_ / "conf.d/99-nvidia.toml").string() +
                                " (would create) <==\n"));
+  // The changed file as a unified diff: the import line is what moves.
   EXPECT_THAT(r.out,
-              HasSubstr("==> " + config_.string() + " (would change) <==\n# explicitly use v2"));
+              HasSubstr("==> " + config_.string() + " (would change) <==\n--- " + config_.string() +
+                        "\n+++ " + config_.string() + " (as gpunode would write it)\n@@ "));
+  EXPECT_THAT(r.out, HasSubstr("\n+imports = "));
+  EXPECT_THAT(r.out, Not(HasSubstr("\n+# explicitly use v2")));
   EXPECT_EQ(Snapshot(dir_), start);
   r = Gpunode({"runtime", "revert", "--config", config_.string(), "--dry-run"});
   EXPECT_THAT(r.out, StartsWith("nothing to revert"));
