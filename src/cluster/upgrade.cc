@@ -194,7 +194,7 @@ class Rollout {
     if (final_check || soak_checked_pool_ != pool.name ||
         now - soak_checked_at_ >= options_.soak_check_interval) {
       ASSIGN_OR_RETURN(std::vector<Regression> regressions,
-                       CheckSoak(client_, pool, started, options_, step_clock_, out_));
+                       CheckSoak(client_, pool, started, options_, step_clock_));
       RETURN_IF_ERROR(lease_error_);
       soak_checked_pool_ = pool.name;
       soak_checked_at_ = now;
@@ -209,6 +209,13 @@ class Rollout {
           }
         }
         return std::nullopt;
+      }
+      // One line a check, whatever the pool's size: a day's soak at the default interval stays
+      // readable.
+      if (!final_check) {
+        out_ << "pool " << pool.name << ": " << Seconds(now - started) << " of "
+             << Seconds(options_.soak) << " soaked, " << pool.nodes.size()
+             << " node(s) checked, no regression\n";
       }
       if (final_check) {
         RETURN_IF_ERROR(Annotate(pool.nodes, kUpgradeSoakPassedAnnotation, now));

@@ -27,9 +27,10 @@ std::string XidQuery(absl::Duration window);
 // Looks at `pool` once for what options.regress_on_* count: `cluster verify` without its smoke
 // pod on every node, and XIDs since the soak began (but options.ignore_xids) from Prometheus
 // (options.prometheus) or, without it, from the nodes' events whose reason or message names an
-// Xid.
+// Xid. It prints nothing: a soak checks every few minutes for a day, and the caller says one line
+// per check (the regressions found name their node and cause).
 absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const FleetPool& pool,
                                                   absl::Time since, const UpgradeOptions& options,
-                                                  const UpgradeClock& clock, std::ostream& out);
+                                                  const UpgradeClock& clock);
 
 }  // namespace gpunode::cluster

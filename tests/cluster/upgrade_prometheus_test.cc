@@ -114,14 +114,13 @@ class SoakXidTest : public ::testing::Test {
   }
 
   absl::StatusOr<std::vector<Regression>> Check(const std::string& pool) {
-    return CheckSoak(*client_, Pool(pool), absl::Now() - absl::Hours(1), options_, clock_, out_);
+    return CheckSoak(*client_, Pool(pool), absl::Now() - absl::Hours(1), options_, clock_);
   }
 
   std::unique_ptr<ApiServerDouble> server_;
   std::unique_ptr<kube::Client> client_;
   UpgradeOptions options_;
   UpgradeClock clock_;
-  std::ostringstream out_;
   std::unique_ptr<Fleet> fleet_;
 
   gpunode::testing::TempDir dir_{"gpunode-soak"};
@@ -137,7 +136,7 @@ TEST_F(SoakXidTest, AnXidInPrometheusIsARegressionOfThatNodeOnly) {
   // A series born during the soak counts, though increase() over the window sees none.
   absl::StatusOr<std::vector<Regression>> found = Check("canary");
   ASSERT_TRUE(found.ok()) << found.status();
-  ASSERT_EQ(found->size(), 1u) << out_.str();
+  ASSERT_EQ(found->size(), 1u);
   EXPECT_EQ((*found)[0].node, "canary-1");
   EXPECT_EQ((*found)[0].why, "XID errors during the soak (gpunode_xid_errors_total): XID 79 x1");
   EXPECT_NE((*found)[0].why.find("XID 79"), std::string::npos);

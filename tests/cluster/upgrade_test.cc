@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "cluster/maintenance_job.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
@@ -325,6 +326,28 @@ TEST_F(UpgradeTest, RollsOutPoolByPoolWithASoakBetween) {
     EXPECT_LE(max_seen_out_[pool], kMaxUnavailable) << pool;
     EXPECT_GE(max_seen_out_[pool], 2) << pool << ": the nodes went one by one";
   }
+  // The soak says one line a check per pool, never verify's step-by-step lines: a 2 h soak
+  // checked every 20 min is five lines and the last.
+  std::string out = out_.str();
+  for (const std::string& pool : kPools) {
+    for (const char* elapsed : {"20m", "1h", "1h40m"}) {
+      EXPECT_NE(out.find(absl::StrCat("pool ", pool, ": ", elapsed, " of 2h soaked, ",
+                                      kNodesPerPool, " node(s) checked, no regression\n")),
+                std::string::npos)
+          << pool << " " << elapsed << "\n"
+          << out;
+    }
+    EXPECT_NE(out.find(absl::StrCat("pool ", pool, " soaked 2h with no regression\n")),
+              std::string::npos)
+        << out;
+  }
+  // verify's lines come from each node's validation step alone.
+  size_t validations = 0;
+  for (size_t at = out.find("  capacity: pass"); at != std::string::npos;
+       at = out.find("  capacity: pass", at + 1)) {
+    ++validations;
+  }
+  EXPECT_EQ(validations, kPools.size() * kNodesPerPool) << out;
   // No node of a pool is touched before the pool before it is done and soaked.
   for (size_t i = 1; i < kPools.size(); ++i) {
     absl::Time prev_done = Last(kPools[i - 1], "upgrade-done");
