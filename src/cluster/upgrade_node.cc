@@ -180,11 +180,33 @@ absl::StatusOr<bool> RunMaintenanceJob(StepContext& ctx, const FleetNode& node) 
   return false;
 }
 
+absl::Time MaintenanceStarted(const FleetNode& node) {
+  return node.maintenance_started != absl::InfinitePast() ? node.maintenance_started : node.since;
+}
+
 bool MaintenanceTimedOut(const StepContext& ctx, const FleetNode& node) {
-  absl::Time started =
-      node.maintenance_started != absl::InfinitePast() ? node.maintenance_started : node.since;
+  absl::Time started = MaintenanceStarted(node);
   return started != absl::InfinitePast() &&
          ctx.clock.now() - started >= ctx.options.maintenance_timeout;
+}
+
+// One line a minute while a node is in maintenance (the passes come more often), so that an hour
+// of waiting for an installer is not an hour of silence.
+void SayMaintenanceProgress(StepContext& ctx, const FleetNode& node) {
+  absl::Time started = MaintenanceStarted(node);
+  if (started == absl::InfinitePast()) return;
+  absl::Duration waited = ctx.clock.now() - started;
+  int64_t minutes = absl::ToInt64Minutes(waited);
+  int64_t& said = ctx.maintenance_minutes_said[std::string(node.name)];
+  if (minutes < 1 || minutes == said) return;
+  said = minutes;
+  ctx.out << "node " << node.name << ": in maintenance for " << Seconds(waited) << " of "
+          << "--maintenance-timeout " << Seconds(ctx.options.maintenance_timeout) << "; "
+          << (ctx.options.maintenance_job.is_null()
+                  ? StrCat("waiting for ", kDriverVersionLabel, "=", ctx.options.driver_version,
+                           " (now ", node.driver.empty() ? std::string("absent") : node.driver, ")")
+                  : std::string("waiting for the maintenance Job"))
+          << "\n";
 }
 
 absl::StatusOr<bool> Maintain(StepContext& ctx, const FleetNode& node) {
@@ -195,7 +217,9 @@ absl::StatusOr<bool> Maintain(StepContext& ctx, const FleetNode& node) {
     RETURN_IF_ERROR(MoveNode(ctx, node, UpgradeState::kPostMaintenanceRequired));
     return true;
   }
-  if (MaintenanceTimedOut(ctx, node)) {
+  if (!MaintenanceTimedOut(ctx, node)) {
+    SayMaintenanceProgress(ctx, node);
+  } else {
     RETURN_IF_ERROR(
         FailNode(ctx, node,
                  StrCat("did not report driver ", ctx.options.driver_version,

@@ -3,6 +3,7 @@
 // is safe to repeat, so a rollout killed anywhere resumes from the labels.
 #pragma once
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -21,6 +22,9 @@ struct StepContext {
   const UpgradeOptions& options;
   const UpgradeClock& clock;
   std::ostream& out;
+  // Per node in maintenance, the whole minutes of waiting its last progress line said: one line
+  // a minute, however many passes (other nodes' changes bring passes between the polls).
+  std::map<std::string, int64_t> maintenance_minutes_said = {};
 };
 
 // Times in annotations, RFC 3339 to the second; durations in messages, to the second.

@@ -396,6 +396,18 @@ TEST_F(UpgradeTest, ANodeThatNeverReturnsFailsAndStopsThePool) {
                                  std::string(kUpgradeStateLabel) + "-` and run again"),
             std::string::npos)
       << result->summary;
+  // While it waited, one progress line a minute (the passes come every 10 s, and more often).
+  std::string out = out_.str();
+  size_t progress = 0;
+  for (size_t at = out.find("node training-2: in maintenance for "); at != std::string::npos;
+       at = out.find("node training-2: in maintenance for ", at + 1)) {
+    ++progress;
+  }
+  EXPECT_EQ(progress, 29u) << out;  // minutes 1 to 29 of the 30-minute timeout
+  EXPECT_NE(out.find("node training-2: in maintenance for 1m of --maintenance-timeout 30m; "
+                     "waiting for nvidia.com/cuda.driver-version.full=550.90.07 (now "),
+            std::string::npos)
+      << out;
   json failed = Node("training-2");
   EXPECT_EQ(Label(failed, std::string(kUpgradeStateLabel)), "upgrade-failed");
   EXPECT_NE(
