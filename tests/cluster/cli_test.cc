@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "absl/strings/str_split.h"
 #include "cli_support.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
@@ -415,8 +416,12 @@ current-context: x
     args.insert(args.end(), {"--kubeconfig", kubeconfig, "--request-timeout", "5s"});
     ProcessResult r = Gpunode(args);
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("127.0.0.1"), std::string::npos) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    // One error line naming the server, after the one warning that said it was retrying.
+    std::vector<std::string> lines = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
+    ASSERT_EQ(lines.size(), 2u) << r.err;
+    EXPECT_NE(lines[0].find("retrying in 250ms (attempt 2 of 6)"), std::string::npos) << r.err;
+    EXPECT_EQ(lines[1].rfind("gpunode: ", 0), 0u) << r.err;
+    EXPECT_NE(lines[1].find("127.0.0.1"), std::string::npos) << r.err;
   }
   // The kubeconfig itself is what the user named.
   ProcessResult r = Gpunode({"cluster", "audit", "--kubeconfig", dir.path() + "/missing"});
