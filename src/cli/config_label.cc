@@ -31,11 +31,11 @@ void SayLabelNotFollowed() {
 }  // namespace
 
 std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component) {
-  const char* node = std::getenv("NODE_NAME");
-  if (node == nullptr || *node == '\0') {
+  if (!NodeNamed()) {
     SayLabelNotFollowed();
     return std::nullopt;
   }
+  const char* node = std::getenv("NODE_NAME");
   absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
   if (absl::IsNotFound(access.status())) {
     access =

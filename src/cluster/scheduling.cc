@@ -42,11 +42,12 @@ std::string ValuesText(const std::vector<std::string_view>& values) {
 }
 
 // A likely typo of `wanted` among `candidates`: one at most max(2, a fifth of its length) edits
-// away, else one that holds the other (a10 and nvidia-a10; nvidia and nvidia.com/gpu). Labels are
-// long and alike (NVIDIA-A100-... and NVIDIA-H100-...), so the bar is lower than for commands.
+// away but never half of it (`a` is no typo of `b`), else one that holds the other (a10 and
+// nvidia-a10; nvidia and nvidia.com/gpu). Labels are long and alike (NVIDIA-A100-... and
+// NVIDIA-H100-...), so the bar is lower than for commands.
 std::string NearMiss(std::string_view wanted, const std::vector<std::string>& candidates) {
   std::string nearest;
-  size_t best = std::max<size_t>(2, wanted.size() / 5) + 1;
+  size_t best = std::min(std::max<size_t>(2, wanted.size() / 5), wanted.size() / 2) + 1;
   for (const std::string& candidate : candidates) {
     if (size_t distance = core::EditDistance(wanted, candidate); distance < best) {
       best = distance;
@@ -90,17 +91,82 @@ std::string KeyHint(std::string_view wanted, const kube::NodeView& node) {
   return near.empty() ? "" : core::StrCat("; did you mean the node's ", near, "?");
 }
 
-// Why one requirement fails on the node, or "" when it holds.
-std::string RequirementMismatch(const kube::NodeSelectorRequirement& req,
-                                std::optional<std::string_view> have, const kube::NodeView& node,
-                                const std::vector<kube::NodeView>& nodes) {
-  if (MatchesRequirement(req, have)) return "";
-  std::string what = core::StrCat(req.key, " ", req.op,
+// One part of a pod's node selection that a node fails.
+struct Miss {
+  enum Kind { kSelector, kRequirement, kEmptyTerm, kNoTerms } kind;
+  size_t term = 0;                                     // 1-based, for kRequirement and kEmptyTerm
+  const kube::NodeSelectorRequirement* req = nullptr;  // kRequirement
+  std::string_view key;                                // kSelector and kRequirement
+  std::string_view value;                              // kSelector
+  std::optional<std::string_view> have;                // the node's value of `key`
+};
+
+// What of spec.nodeSelector and the required node affinity `node` fails, as kube-scheduler
+// evaluates them: empty when the node passes; else the first nodeSelector entry it fails, or
+// (the terms are ORed, the requirements of one ANDed) every term's first failing requirement.
+std::vector<Miss> Misses(const kube::PodDetails& pod, const kube::NodeView& node) {
+  for (const auto& [key, value] : pod.node_selector) {
+    std::optional<std::string_view> have = kube::FindLabel(node.labels, key);
+    if (!have || *have != value) {
+      return {{.kind = Miss::kSelector, .key = key, .value = value, .have = have}};
+    }
+  }
+  if (!pod.has_required_node_affinity) return {};
+  if (pod.required_node_affinity.empty()) return {{.kind = Miss::kNoTerms}};
+  std::vector<Miss> misses;
+  for (size_t i = 0; i < pod.required_node_affinity.size(); ++i) {
+    const kube::NodeSelectorTerm& term = pod.required_node_affinity[i];
+    if (term.match_expressions.empty() && term.match_fields.empty()) {
+      misses.push_back({.kind = Miss::kEmptyTerm, .term = i + 1});
+      continue;
+    }
+    std::optional<Miss> first;
+    for (const kube::NodeSelectorRequirement& req : term.match_expressions) {
+      std::optional<std::string_view> have = kube::FindLabel(node.labels, req.key);
+      if (MatchesRequirement(req, have)) continue;
+      first = Miss{
+          .kind = Miss::kRequirement, .term = i + 1, .req = &req, .key = req.key, .have = have};
+      break;
+    }
+    for (const kube::NodeSelectorRequirement& req : term.match_fields) {
+      if (first) break;
+      std::optional<std::string_view> field;
+      if (req.key == "metadata.name") field = node.name;
+      if (MatchesRequirement(req, field)) continue;
+      first = Miss{
+          .kind = Miss::kRequirement, .term = i + 1, .req = &req, .key = req.key, .have = field};
+    }
+    if (!first) return {};  // this term matches: the node passes
+    misses.push_back(*first);
+  }
+  return misses;
+}
+
+// A miss in words, with a hint where the wanted key or value looks like a typo.
+std::string Describe(const Miss& miss, const kube::NodeView& node,
+                     const std::vector<kube::NodeView>& nodes) {
+  switch (miss.kind) {
+    case Miss::kNoTerms:
+      return "the required node affinity has no term, which matches no node";
+    case Miss::kEmptyTerm:
+      return core::StrCat("affinity term ", miss.term, ": an empty term matches no node");
+    case Miss::kSelector: {
+      std::string what = core::StrCat("nodeSelector ", miss.key, "=", miss.value, ": ");
+      if (!miss.have)
+        return core::StrCat(what, "the node has no ", miss.key, KeyHint(miss.key, node));
+      return core::StrCat(what, "the node has ", Quoted(*miss.have),
+                          ValueHint(miss.key, miss.value, *miss.have, nodes));
+    }
+    case Miss::kRequirement:
+      break;
+  }
+  const kube::NodeSelectorRequirement& req = *miss.req;
+  std::string what = core::StrCat("affinity term ", miss.term, ": ", req.key, " ", req.op,
                                   req.values.empty() ? "" : " " + ValuesText(req.values), ": ");
-  if (!have) return core::StrCat(what, "the node has no ", req.key, KeyHint(req.key, node));
-  std::string got = core::StrCat(what, "the node has ", Quoted(*have));
+  if (!miss.have) return core::StrCat(what, "the node has no ", req.key, KeyHint(req.key, node));
+  std::string got = core::StrCat(what, "the node has ", Quoted(*miss.have));
   if (req.op == "In" && req.values.size() == 1) {
-    return core::StrCat(got, ValueHint(req.key, req.values[0], *have, nodes));
+    return core::StrCat(got, ValueHint(req.key, req.values[0], *miss.have, nodes));
   }
   return got;
 }
@@ -109,36 +175,10 @@ std::string RequirementMismatch(const kube::NodeSelectorRequirement& req,
 
 std::string NodeSelectionMismatch(const kube::PodDetails& pod, const kube::NodeView& node,
                                   const std::vector<kube::NodeView>& nodes) {
-  for (const auto& [key, value] : pod.node_selector) {
-    std::optional<std::string_view> have = kube::FindLabel(node.labels, key);
-    if (have && *have == value) continue;
-    std::string what = core::StrCat("nodeSelector ", key, "=", value, ": ");
-    if (!have) return core::StrCat(what, "the node has no ", key, KeyHint(key, node));
-    return core::StrCat(what, "the node has ", Quoted(*have), ValueHint(key, value, *have, nodes));
-  }
-  if (!pod.has_required_node_affinity) return "";
-  std::vector<std::string> terms;
-  for (size_t i = 0; i < pod.required_node_affinity.size(); ++i) {
-    const kube::NodeSelectorTerm& term = pod.required_node_affinity[i];
-    std::string why;
-    if (term.match_expressions.empty() && term.match_fields.empty()) {
-      why = "an empty term matches no node";
-    }
-    for (const kube::NodeSelectorRequirement& req : term.match_expressions) {
-      if (!why.empty()) break;
-      why = RequirementMismatch(req, kube::FindLabel(node.labels, req.key), node, nodes);
-    }
-    for (const kube::NodeSelectorRequirement& req : term.match_fields) {
-      if (!why.empty()) break;
-      std::optional<std::string_view> field;
-      if (req.key == "metadata.name") field = node.name;
-      why = RequirementMismatch(req, field, node, nodes);
-    }
-    if (why.empty()) return "";  // this term matches: the node passes
-    terms.push_back(core::StrCat("affinity term ", i + 1, ": ", why));
-  }
   std::string text;
-  for (const std::string& term : terms) text += (text.empty() ? "" : "; ") + term;
+  for (const Miss& miss : Misses(pod, node)) {
+    core::StrAppend(&text, text.empty() ? "" : "; ", Describe(miss, node, nodes));
+  }
   return text;
 }
 
@@ -190,26 +230,7 @@ std::vector<kube::Taint> UntoleratedTaints(const std::vector<kube::Toleration>& 
 }
 
 bool MatchesNodeSelectorAndAffinity(const kube::PodDetails& pod, const kube::NodeView& node) {
-  for (const auto& [key, value] : pod.node_selector) {
-    auto have = kube::FindLabel(node.labels, key);
-    if (!have || *have != value) return false;
-  }
-  if (!pod.has_required_node_affinity) return true;
-  // Terms are ORed; the requirements inside a term are ANDed. An empty term matches nothing.
-  for (const kube::NodeSelectorTerm& term : pod.required_node_affinity) {
-    if (term.match_expressions.empty() && term.match_fields.empty()) continue;
-    bool all = true;
-    for (const kube::NodeSelectorRequirement& req : term.match_expressions) {
-      all = all && MatchesRequirement(req, kube::FindLabel(node.labels, req.key));
-    }
-    for (const kube::NodeSelectorRequirement& req : term.match_fields) {
-      std::optional<std::string_view> field;
-      if (req.key == "metadata.name") field = node.name;
-      all = all && MatchesRequirement(req, field);
-    }
-    if (all) return true;
-  }
-  return false;
+  return Misses(pod, node).empty();
 }
 
 std::string TaintText(const kube::Taint& taint) {

@@ -216,8 +216,7 @@ class Rollout {
         out_ << "pool " << pool.name << ": " << Seconds(now - started) << " of "
              << Seconds(options_.soak) << " soaked, " << pool.nodes.size()
              << " node(s) checked, no regression\n";
-      }
-      if (final_check) {
+      } else {
         RETURN_IF_ERROR(Annotate(pool.nodes, kUpgradeSoakPassedAnnotation, now));
         out_ << "pool " << pool.name << " soaked " << Seconds(options_.soak)
              << " with no regression\n";

@@ -8,6 +8,9 @@
 namespace gpunode::core {
 
 std::optional<ConfigMapManifest> AsConfigMap(std::string_view text) {
+  // Every config read comes here (the plugin's reloads too): a text that cannot be a ConfigMap is
+  // not parsed twice.
+  if (text.find("ConfigMap") == std::string_view::npos) return std::nullopt;
   try {
     // Not const: yaml-cpp's const lookup of a missing key gives a node that throws when asked
     // its type; this one answers "undefined".

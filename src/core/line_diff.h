@@ -13,6 +13,7 @@ namespace gpunode::core {
 std::string UnifiedDiff(std::string_view before, std::string_view after, std::string_view from,
                         std::string_view to, int context = 3);
 
-inline constexpr size_t kMaxDiffLines = 4000;
+// The comparison keeps a table of (lines + 1)^2 counts: 16 MiB at this size.
+inline constexpr size_t kMaxDiffLines = 2000;
 
 }  // namespace gpunode::core

@@ -34,8 +34,8 @@ struct NodeFacts {
   std::optional<int> cuda_driver_version;     // 12040
   std::vector<GpuFacts> gpus;                 // GPUs that answer; lost ones are left out
   // The NVIDIA GPUs the machine has: what the driver enumerated (nvmlDeviceGetCount, lost GPUs
-  // included), raised by the caller to the NVIDIA controllers on the PCI bus (host::PciGpuCount).
-  // Never lowered by a GPU NVML cannot see.
+  // included), raised by the caller to the NVIDIA controllers on the PCI bus
+  // (host::ScanNvidiaGpus). Never lowered by a GPU NVML cannot see.
   unsigned physical_count = 0;
 };
 

@@ -163,6 +163,44 @@ kube::Toleration Tol(std::string_view key, std::string_view op, std::string_view
   return t;
 }
 
+// Node selection as kube-scheduler evaluates it, and the words for what fails: terms are ORed,
+// the requirements of a term ANDed, an empty term (or none) matches nothing.
+TEST(SchedulingTest, NodeSelectionMatchesAndSaysWhatFails) {
+  kube::NodeView node;
+  node.name = "gpu-a";
+  node.labels = {{"zone", "a"}, {"gpus", "8"}};
+  std::vector<kube::NodeView> nodes = {node};
+  kube::PodDetails pod;
+  pod.has_required_node_affinity = true;
+  kube::NodeSelectorTerm other_zone{.match_expressions = {{"zone", "In", {"b"}}}};
+  kube::NodeSelectorTerm many_gpus{
+      .match_expressions = {{"zone", "Exists", {}}, {"gpus", "Gt", {"4"}}}};
+  pod.required_node_affinity = {other_zone, many_gpus};
+  EXPECT_TRUE(MatchesNodeSelectorAndAffinity(pod, node));
+  EXPECT_EQ(NodeSelectionMismatch(pod, node, nodes), "");
+
+  pod.required_node_affinity = {other_zone, kube::NodeSelectorTerm{}};
+  EXPECT_FALSE(MatchesNodeSelectorAndAffinity(pod, node));
+  EXPECT_EQ(NodeSelectionMismatch(pod, node, nodes),
+            "affinity term 1: zone In [b]: the node has \"a\"; affinity term 2: an empty term "
+            "matches no node");
+  pod.required_node_affinity = {
+      kube::NodeSelectorTerm{.match_fields = {{"metadata.name", "NotIn", {"gpu-a"}}}}};
+  EXPECT_FALSE(MatchesNodeSelectorAndAffinity(pod, node));
+  EXPECT_EQ(NodeSelectionMismatch(pod, node, nodes),
+            "affinity term 1: metadata.name NotIn [gpu-a]: the node has \"gpu-a\"");
+  pod.required_node_affinity.clear();
+  EXPECT_FALSE(MatchesNodeSelectorAndAffinity(pod, node));
+  EXPECT_EQ(NodeSelectionMismatch(pod, node, nodes),
+            "the required node affinity has no term, which matches no node");
+
+  pod.has_required_node_affinity = false;
+  pod.node_selector = {{"zone", "a"}, {"gpu", "yes"}};
+  EXPECT_FALSE(MatchesNodeSelectorAndAffinity(pod, node));
+  EXPECT_EQ(NodeSelectionMismatch(pod, node, nodes),
+            "nodeSelector gpu=yes: the node has no gpu; did you mean the node's gpus?");
+}
+
 TEST(SchedulingTest, TolerationsMatchLikeTheScheduler) {
   kube::Taint gpu{"nvidia.com/gpu", "present", "NoSchedule"};
   EXPECT_TRUE(Tolerates(Tol("nvidia.com/gpu", "Exists", "", "NoSchedule"), gpu));

@@ -13,9 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

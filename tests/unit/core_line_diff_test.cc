@@ -70,5 +70,19 @@ TEST(UnifiedDiff, ReadsAsGnuDiffAndPatchesBack) {
   }
 }
 
+// Past kMaxDiffLines the files are compared whole: one hunk, every line out and in, still a
+// patch that turns the one into the other.
+TEST(UnifiedDiff, LongFilesAreOneHunkThatStillPatches) {
+  std::string before = Numbered(1, static_cast<int>(kMaxDiffLines) + 1);
+  std::string after =
+      Numbered(1, 10) + "changed\n" + Numbered(12, static_cast<int>(kMaxDiffLines) + 1);
+  std::string ours = UnifiedDiff(before, after, "a", "b");
+  std::string hunk = "@@ -1," + std::to_string(kMaxDiffLines + 1) + " +1," +
+                     std::to_string(kMaxDiffLines + 1) + " @@\n";
+  EXPECT_EQ(ours.find(hunk), ours.find("@@")) << ours.substr(0, 200);
+  EXPECT_EQ(ours.find("@@", ours.find("@@") + hunk.size()), std::string::npos);
+  EXPECT_EQ(Patched(before, ours), after);
+}
+
 }  // namespace
 }  // namespace gpunode::core
