@@ -7,6 +7,7 @@
 #include <pugixml.hpp>
 #include <utility>
 
+#include "brands.h"
 #include "derived_ids.h"
 #include "gpu_families.h"
 #include "messages.h"
@@ -260,6 +261,9 @@ GpuModel read_gpu(pugi::xml_node node) {
   if (auto arch = text_at(node, "product_architecture"))
     gpu.architecture = architecture_from_name(*arch);
   gpu.compute_capability = derived_compute_capability(gpu.architecture, gpu.pci_device_id);
+  // Only what the capture states: a capture without <product_brand> answers NOT_SUPPORTED, as
+  // for every other element it lacks.
+  if (auto brand = text_at(node, "product_brand")) gpu.brand = brand_from_smi_text(*brand);
 
   auto total = mib_at(node, "fb_memory_usage/total");
   auto used = mib_at(node, "fb_memory_usage/used");

@@ -88,6 +88,7 @@ struct GpuModel {
   std::optional<unsigned> minor_number;
   std::optional<unsigned> numa_node;
   std::optional<unsigned> architecture;  // nvmlDeviceArchitecture_t value
+  std::optional<nvmlBrandType_t> brand;
   std::optional<std::pair<int, int>> compute_capability;
   std::optional<MemoryInfo> memory;
   std::optional<unsigned> temperature_c;

@@ -252,6 +252,15 @@ nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* serial, unsigned int
   });
 }
 
+// A MIG device answers with its parent's brand. What real NVML answers for a MIG handle is not
+// known here (nvml.h says only "for all products"; no capture shows it); NVIDIA's DRA driver never
+// asks, and publishes the parent GPU's brand for a MIG device (CommonAttributesMig).
+nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t* type) {
+  return on_device(device, [&](NodeState&, GpuState& gpu, const MigDevice*) {
+    return report(gpu.model().brand, type);
+  });
+}
+
 nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch) {
   return on_device(device, [&](NodeState&, GpuState& gpu, const MigDevice*) {
     return report(gpu.model().architecture, arch);

@@ -12,6 +12,7 @@
 #include <span>
 #include <utility>
 
+#include "brands.h"
 #include "derived_ids.h"
 #include "gpu_families.h"
 #include "messages.h"
@@ -603,6 +604,8 @@ void ProfileReader::read_gpu(const Fields& f, size_t index, const std::string& p
       fail(*l, "is only for a vGPU guest; add virtualization_mode: vgpu or leave it out");
     gpu.vgpu_licensed = license_value(*l);
   }
+  gpu.brand =
+      brand_from_product_name(gpu.name.value_or(""), gpu.architecture, gpu.virtualization_mode);
   if (const Field* p = get("pstate")) gpu.pstate = pstate_value(*p);
   if (const Field* fan = get("fan_percent"))
     gpu.fan_percent = unsigned_value(*fan, 100, "give a percentage from 0 to 100");

@@ -72,6 +72,31 @@ enum : nvmlGpuVirtualizationMode_t {
   NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA = 4,    // the hypervisor's GPU in vSGA mode
 };
 
+// The product brand of a GPU (nvmlDeviceGetBrand); values of nvml.h's nvmlBrandType_t. GRID is no
+// longer reported by drivers; NVML_BRAND_NVIDIA_VGAMING, a deprecated alias of CLOUD_GAMING, is
+// left out. GEFORCE_RTX and TITAN_RTX are marked unused in nvml.h.
+typedef int nvmlBrandType_t;
+enum : nvmlBrandType_t {
+  NVML_BRAND_UNKNOWN = 0,
+  NVML_BRAND_QUADRO = 1,
+  NVML_BRAND_TESLA = 2,
+  NVML_BRAND_NVS = 3,
+  NVML_BRAND_GRID = 4,
+  NVML_BRAND_GEFORCE = 5,
+  NVML_BRAND_TITAN = 6,
+  NVML_BRAND_NVIDIA_VAPPS = 7,          // NVIDIA Virtual Applications (vGPU)
+  NVML_BRAND_NVIDIA_VPC = 8,            // NVIDIA Virtual PC (vGPU)
+  NVML_BRAND_NVIDIA_VCS = 9,            // NVIDIA Virtual Compute Server (vGPU)
+  NVML_BRAND_NVIDIA_VWS = 10,           // NVIDIA RTX Virtual Workstation (vGPU)
+  NVML_BRAND_NVIDIA_CLOUD_GAMING = 11,  // NVIDIA Cloud Gaming (vGPU)
+  NVML_BRAND_QUADRO_RTX = 12,
+  NVML_BRAND_NVIDIA_RTX = 13,
+  NVML_BRAND_NVIDIA = 14,
+  NVML_BRAND_GEFORCE_RTX = 15,
+  NVML_BRAND_TITAN_RTX = 16,
+  NVML_BRAND_COUNT = 17,
+};
+
 typedef int nvmlTemperatureSensors_t;
 enum : nvmlTemperatureSensors_t { NVML_TEMPERATURE_GPU = 0 };
 
@@ -554,6 +579,7 @@ nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNu
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length);
 nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* serial, unsigned int length);
+nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t* type);
 nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch);
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor);
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci);

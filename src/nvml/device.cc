@@ -33,6 +33,53 @@ std::string FromBuffer(const char* buffer, size_t size) {
 
 }  // namespace
 
+// The words of go-nvlib's Device.GetBrandAsString (NVIDIA/go-nvlib pkg/nvlib/device/device.go),
+// which NVIDIA's DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu,
+// cmd/gpu-kubelet-plugin/nvlib.go, getGpuInfo) publishes as the device attribute `brand`. They are
+// go-nvlib's own spelling, not nvidia-smi's "Product Brand" text: NVML_BRAND_NVIDIA is "Nvidia"
+// there and "NVIDIA" in nvidia-smi. go-nvlib returns an error for any other value, and the DRA
+// driver then fails the GPU.
+std::string BrandName(nvmlBrandType_t brand) {
+  switch (brand) {
+    case NVML_BRAND_UNKNOWN:
+      return "Unknown";
+    case NVML_BRAND_QUADRO:
+      return "Quadro";
+    case NVML_BRAND_TESLA:
+      return "Tesla";
+    case NVML_BRAND_NVS:
+      return "NVS";
+    case NVML_BRAND_GRID:
+      return "Grid";
+    case NVML_BRAND_GEFORCE:
+      return "GeForce";
+    case NVML_BRAND_TITAN:
+      return "Titan";
+    case NVML_BRAND_NVIDIA_VAPPS:
+      return "NvidiaVApps";
+    case NVML_BRAND_NVIDIA_VPC:
+      return "NvidiaVPC";
+    case NVML_BRAND_NVIDIA_VCS:
+      return "NvidiaVCS";
+    case NVML_BRAND_NVIDIA_VWS:
+      return "NvidiaVWS";
+    case NVML_BRAND_NVIDIA_CLOUD_GAMING:
+      return "NvidiaCloudGaming";
+    case NVML_BRAND_QUADRO_RTX:
+      return "QuadroRTX";
+    case NVML_BRAND_NVIDIA_RTX:
+      return "NvidiaRTX";
+    case NVML_BRAND_NVIDIA:
+      return "Nvidia";
+    case NVML_BRAND_GEFORCE_RTX:
+      return "GeForceRTX";
+    case NVML_BRAND_TITAN_RTX:
+      return "TitanRTX";
+    default:
+      return "";
+  }
+}
+
 #define GPUNODE_RETURN_SCALAR(type, member, ...)                                         \
   type value{};                                                                          \
   RETURN_IF_ERROR(                                                                       \
@@ -65,6 +112,10 @@ absl::StatusOr<unsigned> Device::MinorNumber() const {
 }
 absl::StatusOr<unsigned> Device::Architecture() const {
   GPUNODE_RETURN_SCALAR(unsigned, device_get_architecture);
+}
+
+absl::StatusOr<nvmlBrandType_t> Device::Brand() const {
+  GPUNODE_RETURN_SCALAR(nvmlBrandType_t, device_get_brand);
 }
 
 absl::StatusOr<ComputeCapability> Device::CudaComputeCapability() const {

@@ -64,6 +64,11 @@ enum class EccErrorType { kCorrected, kUncorrected };
 enum class EccCounter { kVolatile, kAggregate };
 enum class RetirementCause { kMultipleSingleBitEcc, kDoubleBitEcc };
 
+// The text NVIDIA's DRA driver publishes for a brand in its ResourceSlice attribute `brand`
+// ("Nvidia", "Tesla", "GeForce", "NvidiaRTX"...); "" for a value it cannot name, where that driver
+// fails to publish the GPU.
+std::string BrandName(nvmlBrandType_t brand);
+
 // A GPU or MIG device handle with typed queries. Thread-safety: holds no state of its own beyond
 // the handle; any method may be called from any thread while the Library lives.
 class Device {
@@ -78,6 +83,8 @@ class Device {
   absl::StatusOr<unsigned> Index() const;
   absl::StatusOr<unsigned> MinorNumber() const;
   absl::StatusOr<unsigned> Architecture() const;  // nvmlDeviceArchitecture_t value
+  // NVML_BRAND_*: the product line the GPU is sold under (NVIDIA, Tesla, GeForce, NVIDIA RTX...).
+  absl::StatusOr<nvmlBrandType_t> Brand() const;
   absl::StatusOr<ComputeCapability> CudaComputeCapability() const;
   absl::StatusOr<PciInfo> Pci() const;
   absl::StatusOr<unsigned> NumaNode() const;

@@ -23,6 +23,7 @@
   X(device_get_uuid, nvmlDeviceGetUUID)                                                            \
   X(device_get_name, nvmlDeviceGetName)                                                            \
   X(device_get_serial, nvmlDeviceGetSerial)                                                        \
+  X(device_get_brand, nvmlDeviceGetBrand)                                                          \
   X(device_get_architecture, nvmlDeviceGetArchitecture)                                            \
   X(device_get_cuda_compute_capability, nvmlDeviceGetCudaComputeCapability)                        \
   X(device_get_pci_info, nvmlDeviceGetPciInfo_v3, nvmlDeviceGetPciInfo_v2)                         \

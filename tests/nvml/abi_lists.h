@@ -275,7 +275,25 @@
   C(NVML_GPU_VIRTUALIZATION_MODE_HOST_VSGA)                    \
   C(NVML_GRID_LICENSE_FEATURE_CODE_COMPUTE)                    \
   C(NVML_GRID_LICENSE_BUFFER_SIZE)                             \
-  C(NVML_GRID_LICENSE_FEATURE_MAX_COUNT)
+  C(NVML_GRID_LICENSE_FEATURE_MAX_COUNT)                       \
+  C(NVML_BRAND_UNKNOWN)                                        \
+  C(NVML_BRAND_QUADRO)                                         \
+  C(NVML_BRAND_TESLA)                                          \
+  C(NVML_BRAND_NVS)                                            \
+  C(NVML_BRAND_GRID)                                           \
+  C(NVML_BRAND_GEFORCE)                                        \
+  C(NVML_BRAND_TITAN)                                          \
+  C(NVML_BRAND_NVIDIA_VAPPS)                                   \
+  C(NVML_BRAND_NVIDIA_VPC)                                     \
+  C(NVML_BRAND_NVIDIA_VCS)                                     \
+  C(NVML_BRAND_NVIDIA_VWS)                                     \
+  C(NVML_BRAND_NVIDIA_CLOUD_GAMING)                            \
+  C(NVML_BRAND_QUADRO_RTX)                                     \
+  C(NVML_BRAND_NVIDIA_RTX)                                     \
+  C(NVML_BRAND_NVIDIA)                                         \
+  C(NVML_BRAND_GEFORCE_RTX)                                    \
+  C(NVML_BRAND_TITAN_RTX)                                      \
+  C(NVML_BRAND_COUNT)
 
 // E(name): entry points of src/nvml/entry_points.h that NVIDIA's header of that version declares.
 #define GPUNODE_NVML_HEADER_ENTRY_POINTS(E)        \
@@ -342,6 +360,7 @@
   E(nvmlDeviceGetRemappedRows)                     \
   E(nvmlDeviceGetRetiredPages)                     \
   E(nvmlDeviceGetSerial)                           \
+  E(nvmlDeviceGetBrand)                            \
   E(nvmlDeviceGetSupportedEventTypes)              \
   E(nvmlDeviceGetTemperature)                      \
   E(nvmlDeviceGetTopologyCommonAncestor)           \

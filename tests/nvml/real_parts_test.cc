@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nvml/device.h"
 #include "nvml/entry_points.h"
 #include "process.h"
 
@@ -102,6 +103,45 @@ TEST(NvidiaHeader, EveryEntryPointIsComparedOrNamedNewer) {
           << NVIDIA_NVML_HEADER_VERSION << " does not declare it";
     }
   }
+}
+
+// Every brand NVIDIA's header enumerates gets the name NVIDIA's DRA driver publishes for it: the
+// words of go-nvlib's Device.GetBrandAsString (NVIDIA/go-nvlib pkg/nvlib/device/device.go), by
+// the header's constant names, so that a value of ours off from the header shows up here too.
+TEST(NvidiaHeader, BrandNamesAreGoNvlibsForEveryBrand) {
+  const std::map<std::string, std::string> go_nvlib = {
+      {"NVML_BRAND_UNKNOWN", "Unknown"},
+      {"NVML_BRAND_QUADRO", "Quadro"},
+      {"NVML_BRAND_TESLA", "Tesla"},
+      {"NVML_BRAND_NVS", "NVS"},
+      {"NVML_BRAND_GRID", "Grid"},
+      {"NVML_BRAND_GEFORCE", "GeForce"},
+      {"NVML_BRAND_TITAN", "Titan"},
+      {"NVML_BRAND_NVIDIA_VAPPS", "NvidiaVApps"},
+      {"NVML_BRAND_NVIDIA_VPC", "NvidiaVPC"},
+      {"NVML_BRAND_NVIDIA_VCS", "NvidiaVCS"},
+      {"NVML_BRAND_NVIDIA_VWS", "NvidiaVWS"},
+      {"NVML_BRAND_NVIDIA_CLOUD_GAMING", "NvidiaCloudGaming"},
+      {"NVML_BRAND_QUADRO_RTX", "QuadroRTX"},
+      {"NVML_BRAND_NVIDIA_RTX", "NvidiaRTX"},
+      {"NVML_BRAND_NVIDIA", "Nvidia"},
+      {"NVML_BRAND_GEFORCE_RTX", "GeForceRTX"},
+      {"NVML_BRAND_TITAN_RTX", "TitanRTX"},
+  };
+  AbiDescription nvidia = NvidiaAbi();
+  const long long count = nvidia.constants.at("NVML_BRAND_COUNT");
+  EXPECT_EQ(static_cast<long long>(go_nvlib.size()), count)
+      << "nvml.h " << NVIDIA_NVML_HEADER_VERSION << " has brands go-nvlib's list does not name";
+  std::set<long long> named;
+  for (const auto& [constant, name] : go_nvlib) {
+    long long value = nvidia.constants.at(constant);
+    named.insert(value);
+    EXPECT_EQ(nvml::BrandName(static_cast<nvmlBrandType_t>(value)), name) << constant;
+  }
+  EXPECT_EQ(named.size(), go_nvlib.size());
+  // go-nvlib fails on a value it does not know, and NVIDIA's DRA driver then publishes nothing.
+  EXPECT_EQ(nvml::BrandName(static_cast<nvmlBrandType_t>(count)), "");
+  EXPECT_EQ(nvml::BrandName(-1), "");
 }
 
 TEST(NvidiaLibrary, ExportsEveryEntryPointOfItsDriver) {

@@ -1,7 +1,12 @@
 // Every built-in profile through the ABI: counts, names, memory, versions, the full topology
-// matrix recomputed the way gpunode computes it, and MIG layouts named the way go-nvlib does.
+// matrix recomputed the way gpunode computes it, MIG layouts named the way go-nvlib does, and
+// brands as gpunode's NVML layer names them for NVIDIA's DRA driver.
+#include <map>
 #include <set>
 
+#include "nvml/device.h"
+#include "nvml/library.h"
+#include "nvml/system.h"
 #include "sim_library.h"
 
 namespace gpunode::sim::testing {
@@ -314,6 +319,63 @@ TEST_F(BuiltinProfileTest, A100MigLayouts) {
             NVML_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(api().device_get_mig_device_handle_by_index(gpu(1), 5, &nothing), NVML_ERROR_NOT_FOUND);
   EXPECT_EQ(api().device_get_mig_device_handle_by_index(gpu(5), 0, &nothing), NVML_ERROR_NOT_FOUND);
+}
+
+// Each built-in profile reports the brand real GPUs of its product report on current drivers
+// (sim/SOURCES.md), on every GPU and every MIG device, and gpunode's NVML layer names it as
+// NVIDIA's DRA driver publishes it in the ResourceSlice attribute `brand`.
+TEST_F(BuiltinProfileTest, EveryGpuReportsItsProductsBrand) {
+  struct Brand {
+    nvmlBrandType_t value;
+    std::string dra_attribute;
+  };
+  const std::map<std::string, Brand> expected = {
+      {"a10-pcie-4", {NVML_BRAND_NVIDIA, "Nvidia"}},  // NVIDIA A10
+      {"a100-mig", {NVML_BRAND_NVIDIA, "Nvidia"}},    // NVIDIA A100-SXM4-80GB
+      {"dgx-h100", {NVML_BRAND_NVIDIA, "Nvidia"}},    // NVIDIA H100 80GB HBM3
+      {"dgx1-v100", {NVML_BRAND_TESLA, "Tesla"}},     // Tesla V100-SXM2-16GB
+      {"h200-1", {NVML_BRAND_NVIDIA, "Nvidia"}},      // NVIDIA H200
+  };
+  std::string list = api().builtin_profiles();
+  std::vector<std::string> profiles;
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = std::min(list.find(',', at), list.size());
+    profiles.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  EXPECT_EQ(profiles.size(), expected.size());
+  for (const std::string& profile : profiles) {
+    SCOPED_TRACE(profile);
+    auto it = expected.find(profile);
+    ASSERT_NE(it, expected.end()) << "give the brand of the new profile's product here";
+    start(profile);
+    for (unsigned i = 0; i < count(); ++i) {
+      nvmlBrandType_t brand = -1;
+      ASSERT_EQ(api().device_get_brand(gpu(i), &brand), NVML_SUCCESS) << "GPU " << i;
+      EXPECT_EQ(brand, it->second.value) << "GPU " << i;
+      unsigned max = 0;
+      if (api().device_get_max_mig_device_count(gpu(i), &max) != NVML_SUCCESS) continue;
+      for (unsigned slot = 0; slot < max; ++slot) {
+        nvmlDevice_t mig = nullptr;
+        if (api().device_get_mig_device_handle_by_index(gpu(i), slot, &mig) != NVML_SUCCESS)
+          continue;
+        brand = -1;
+        EXPECT_EQ(api().device_get_brand(mig, &brand), NVML_SUCCESS);
+        EXPECT_EQ(brand, it->second.value) << "GPU " << i << " MIG device " << slot;
+      }
+    }
+    {
+      auto library = ::gpunode::nvml::Library::Open({.library_path = GPUNODE_SIM_LIBRARY});
+      ASSERT_TRUE(library.ok()) << library.status();
+      absl::StatusOr<::gpunode::nvml::Device> device = ::gpunode::nvml::DeviceAt(**library, 0);
+      ASSERT_TRUE(device.ok()) << device.status();
+      absl::StatusOr<nvmlBrandType_t> brand = device->Brand();
+      ASSERT_TRUE(brand.ok()) << brand.status();
+      EXPECT_EQ(*brand, it->second.value);
+      EXPECT_EQ(::gpunode::nvml::BrandName(*brand), it->second.dra_attribute);
+    }
+    TearDown();
+  }
 }
 
 }  // namespace

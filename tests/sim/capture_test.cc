@@ -1,7 +1,11 @@
 // Replaying the real `nvidia-smi -q -x` captures in tests/fixtures/nvidia-smi-xml: every value
 // NVML gives back is the one read off the XML by hand and written down here. An empty optional
 // means the capture says N/A or has no such element, so NVML must answer NOT_SUPPORTED.
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <optional>
+#include <sstream>
 
 #include "sim_library.h"
 
@@ -52,6 +56,7 @@ struct Expected {
   U architecture;
   std::optional<std::pair<int, int>> compute_capability;
   unsigned compute_processes;
+  std::optional<nvmlBrandType_t> brand;  // <product_brand>
 };
 
 // Values read off the fixture files by hand.
@@ -90,7 +95,8 @@ const Expected kCaptures[] = {
      0u,
      7u,
      std::pair{8, 0},
-     0},
+     0,
+     NVML_BRAND_NVIDIA},
     {"tesla-p100.xml",
      "510.47.03",
      11060,
@@ -125,7 +131,8 @@ const Expected kCaptures[] = {
      0u,
      4u,
      std::pair{6, 0},
-     0},
+     0,
+     NVML_BRAND_TESLA},
     {"rtx-4090-driver-535.xml",
      "535.86.05",
      12020,
@@ -160,7 +167,8 @@ const Expected kCaptures[] = {
      0u,
      8u,
      std::pair{8, 9},
-     0},
+     0,
+     NVML_BRAND_GEFORCE},
     {"rtx-3060.xml",
      "515.65.01",
      11070,
@@ -195,7 +203,8 @@ const Expected kCaptures[] = {
      0u,
      7u,
      std::pair{8, 6},
-     0},  // its only process is Xorg, type G: not a compute process
+     0,  // its only process is Xorg, type G: not a compute process
+     NVML_BRAND_GEFORCE},
     {"rtx-2080-win.xml",
      "516.59",
      11070,
@@ -230,7 +239,8 @@ const Expected kCaptures[] = {
      0u,
      6u,
      std::pair{7, 5},
-     26},
+     26,
+     NVML_BRAND_GEFORCE},
     // A hand-reduced excerpt: no driver, no PCI block (the bus id is the <gpu id> attribute),
     // values padded with spaces, power draw N/A.
     {"rtx-pro-6000-driver-580.xml",
@@ -267,7 +277,8 @@ const Expected kCaptures[] = {
      nullopt,
      nullopt,
      nullopt,
-     0},
+     0,
+     nullopt},
 };
 
 // Names the case by its file in test listings instead of dumping the struct's bytes.
@@ -459,6 +470,8 @@ TEST_P(CaptureTest, EveryValueComesBack) {
       "replay counter");
   expect_value<unsigned>(
       e.architecture, [&](unsigned* v) { return n.device_get_architecture(d, v); }, "architecture");
+  expect_value<nvmlBrandType_t>(
+      e.brand, [&](nvmlBrandType_t* v) { return n.device_get_brand(d, v); }, "brand");
   int major = 0, minor = 0;
   result = n.device_get_cuda_compute_capability(d, &major, &minor);
   if (e.compute_capability) {
@@ -535,6 +548,9 @@ TEST_F(CaptureDetailTest, A100MigDevices) {
     EXPECT_EQ(a.computeInstanceSliceCount, 3u);
     EXPECT_EQ(mig_profile_name(mig, parent), "3g.20gb");
     EXPECT_EQ(name_of(mig), "NVIDIA A100-SXM4-40GB MIG 3g.20gb");
+    nvmlBrandType_t brand = NVML_BRAND_UNKNOWN;
+    EXPECT_EQ(api().device_get_brand(mig, &brand), NVML_SUCCESS);
+    EXPECT_EQ(brand, NVML_BRAND_NVIDIA);  // the parent's
     nvmlMemory_t memory{};
     ASSERT_EQ(api().device_get_memory_info(mig, &memory), NVML_SUCCESS);
     EXPECT_EQ(memory.total, 19968 * MiB);
@@ -553,6 +569,50 @@ TEST_F(CaptureDetailTest, A100MigDevices) {
   ASSERT_EQ(api().device_get_field_values(parent, 1, &field), NVML_SUCCESS);
   EXPECT_EQ(field.nvmlReturn, NVML_SUCCESS);
   EXPECT_EQ(field.value.uiVal, 44u);
+}
+
+// Every capture in the fixtures, those added later included: NVML's brand, in nvidia-smi's words,
+// is the capture's <product_brand>; a capture without one reports none.
+TEST_F(CaptureDetailTest, BrandIsTheCapturesProductBrand) {
+  const std::map<nvmlBrandType_t, std::string> smi_words = {
+      {NVML_BRAND_NVIDIA, "NVIDIA"},
+      {NVML_BRAND_TESLA, "Tesla"},
+      {NVML_BRAND_GEFORCE, "GeForce"},
+      {NVML_BRAND_QUADRO, "Quadro"},
+      {NVML_BRAND_TITAN, "Titan"},
+      {NVML_BRAND_NVIDIA_RTX, "NVIDIA RTX"},
+      {NVML_BRAND_NVIDIA_VWS, "NVIDIA RTX Virtual Workstation"},
+      {NVML_BRAND_NVIDIA_VCS, "NVIDIA Virtual Compute Server"},
+  };
+  size_t captures = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(GPUNODE_SIM_FIXTURES)) {
+    if (entry.path().extension() != ".xml") continue;
+    ++captures;
+    std::string file = entry.path().filename().string();
+    SCOPED_TRACE(file);
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string xml = text.str();
+    std::optional<std::string> stated;
+    const std::string open = "<product_brand>";
+    if (size_t at = xml.find(open); at != std::string::npos) {
+      at += open.size();
+      stated = xml.substr(at, xml.find("</product_brand>", at) - at);
+    }
+    start(fixture(file));
+    nvmlBrandType_t brand = -1;
+    nvmlReturn_t result = api().device_get_brand(gpu(0), &brand);
+    if (stated) {
+      ASSERT_EQ(result, NVML_SUCCESS);
+      ASSERT_TRUE(smi_words.contains(brand)) << "brand " << brand;
+      EXPECT_EQ(smi_words.at(brand), *stated);
+    } else {
+      EXPECT_EQ(result, NVML_ERROR_NOT_SUPPORTED);
+    }
+    TearDown();
+  }
+  EXPECT_GE(captures, 6u);
 }
 
 TEST_F(CaptureDetailTest, MemoryTemperatureNotAvailable) {

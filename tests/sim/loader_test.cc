@@ -1,6 +1,7 @@
 // Unit tests of the loaders and value parsers, linked directly (no dlopen).
 #include <gtest/gtest.h>
 
+#include "brands.h"
 #include "builtin_profiles.h"
 #include "capture_loader.h"
 #include "mig_geometry.h"
@@ -71,6 +72,70 @@ TEST(LoaderTest, MigNames) {
   EXPECT_EQ(derive_gpu_instance_slices(56, 40192 * MiB, 81920 * MiB, 14, 7), 4u);
   EXPECT_EQ(derive_gpu_instance_slices(132, 80896 * MiB, 81920 * MiB, 16, 7), 7u);
   EXPECT_EQ(derive_compute_instance_slices(14, 14, 3), 1u);
+}
+
+// The brand a product reports, judged from its name where a profile gives no capture to read it
+// from. The products' "Product Brand" was seen in public nvidia-smi outputs of current drivers
+// (sim/SOURCES.md), except the B and A vGPU series, which follow NVIDIA's vGPU type naming.
+TEST(LoaderTest, BrandFromProductName) {
+  constexpr auto kBare = NVML_GPU_VIRTUALIZATION_MODE_NONE;
+  constexpr auto kGuest = NVML_GPU_VIRTUALIZATION_MODE_VGPU;
+  constexpr unsigned kPascal = 4, kVolta = 5, kTuring = 6, kAmpere = 7, kAda = 8, kHopper = 9,
+                     kBlackwell = 10;
+  struct Case {
+    const char* name;
+    std::optional<unsigned> architecture;
+    nvmlGpuVirtualizationMode_t mode;
+    nvmlBrandType_t brand;
+  };
+  const Case cases[] = {
+      {"NVIDIA H100 80GB HBM3", kHopper, kBare, NVML_BRAND_NVIDIA},
+      {"NVIDIA H200", kHopper, kBare, NVML_BRAND_NVIDIA},
+      {"NVIDIA A100-SXM4-80GB", kAmpere, kBare, NVML_BRAND_NVIDIA},
+      {"NVIDIA A10", kAmpere, kBare, NVML_BRAND_NVIDIA},
+      {"Tesla T4", kTuring, kBare, NVML_BRAND_NVIDIA},
+      {"Tesla V100-SXM2-16GB", kVolta, kBare, NVML_BRAND_TESLA},
+      {"Tesla P100-PCIE-16GB", kPascal, kBare, NVML_BRAND_TESLA},
+      {"Tesla V100-SXM2-16GB", std::nullopt, kBare, NVML_BRAND_TESLA},
+      {"NVIDIA GeForce RTX 4090", kAda, kBare, NVML_BRAND_GEFORCE},
+      {"NVIDIA GeForce RTX 5090", kBlackwell, kBare, NVML_BRAND_GEFORCE},
+      {"NVIDIA TITAN RTX", kTuring, kBare, NVML_BRAND_TITAN},
+      {"NVIDIA TITAN V", kVolta, kBare, NVML_BRAND_TITAN},
+      {"Quadro P5000", kPascal, kBare, NVML_BRAND_QUADRO},
+      {"NVIDIA RTX A6000", kAmpere, kBare, NVML_BRAND_NVIDIA_RTX},
+      {"NVIDIA RTX 6000 Ada Generation", kAda, kBare, NVML_BRAND_NVIDIA_RTX},
+      {"NVIDIA RTX A2000 8GB Laptop GPU", kAmpere, kBare, NVML_BRAND_NVIDIA_RTX},
+      // vGPU guests report the licensed product of the vGPU type's series.
+      {"NVIDIA A10-12Q", kAmpere, kGuest, NVML_BRAND_NVIDIA_VWS},
+      {"NVIDIA RTXA6000-24Q", kAmpere, kGuest, NVML_BRAND_NVIDIA_VWS},
+      {"GRID A100-4C", kAmpere, kGuest, NVML_BRAND_NVIDIA_VCS},
+      {"NVIDIA A16-2B", kAmpere, kGuest, NVML_BRAND_NVIDIA_VPC},
+      {"NVIDIA A16-1A", kAmpere, kGuest, NVML_BRAND_NVIDIA_VAPPS},
+      // A name without a vGPU type, in a guest or passed through, is judged as on bare metal.
+      {"NVIDIA A100-SXM4-80GB", kAmpere, kGuest, NVML_BRAND_NVIDIA},
+      {"NVIDIA A10", kAmpere, NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH, NVML_BRAND_NVIDIA},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(brand_from_product_name(c.name, c.architecture, c.mode), c.brand) << c.name;
+  }
+  EXPECT_EQ(brand_from_product_name("", kHopper, kBare), std::nullopt);
+}
+
+// nvidia-smi's "Product Brand" words back to NVML's value; anything else is not a brand.
+TEST(LoaderTest, BrandFromNvidiaSmiText) {
+  EXPECT_EQ(brand_from_smi_text("NVIDIA"), NVML_BRAND_NVIDIA);
+  EXPECT_EQ(brand_from_smi_text("Tesla"), NVML_BRAND_TESLA);
+  EXPECT_EQ(brand_from_smi_text("GeForce"), NVML_BRAND_GEFORCE);
+  EXPECT_EQ(brand_from_smi_text("Quadro"), NVML_BRAND_QUADRO);
+  EXPECT_EQ(brand_from_smi_text("Titan"), NVML_BRAND_TITAN);
+  EXPECT_EQ(brand_from_smi_text("NVIDIA RTX"), NVML_BRAND_NVIDIA_RTX);
+  EXPECT_EQ(brand_from_smi_text("NVIDIA RTX Virtual Workstation"), NVML_BRAND_NVIDIA_VWS);
+  EXPECT_EQ(brand_from_smi_text("NVIDIA Virtual Compute Server"), NVML_BRAND_NVIDIA_VCS);
+  EXPECT_EQ(brand_from_smi_text("GRID"), NVML_BRAND_GRID);
+  EXPECT_EQ(brand_from_smi_text("Unknown"), NVML_BRAND_UNKNOWN);
+  EXPECT_EQ(brand_from_smi_text("N/A"), std::nullopt);
+  EXPECT_EQ(brand_from_smi_text(""), std::nullopt);
+  EXPECT_EQ(brand_from_smi_text("NVIDIA RTX PRO"), std::nullopt);
 }
 
 TEST(LoaderTest, EveryBuiltinProfileLoads) {
