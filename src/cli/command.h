@@ -30,6 +30,7 @@ using CommandRunner = std::function<int()>;
 // One registration function per subcommand file.
 void AddInventoryCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddDevicePluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+void AddDraPluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddCdiCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddExporterCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
 void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run);

@@ -65,8 +65,8 @@ std::string DefaultLogLevel(const CLI::App& app) {
     if (option != nullptr && option->count() > 0) return "warn";
   }
   std::string path = ParsedCommandPath(app);
-  for (const char* daemon :
-       {"device-plugin", "exporter", "webhook", "mps-control-daemon", "mig manager"}) {
+  for (const char* daemon : {"device-plugin", "dra-plugin", "exporter", "webhook",
+                             "mps-control-daemon", "mig manager"}) {
     if (path == absl::StrCat(app.get_name(), " ", daemon)) return "info";
   }
   return "warn";
@@ -97,16 +97,18 @@ int Main(int argc, char** argv) {
   app.add_option("--host-root", global.host_root,
                  "root of the host filesystem to inspect (/proc, /sys, /dev, /etc, /run, /var)")
       ->capture_default_str();
-  app.add_option("--log-level", global.log_level,
-                 "trace, debug, info, warn, error or off (default: info for the daemons "
-                 "device-plugin, exporter, webhook, mps-control-daemon and mig manager; warn for "
-                 "the rest)");
+  app.add_option(
+      "--log-level", global.log_level,
+      "trace, debug, info, warn, error or off (default: info for the daemons "
+      "device-plugin, dra-plugin, exporter, webhook, mps-control-daemon and mig manager; warn for "
+      "the rest)");
   bool print_version = false;
   app.add_flag("--version", print_version, "print the version, as `gpunode version` does");
 
   CommandRunner run;
   AddInventoryCommand(app, global, run);
   AddDevicePluginCommand(app, global, run);
+  AddDraPluginCommand(app, global, run);
   AddCdiCommand(app, global, run);
   AddExporterCommand(app, global, run);
   AddLabelsCommand(app, global, run);

@@ -1048,5 +1048,177 @@ TEST(ChartOnTheRealNode, TheDaemonSetsRunOnTheGpuNodeUntilUninstalled) {
   cluster->Kubectl({"delete", "namespace", ns, "--wait=false"});
 }
 
+// A driver root with what CDI discovery requires of a driver: libcuda and libnvidia-ml of the
+// simulated driver's version.
+std::string DriverRootFor(const testing::TempDir& dir, const std::string& sim) {
+  testing::ProcessResult r = Gpunode({"--sim", sim, "inventory", "-o", "json"});
+  std::string version = json::parse(r.out)["driver_version"];
+  std::string lib = dir.path() + "/driver/usr/lib/x86_64-linux-gnu";
+  std::filesystem::create_directories(lib);
+  for (const char* name : {"libcuda.so.", "libnvidia-ml.so."})
+    std::ofstream(lib + "/" + name + version);
+  return dir.path() + "/driver";
+}
+
+// `gpunode dra-plugin` on a simulated node, under deploy/dra's RBAC, registering with the real
+// kubelet.
+class DraPlugin {
+ public:
+  DraPlugin(const testing::TempDir& dir, const std::string& sim, const std::string& kubeconfig)
+      : cdi_root_(dir.path() + "/cdi") {
+    process_ = std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{GPUNODE_BINARY, "--log-level", "info", "--sim", sim, "dra-plugin",
+                                 "--kubelet-dir", cluster->kubelet_root(), "--cdi-root", cdi_root_,
+                                 "--nvidia-driver-root", DriverRootFor(dir, sim),
+                                 "--nvidia-cdi-hook-path", "", "--rescan-interval", "1s"},
+        std::vector<std::string>{"KUBECONFIG=" + kubeconfig, "NODE_NAME=" + cluster->node_name()});
+  }
+  ~DraPlugin() { process_->Stop(SIGTERM); }
+  std::string Log() const { return process_->Log(); }
+  bool WaitForLog(const std::string& text) const {
+    return process_->WaitForLog(text, milliseconds(30000));
+  }
+  std::string SpecPath(const std::string& claim_uid) const {
+    return cdi_root_ + "/k8s.gpu.nvidia.com-claim_" + claim_uid + ".json";
+  }
+
+ private:
+  std::string cdi_root_;
+  std::unique_ptr<testing::BackgroundProcess> process_;
+};
+
+json NodeSlices() {
+  return Get({"resourceslices", "--field-selector", "spec.nodeName=" + cluster->node_name()});
+}
+
+// A pod of the local image whose container uses one claim made from `template_name`.
+void CreateClaimPod(const std::string& name, const std::string& template_name) {
+  json pod = LocalPod(name, json::object());
+  pod["spec"]["containers"][0]["resources"] = {{"claims", {{{"name", "gpu"}}}}};
+  pod["spec"]["resourceClaims"] = {{{"name", "gpu"}, {"resourceClaimTemplateName", template_name}}};
+  testing::ProcessResult r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cluster->Kubectl({"wait", "--for=condition=Ready", "pod/" + name, "--timeout=60s"});
+  ASSERT_EQ(r.exit_code, 0)
+      << r.err << Get({"pod", name}).value("status", json()).dump()
+      << Get({"events", "--field-selector", "involvedObject.name=" + name}).dump();
+}
+
+// The ResourceClaim the pod's template made, as the API server holds it.
+json ClaimOf(const std::string& pod_name) {
+  json pod = Get({"pod", pod_name});
+  std::string claim = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"];
+  return Get({"resourceclaim", claim});
+}
+
+std::set<std::string> AllocatedDevices(const json& claim) {
+  std::set<std::string> devices;
+  for (const json& result : claim["status"]["allocation"]["devices"]["results"]) {
+    EXPECT_EQ(result["driver"], "gpu.nvidia.com");
+    EXPECT_EQ(result["pool"], cluster->node_name());
+    devices.insert(result["device"].get<std::string>());
+  }
+  return devices;
+}
+
+TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPreparesThroughIt) {
+  REQUIRE_NODE();
+  // NVIDIA's rule, which the plugin enforces: no device plugin may serve the node's GPUs. The
+  // earlier tests' plugins are gone; the kubelet takes their GPUs out of allocatable at once.
+  json node = AwaitState(
+      Node,
+      [](const json& n) {
+        std::string gpus = Quantity(n, "allocatable", "nvidia.com/gpu");
+        return gpus.empty() || gpus == "0";
+      },
+      seconds(30));
+  testing::TempDir dir("gpunode-dra-node");
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
+  ASSERT_FALSE(kubeconfig.empty());
+  DraPlugin plugin(dir, "dgx-h100", kubeconfig);
+  ASSERT_TRUE(plugin.WaitForLog("registered with the kubelet as DRA driver gpu.nvidia.com"))
+      << plugin.Log();
+
+  // The node's slice, accepted by the real API server's validation: eight GPUs by NVIDIA's names.
+  json slices = AwaitState(
+      NodeSlices, [](const json& s) { return s.value("items", json::array()).size() == 1; },
+      seconds(30));
+  ASSERT_EQ(slices.value("items", json::array()).size(), 1u) << slices.dump() << plugin.Log();
+  const json& slice = slices["items"][0];
+  EXPECT_EQ(slice["spec"]["driver"], "gpu.nvidia.com");
+  EXPECT_EQ(slice["spec"]["pool"]["name"], cluster->node_name());
+  EXPECT_EQ(slice["metadata"]["ownerReferences"][0]["kind"], "Node");
+  ASSERT_EQ(slice["spec"]["devices"].size(), 8u);
+  EXPECT_EQ(slice["spec"]["devices"][0]["name"], "gpu-0");
+  EXPECT_EQ(slice["spec"]["devices"][0]["attributes"]["productName"]["string"],
+            "NVIDIA H100 80GB HBM3");
+
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A claim template as NVIDIA's DRA documentation writes them: the class and a CEL selector.
+  for (const auto& [name, count] : {std::pair{"one-h100", 1}, std::pair{"two-gpus", 2}}) {
+    json request = {{"name", "gpu"},
+                    {"exactly",
+                     {{"deviceClassName", "gpu.nvidia.com"},
+                      {"count", count},
+                      {"selectors",
+                       {{{"cel",
+                          {{"expression",
+                            "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA "
+                            "H100') && device.capacity['gpu.nvidia.com'].memory.compareTo("
+                            "quantity('40Gi')) >= 0"}}}}}}}}};
+    json claim_template = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaimTemplate"},
+        {"metadata", {{"name", name}, {"namespace", "default"}}},
+        {"spec", {{"spec", {{"devices", {{"requests", json::array({request})}}}}}}}};
+    r = cluster->Kubectl({"apply", "-f", "-"}, claim_template.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  CreateClaimPod("dra-one", "one-h100");
+  json one = ClaimOf("dra-one");
+  std::set<std::string> first = AllocatedDevices(one);
+  ASSERT_EQ(first.size(), 1u) << one.dump();
+  std::string uid = one["metadata"]["uid"];
+  // Prepared through the plugin: its CDI spec names the device as NVIDIA's driver does.
+  std::ifstream spec_file(plugin.SpecPath(uid));
+  json spec = json::parse(spec_file, nullptr, false);
+  ASSERT_FALSE(spec.is_discarded()) << plugin.Log();
+  EXPECT_EQ(spec["kind"], "k8s.gpu.nvidia.com/claim");
+  EXPECT_EQ(spec["devices"][0]["name"], uid + "-" + *first.begin());
+  EXPECT_THAT(plugin.Log(),
+              HasSubstr("claim default/" + one["metadata"]["name"].get<std::string>()));
+
+  CreateClaimPod("dra-two", "two-gpus");
+  std::set<std::string> second = AllocatedDevices(ClaimOf("dra-two"));
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_FALSE(second.contains(*first.begin())) << "a device allocated twice";
+
+  // The pod's end unprepares its claim: the spec goes.
+  DeletePod("dra-one");
+  bool removed = AwaitState([&] { return json(std::filesystem::exists(plugin.SpecPath(uid))); },
+                            [](const json& exists) { return !exists.get<bool>(); }, seconds(30))
+                     .get<bool>() == false;
+  EXPECT_TRUE(removed) << plugin.Log();
+  DeletePod("dra-two");
+}
+
+TEST(DraPluginOnTheRealKubelet, RefusesToStartBesideADevicePlugin) {
+  REQUIRE_NODE();
+  testing::TempDir dir("gpunode-dra-node");
+  Plugin device_plugin("dgx-h100", {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << device_plugin.Log();
+  testing::ProcessResult r = testing::RunProcess(
+      {GPUNODE_BINARY, "--log-level", "warn", "--sim", "dgx-h100", "dra-plugin", "--kubelet-dir",
+       cluster->kubelet_root(), "--cdi-root", dir.path() + "/cdi", "--nvidia-driver-root",
+       DriverRootFor(dir, "dgx-h100")},
+      {"KUBECONFIG=" + cluster->admin_kubeconfig(), "NODE_NAME=" + cluster->node_name()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("a device plugin serves on " + cluster->device_plugin_dir()));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 }  // namespace
 }  // namespace gpunode

@@ -1,0 +1,168 @@
+// `gpunode dra-plugin`: the kubelet DRA plugin for NVIDIA GPUs, with the flags and environment of
+// NVIDIA's gpu-kubelet-plugin (kubernetes-sigs/dra-driver-nvidia-gpu, cmd/gpu-kubelet-plugin).
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "cli/command.h"
+#include "cli/nvml_session.h"
+#include "cli/report_error.h"
+#include "cli/stop_signals.h"
+#include "core/duration.h"
+#include "dra/dra_devices.h"
+#include "dra/dra_plugin.h"
+#include "dra/resource_slice.h"
+#include "kube/kubeconfig.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::cli {
+namespace {
+
+struct DraPluginFlags {
+  std::string node_name;
+  std::string kubelet_dir = "/var/lib/kubelet";
+  std::string registrar_dir;  // default <kubelet-dir>/plugins_registry
+  std::string plugins_dir;    // default <kubelet-dir>/plugins
+  std::string device_plugins_dir;
+  std::string cdi_root = "/var/run/cdi";
+  std::string nvidia_driver_root;
+  std::string dev_root;
+  std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
+  std::string rescan_interval = "30s";
+  bool dry_run = false;
+};
+
+// The value of a flag left at its default from NVIDIA's environment variable, as its plugin
+// reads them (urfave/cli's EnvVars).
+void FromEnvironment(std::string& value, const CLI::App& cmd, const char* flag, const char* env) {
+  const char* set = std::getenv(env);
+  if (set != nullptr && *set != '\0' && cmd.get_option(flag)->count() == 0) value = set;
+}
+
+int DryRun(const GlobalOptions& global, const DraPluginFlags& flags) {
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
+  if (!library.ok()) return ReportError(library.status());
+  host::HostRoot host(global.host_root);
+  absl::StatusOr<dra::DraNode> node = dra::ReadDraNode(**library, host);
+  if (!node.ok()) return ReportError(node.status());
+  std::string name = flags.node_name.empty() ? "NODE" : flags.node_name;
+  std::cout << dra::RenderSlicesYaml(dra::BuildResourceSlices({name, ""}, node->devices, 1));
+  return kExitOk;
+}
+
+int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
+  if (flags.dry_run) return DryRun(global, flags);
+  if (flags.node_name.empty()) {
+    return ReportError(absl::InvalidArgumentError(
+        "--node-name: not set; set it (or NODE_NAME) from the pod's spec.nodeName"));
+  }
+  absl::StatusOr<absl::Duration> rescan = core::ParseDuration(
+      "--rescan-interval", flags.rescan_interval, {.min = absl::Seconds(1), .max = absl::Hours(1)});
+  if (!rescan.ok()) return ReportError(rescan.status());
+  // Before any thread starts, so that only the control loop takes them.
+  sigset_t stop_signals = BlockStopSignals();
+
+  absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
+  if (absl::IsNotFound(access.status())) {
+    access =
+        AppendHint(access.status(), "run it in a pod with a service account, or set KUBECONFIG");
+  }
+  if (!access.ok()) return ReportError(access.status());
+  absl::StatusOr<std::unique_ptr<kube::Client>> slices =
+      kube::NewNodeClient(*access, kube::TransportOptions{});
+  absl::StatusOr<std::unique_ptr<kube::Client>> claims =
+      kube::NewNodeClient(*access, kube::TransportOptions{});
+  if (!slices.ok()) return ReportError(slices.status());
+  if (!claims.ok()) return ReportError(claims.status());
+
+  GlobalOptions nvml_options = global;
+  if (nvml_options.driver_root == "/" && !flags.nvidia_driver_root.empty()) {
+    nvml_options.driver_root = flags.nvidia_driver_root;
+  }
+  absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(nvml_options);
+  if (!library.ok()) return ReportError(library.status());
+  spdlog::info("NVML initialized from {}", (*library)->path());
+
+  dra::DraPluginOptions options;
+  options.node_name = flags.node_name;
+  options.registrar_dir = flags.registrar_dir.empty()
+                              ? absl::StrCat(flags.kubelet_dir, "/plugins_registry")
+                              : flags.registrar_dir;
+  options.plugins_dir =
+      flags.plugins_dir.empty() ? absl::StrCat(flags.kubelet_dir, "/plugins") : flags.plugins_dir;
+  options.device_plugins_dir = flags.device_plugins_dir.empty()
+                                   ? absl::StrCat(flags.kubelet_dir, "/device-plugins")
+                                   : flags.device_plugins_dir;
+  options.cdi_root = flags.cdi_root;
+  options.driver_root = nvml_options.driver_root;
+  options.dev_root = flags.dev_root.empty() ? options.driver_root : flags.dev_root;
+  options.hook_path = flags.cdi_hook_path;
+  options.rescan_interval = *rescan;
+
+  host::HostRoot host(global.host_root);
+  absl::Status st = dra::RunDraPlugin(**library, host, {**slices, **claims}, options,
+                                      [&stop_signals](absl::Duration wait) {
+                                        timespec limit = absl::ToTimespec(wait);
+                                        return sigtimedwait(&stop_signals, nullptr, &limit) > 0;
+                                      });
+  if (!st.ok()) return ReportError(st);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddDraPluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
+  auto flags = std::make_shared<DraPluginFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "dra-plugin",
+      "kubelet DRA plugin for NVIDIA GPUs (driver gpu.nvidia.com), a drop-in for NVIDIA's "
+      "gpu-kubelet-plugin");
+  cmd->add_option("--node-name", flags->node_name, "this node's name (env NODE_NAME)");
+  cmd->add_option("--kubelet-dir", flags->kubelet_dir, "the kubelet's root directory")
+      ->capture_default_str();
+  cmd->add_option("--kubelet-registrar-directory-path", flags->registrar_dir,
+                  "where the kubelet watches for plugin registration sockets (env "
+                  "KUBELET_REGISTRAR_DIRECTORY_PATH; default <kubelet-dir>/plugins_registry)");
+  cmd->add_option("--kubelet-plugins-directory-path", flags->plugins_dir,
+                  "where the plugin's socket and checkpoint live, under gpu.nvidia.com/ (env "
+                  "KUBELET_PLUGINS_DIRECTORY_PATH; default <kubelet-dir>/plugins)");
+  cmd->add_option("--device-plugins-directory-path", flags->device_plugins_dir,
+                  "the kubelet's device-plugins directory, checked for a device plugin serving "
+                  "the same GPUs (default <kubelet-dir>/device-plugins)");
+  cmd->add_option("--cdi-root", flags->cdi_root,
+                  "where the claims' CDI specs are written (env CDI_ROOT)")
+      ->capture_default_str();
+  cmd->add_option("--nvidia-driver-root", flags->nvidia_driver_root,
+                  "root of the NVIDIA driver installation (env NVIDIA_DRIVER_ROOT; default /)");
+  cmd->add_option("--dev-root", flags->dev_root,
+                  "prefix of the device nodes' host paths (env NVIDIA_DEV_ROOT; default the "
+                  "driver root)");
+  cmd->add_option("--nvidia-cdi-hook-path", flags->cdi_hook_path,
+                  "nvidia-cdi-hook on the host, named by the CDI specs' hooks; \"\" for none "
+                  "(env NVIDIA_CDI_HOOK_PATH)")
+      ->capture_default_str();
+  cmd->add_option("--rescan-interval", flags->rescan_interval,
+                  "how often the devices are read again and the ResourceSlice updated when they "
+                  "changed")
+      ->capture_default_str();
+  cmd->add_flag("--dry-run", flags->dry_run,
+                "print the ResourceSlices the plugin would publish for this node (YAML) and exit");
+  cmd->callback([&global, &run, flags, cmd] {
+    FromEnvironment(flags->node_name, *cmd, "--node-name", "NODE_NAME");
+    FromEnvironment(flags->registrar_dir, *cmd, "--kubelet-registrar-directory-path",
+                    "KUBELET_REGISTRAR_DIRECTORY_PATH");
+    FromEnvironment(flags->plugins_dir, *cmd, "--kubelet-plugins-directory-path",
+                    "KUBELET_PLUGINS_DIRECTORY_PATH");
+    FromEnvironment(flags->cdi_root, *cmd, "--cdi-root", "CDI_ROOT");
+    FromEnvironment(flags->nvidia_driver_root, *cmd, "--nvidia-driver-root", "NVIDIA_DRIVER_ROOT");
+    FromEnvironment(flags->dev_root, *cmd, "--dev-root", "NVIDIA_DEV_ROOT");
+    FromEnvironment(flags->cdi_hook_path, *cmd, "--nvidia-cdi-hook-path", "NVIDIA_CDI_HOOK_PATH");
+    run = [&global, flags] { return RunDraPlugin(global, *flags); };
+  });
+}
+
+}  // namespace gpunode::cli

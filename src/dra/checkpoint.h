@@ -1,0 +1,59 @@
+// The DRA plugin's record of the claims it prepared, kept in
+// <kubelet>/plugins/gpu.nvidia.com/checkpoint.json so that a restarted plugin answers a repeated
+// NodePrepareResources with the same devices, rolls back a claim whose preparation it did not
+// finish, and can unprepare claims it prepared before it stopped.
+//
+// The file holds a checksum of its content (a torn or edited file is refused, never guessed at)
+// and the node's boot ID: after a reboot nothing prepared before survives (the CDI specs live in
+// /var/run), so the claims of another boot are dropped.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gpunode::dra {
+
+enum class ClaimState {
+  kPrepareStarted,    // the CDI spec may be partly written; finish or roll back
+  kPrepareCompleted,  // the answer below was given to the kubelet
+};
+
+struct PreparedDevice {
+  std::vector<std::string> requests;
+  std::string pool;
+  std::string device;
+  std::vector<std::string> cdi_ids;
+  friend bool operator==(const PreparedDevice&, const PreparedDevice&) = default;
+};
+
+struct PreparedClaim {
+  std::string name_space;
+  std::string name;
+  ClaimState state = ClaimState::kPrepareStarted;
+  std::vector<PreparedDevice> devices;
+  friend bool operator==(const PreparedClaim&, const PreparedClaim&) = default;
+};
+
+struct Checkpoint {
+  std::string boot_id;
+  std::map<std::string, PreparedClaim> claims;  // by claim UID
+  friend bool operator==(const Checkpoint&, const Checkpoint&) = default;
+};
+
+std::string RenderCheckpoint(const Checkpoint& checkpoint);
+// One error line naming `source` and what is wrong (not JSON, a field of the wrong type, a
+// checksum that does not match) and how to recover.
+absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text, std::string_view source);
+
+// nullopt when the file does not exist (a first start).
+absl::StatusOr<std::optional<Checkpoint>> ReadCheckpoint(const std::string& path);
+// Atomically (core::WriteFileAtomic), mode 0600: it names the pods' claims.
+absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint);
+
+}  // namespace gpunode::dra

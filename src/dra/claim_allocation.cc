@@ -1,0 +1,168 @@
+#include "dra/claim_allocation.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/json_field.h"
+#include "core/printable.h"
+#include "core/text.h"
+#include "nlohmann/json.hpp"
+
+namespace gpunode::dra {
+namespace {
+
+using json = nlohmann::json;
+using core::JsonAt;
+using core::JsonString;
+
+const json kNull;
+
+// The member at `path`, or null: outside input read without a throw.
+const json& At(const json& object, std::initializer_list<const char*> path) {
+  const json* at = JsonAt(object, path);
+  return at != nullptr ? *at : kNull;
+}
+
+constexpr char kConfigApiVersion[] = "resource.nvidia.com/v1beta1";
+
+std::string Quoted(const json& value) {
+  return value.is_string() ? core::StrCat("\"", core::Printable(value.get<std::string>()), "\"")
+                           : value.dump();
+}
+
+// The names in `object` that are not in `known`, for an error that lists them.
+std::vector<std::string> UnknownFields(const json& object, const std::set<std::string>& known) {
+  std::vector<std::string> unknown;
+  for (const auto& [key, value] : object.items()) {
+    if (!known.contains(key)) unknown.push_back(std::string(core::Printable(key)));
+  }
+  return unknown;
+}
+
+absl::Status ConfigError(std::string_view where, std::string_view what) {
+  return absl::InvalidArgumentError(core::StrCat(where, ": ", what));
+}
+
+// A GpuConfig or MigDeviceConfig: `sharing` is the only field beside the type's; of its
+// strategies gpunode's DRA plugin does what NVIDIA's does by default (TimeSlicing with the
+// Default interval) and refuses the rest, rather than hand out a device that is not shared the
+// way the claim says.
+absl::Status CheckOpaqueConfig(const json& parameters, std::string_view where) {
+  if (!parameters.is_object()) return ConfigError(where, "parameters is not an object");
+  const json& api_version = At(parameters, {"apiVersion"});
+  const json& kind = At(parameters, {"kind"});
+  if (api_version != kConfigApiVersion) {
+    return ConfigError(
+        where, core::StrCat("apiVersion is ", Quoted(api_version), ", not ", kConfigApiVersion));
+  }
+  if (kind != "GpuConfig" && kind != "MigDeviceConfig") {
+    return ConfigError(where, core::StrCat("kind ", Quoted(kind),
+                                           " is not one gpunode reads; use GpuConfig or "
+                                           "MigDeviceConfig"));
+  }
+  std::vector<std::string> unknown = UnknownFields(parameters, {"apiVersion", "kind", "sharing"});
+  if (!unknown.empty()) {
+    return ConfigError(where, core::StrCat(kind.get<std::string>(), " has no field(s) ",
+                                           absl::StrJoin(unknown, ", ")));
+  }
+  if (!parameters.contains("sharing")) return absl::OkStatus();
+  const json& sharing = At(parameters, {"sharing"});
+  if (!sharing.is_object()) return ConfigError(where, "sharing is not an object");
+  unknown = UnknownFields(sharing, {"strategy", "timeSlicingConfig", "mpsConfig"});
+  if (!unknown.empty()) {
+    return ConfigError(where,
+                       core::StrCat("sharing has no field(s) ", absl::StrJoin(unknown, ", ")));
+  }
+  const json& strategy = sharing.contains("strategy") ? sharing["strategy"] : json("TimeSlicing");
+  if (strategy == "MPS") {
+    return ConfigError(where,
+                       "sharing.strategy MPS is not supported by gpunode's DRA plugin yet; share "
+                       "through MPS with `gpunode device-plugin` on this node pool");
+  }
+  if (strategy != "TimeSlicing") {
+    return ConfigError(where, core::StrCat("sharing.strategy ", Quoted(strategy),
+                                           " is neither TimeSlicing nor MPS"));
+  }
+  const json& time_slicing =
+      sharing.contains("timeSlicingConfig") ? sharing["timeSlicingConfig"] : json(json::object());
+  if (!time_slicing.is_object()) {
+    return ConfigError(where, "sharing.timeSlicingConfig is not an object");
+  }
+  unknown = UnknownFields(time_slicing, {"interval"});
+  if (!unknown.empty()) {
+    return ConfigError(where, core::StrCat("sharing.timeSlicingConfig has no field(s) ",
+                                           absl::StrJoin(unknown, ", ")));
+  }
+  const json& interval =
+      time_slicing.contains("interval") ? time_slicing["interval"] : json("Default");
+  if (interval != "Default") {
+    static const std::set<std::string> kIntervals = {"Short", "Medium", "Long"};
+    if (!interval.is_string() || !kIntervals.contains(interval.get<std::string>())) {
+      return ConfigError(where,
+                         core::StrCat("sharing.timeSlicingConfig.interval ", Quoted(interval),
+                                      " is not one of Default, Short, Medium, Long"));
+    }
+    return ConfigError(
+        where, core::StrCat("sharing.timeSlicingConfig.interval ", interval.get<std::string>(),
+                            " is not supported by gpunode's DRA plugin yet; "
+                            "leave it out or use Default"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<AllocatedDevice>> ReadAllocation(std::string_view claim_json,
+                                                            std::string_view uid,
+                                                            std::string_view driver,
+                                                            std::string_view pool) {
+  json claim = json::parse(claim_json, nullptr, false);
+  if (claim.is_discarded() || JsonString(claim, "kind") != "ResourceClaim") {
+    return absl::InternalError("the API server's answer is not a ResourceClaim");
+  }
+  const json& metadata = At(claim, {"metadata"});
+  std::string name =
+      core::StrCat("ResourceClaim ", core::Printable(JsonString(metadata, "namespace")), "/",
+                   core::Printable(JsonString(metadata, "name")));
+  if (JsonString(metadata, "uid") != uid) {
+    return absl::FailedPreconditionError(
+        core::StrCat(name, " has UID ", core::Printable(JsonString(metadata, "uid")), ", not ",
+                     core::Printable(uid), ": the claim was deleted and made again"));
+  }
+  if (!At(claim, {"status", "allocation"}).is_object()) {
+    return absl::FailedPreconditionError(core::StrCat(name, " is not allocated"));
+  }
+  const json& results = At(claim, {"status", "allocation", "devices", "results"});
+  if (!results.is_array() && !results.is_null()) {
+    return absl::InternalError(
+        core::StrCat(name, ": status.allocation.devices.results is not a list"));
+  }
+  std::vector<AllocatedDevice> out;
+  for (const json& result : results) {
+    if (JsonString(result, "driver") != driver) continue;
+    AllocatedDevice device{JsonString(result, "request"), JsonString(result, "pool"),
+                           JsonString(result, "device")};
+    if (device.pool != pool) {
+      return absl::FailedPreconditionError(core::StrCat(
+          name, ": device ", core::Printable(device.device), " was allocated from pool ",
+          core::Printable(device.pool), ", not from this node's pool ", pool));
+    }
+    out.push_back(std::move(device));
+  }
+  const json& configs = At(claim, {"status", "allocation", "devices", "config"});
+  if (configs.is_array()) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const json& opaque = At(configs[i], {"opaque"});
+      if (JsonString(opaque, "driver") != driver) continue;
+      std::string where =
+          core::StrCat(name, ": status.allocation.devices.config[", i, "].opaque.parameters");
+      if (absl::Status st = CheckOpaqueConfig(At(opaque, {"parameters"}), where); !st.ok()) {
+        return st;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace gpunode::dra

@@ -1,0 +1,33 @@
+// What the scheduler allocated to one ResourceClaim, read from the claim as the API server serves
+// it (resource.k8s.io/v1): the devices of this driver and node, and the opaque configuration
+// NVIDIA's driver reads (resource.nvidia.com/v1beta1 GpuConfig and MigDeviceConfig).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gpunode::dra {
+
+struct AllocatedDevice {
+  std::string request;  // the claim's request ("gpu", or "gpu/big" for a subrequest)
+  std::string pool;
+  std::string device;
+};
+
+// The claim's devices for `driver` in `pool`. Errors (one line, naming the claim and the field,
+// returned to the kubelet as the claim's error):
+//  - the body is not a ResourceClaim, or its metadata.uid is not `uid` (deleted and made again);
+//  - the claim is not allocated;
+//  - a device of this driver is in another pool (allocated for another node);
+//  - an opaque config of this driver is not a GpuConfig or MigDeviceConfig of
+//    resource.nvidia.com/v1beta1, has fields these kinds do not have, or asks for sharing this
+//    plugin does not do (MPS, or a time-slice interval other than Default).
+absl::StatusOr<std::vector<AllocatedDevice>> ReadAllocation(std::string_view claim_json,
+                                                            std::string_view uid,
+                                                            std::string_view driver,
+                                                            std::string_view pool);
+
+}  // namespace gpunode::dra

@@ -1,0 +1,209 @@
+#include "dra/claim_preparer.h"
+
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cdi/mig_caps.h"
+#include "cdi/spec.h"
+#include "cdi/spec_file.h"
+#include "cdi/validate.h"
+#include "core/printable.h"
+#include "core/status_macros.h"
+#include "core/text.h"
+#include "dra/claim_allocation.h"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::dra {
+namespace {
+
+std::string ClaimName(const ClaimRef& claim) {
+  return core::StrCat(claim.name_space, "/", claim.name, " (", claim.uid, ")");
+}
+
+// The spec of one claim: the driver's files in the common edits, and for each allocated device an
+// entry "<uid>-<device>" with the device nodes of the GPU or MIG device, taken from the entry
+// src/cdi gives that UUID.
+absl::StatusOr<cdi::Spec> ClaimSpec(const std::string& uid,
+                                    const std::vector<const DraDevice*>& devices,
+                                    const cdi::DriverFiles& driver, const host::HostRoot& host,
+                                    const PreparerOptions& options) {
+  std::map<unsigned, cdi::GpuDevice> gpus;
+  for (const DraDevice* device : devices) {
+    cdi::GpuDevice& gpu = gpus[device->gpu_index];
+    gpu.index = device->gpu_index;
+    gpu.uuid = device->gpu_uuid;
+    gpu.minor = device->gpu_minor;
+    if (device->is_mig()) {
+      gpu.migs.push_back({.position = device->mig_position,
+                          .uuid = device->uuid,
+                          .capability_nodes = cdi::MigCapabilityNodes(host, device->gpu_minor,
+                                                                      *device->gi, *device->ci)});
+    }
+  }
+  std::vector<cdi::GpuDevice> list;
+  for (auto& [index, gpu] : gpus) list.push_back(std::move(gpu));
+  cdi::SpecOptions spec_options{.kind = kClaimCdiKind, .dev_root = options.dev_root};
+  if (!options.hook_path.empty()) spec_options.hook_path = options.hook_path;
+  cdi::Spec spec = cdi::BuildSpec(list, driver, spec_options);
+  std::map<std::string, cdi::Spec> by_name;
+  for (const cdi::Spec& entry : spec["devices"]) by_name[entry["name"].get<std::string>()] = entry;
+  cdi::Spec named = cdi::Spec::array();
+  for (const DraDevice* device : devices) {
+    auto it = by_name.find(device->uuid);
+    if (it == by_name.end()) {
+      return absl::InternalError(core::StrCat("the CDI spec has no entry for ", device->uuid));
+    }
+    cdi::Spec entry = it->second;
+    entry["name"] = core::StrCat(uid, "-", device->name);
+    named.push_back(std::move(entry));
+  }
+  spec["devices"] = std::move(named);
+  spec["cdiVersion"] = cdi::MinimumCdiVersion(spec);
+  std::vector<cdi::SpecProblem> problems = cdi::ValidateSpec(spec);
+  if (!problems.empty()) {
+    return absl::InternalError(core::StrCat("the claim's CDI spec is invalid at ",
+                                            problems[0].json_path, ": ", problems[0].message));
+  }
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOptions options,
+                                                                     cdi::DriverFiles driver,
+                                                                     const host::HostRoot& host,
+                                                                     ClaimReader read_claim) {
+  ASSIGN_OR_RETURN(std::optional<Checkpoint> loaded, ReadCheckpoint(options.checkpoint_path));
+  Checkpoint checkpoint = loaded.value_or(Checkpoint{});
+  std::unique_ptr<ClaimPreparer> preparer(new ClaimPreparer(
+      std::move(options), std::move(driver), host, std::move(read_claim), Checkpoint{}));
+  preparer->checkpoint_ = checkpoint;
+  bool changed = !loaded.has_value();
+  if (loaded && checkpoint.boot_id != preparer->options_.boot_id) {
+    // Nothing prepared in another boot is still in place; a spec left in a persistent CDI root
+    // would only name devices no container holds.
+    for (const auto& [uid, claim] : checkpoint.claims) RETURN_IF_ERROR(preparer->RemoveSpec(uid));
+    spdlog::info("checkpoint: {} claim(s) of boot {} dropped (this boot is {})",
+                 checkpoint.claims.size(), checkpoint.boot_id, preparer->options_.boot_id);
+    preparer->checkpoint_.claims.clear();
+    changed = true;
+  }
+  for (auto it = preparer->checkpoint_.claims.begin(); it != preparer->checkpoint_.claims.end();) {
+    if (it->second.state == ClaimState::kPrepareStarted) {
+      RETURN_IF_ERROR(preparer->RemoveSpec(it->first));
+      spdlog::info(
+          "claim {}/{} ({}): preparation had not completed; rolled back, the kubelet "
+          "prepares it again",
+          it->second.name_space, it->second.name, it->first);
+      it = preparer->checkpoint_.claims.erase(it);
+      changed = true;
+    } else {
+      ++it;
+    }
+  }
+  preparer->checkpoint_.boot_id = preparer->options_.boot_id;
+  if (changed) {
+    RETURN_IF_ERROR(WriteCheckpoint(preparer->options_.checkpoint_path, preparer->checkpoint_));
+  }
+  return preparer;
+}
+
+void ClaimPreparer::SetDevices(std::vector<DraDevice> devices) {
+  std::lock_guard lock(mutex_);
+  devices_ = std::move(devices);
+}
+
+std::string ClaimPreparer::SpecPath(const std::string& uid) const {
+  // CDI's transient spec name: "<vendor>-<class>_<id>".
+  return core::StrCat(options_.cdi_root, "/k8s.gpu.nvidia.com-claim_", uid, ".json");
+}
+
+absl::Status ClaimPreparer::RemoveSpec(const std::string& uid) {
+  std::error_code ec;
+  std::filesystem::remove(SpecPath(uid), ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        core::StrCat("cannot remove ", SpecPath(uid), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<PreparedDevice>> ClaimPreparer::Prepare(const ClaimRef& claim) {
+  std::lock_guard lock(mutex_);
+  absl::StatusOr<std::vector<PreparedDevice>> prepared = PrepareLocked(claim);
+  if (!prepared.ok()) {
+    spdlog::warn("claim {}: not prepared: {}", ClaimName(claim),
+                 std::string(prepared.status().message()));
+  }
+  return prepared;
+}
+
+absl::StatusOr<std::vector<PreparedDevice>> ClaimPreparer::PrepareLocked(const ClaimRef& claim) {
+  if (auto it = checkpoint_.claims.find(claim.uid);
+      it != checkpoint_.claims.end() && it->second.state == ClaimState::kPrepareCompleted) {
+    return it->second.devices;
+  }
+  ASSIGN_OR_RETURN(std::string body, read_claim_(claim));
+  ASSIGN_OR_RETURN(std::vector<AllocatedDevice> allocated,
+                   ReadAllocation(body, claim.uid, kDriverName, options_.node_name));
+  std::vector<const DraDevice*> devices;
+  std::vector<PreparedDevice> answer;
+  for (const AllocatedDevice& a : allocated) {
+    const DraDevice* found = nullptr;
+    for (const DraDevice& d : devices_) {
+      if (d.name == a.device) found = &d;
+    }
+    if (found == nullptr) {
+      std::vector<std::string> names;
+      for (const DraDevice& d : devices_) names.push_back(d.name);
+      return absl::FailedPreconditionError(
+          core::StrCat("device ", core::Printable(a.device), " is not on this node (it has ",
+                       names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+    }
+    devices.push_back(found);
+    answer.push_back({.requests = {a.request},
+                      .pool = a.pool,
+                      .device = a.device,
+                      .cdi_ids = {core::StrCat(kClaimCdiKind, "=", claim.uid, "-", a.device)}});
+  }
+  // Recorded before the spec is written, so that a plugin stopped in between finds the spec to
+  // roll back.
+  checkpoint_.claims[claim.uid] = {.name_space = claim.name_space,
+                                   .name = claim.name,
+                                   .state = ClaimState::kPrepareStarted,
+                                   .devices = {}};
+  RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint_));
+  if (!devices.empty()) {
+    ASSIGN_OR_RETURN(cdi::Spec spec, ClaimSpec(claim.uid, devices, driver_, host_, options_));
+    RETURN_IF_ERROR(cdi::WriteSpecFile(SpecPath(claim.uid), spec, cdi::SpecFormat::kJson));
+  }
+  PreparedClaim& record = checkpoint_.claims[claim.uid];
+  record.state = ClaimState::kPrepareCompleted;
+  record.devices = answer;
+  RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint_));
+  spdlog::info("claim {}: prepared {} device(s)", ClaimName(claim), answer.size());
+  return answer;
+}
+
+absl::Status ClaimPreparer::Unprepare(const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  auto it = checkpoint_.claims.find(uid);
+  if (it == checkpoint_.claims.end()) return RemoveSpec(uid);
+  RETURN_IF_ERROR(RemoveSpec(uid));
+  std::string name = core::StrCat(it->second.name_space, "/", it->second.name);
+  checkpoint_.claims.erase(it);
+  RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint_));
+  spdlog::info("claim {} ({}): unprepared", name, uid);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> ClaimPreparer::PreparedClaims() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> uids;
+  for (const auto& [uid, claim] : checkpoint_.claims) uids.push_back(uid);
+  return uids;
+}
+
+}  // namespace gpunode::dra

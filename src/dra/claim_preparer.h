@@ -1,0 +1,90 @@
+// NodePrepareResources and NodeUnprepareResources for one node: a claim's allocated devices
+// become a transient CDI spec (vendor k8s.gpu.nvidia.com, class claim, one device
+// "<claimUID>-<device>" per allocated device, as NVIDIA's DRA driver names them), and every step
+// is recorded in the checkpoint first, so that a plugin restarted at any point answers the
+// kubelet as if it had not stopped.
+//
+// Thread-safety: Prepare, Unprepare and SetDevices may be called from any thread; one mutex
+// serializes them (the kubelet sends a pod's claims in one call, and a claim's preparation is
+// a few file writes, so there is nothing to gain from running two at once).
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cdi/driver_files.h"
+#include "dra/checkpoint.h"
+#include "dra/dra_devices.h"
+#include "host/host_root.h"
+
+namespace gpunode::dra {
+
+// The kind of the claims' CDI specs: "k8s.gpu.nvidia.com/claim".
+inline constexpr char kClaimCdiKind[] = "k8s.gpu.nvidia.com/claim";
+
+struct ClaimRef {
+  std::string name_space;
+  std::string name;
+  std::string uid;
+};
+
+struct PreparerOptions {
+  std::string node_name;        // the pool
+  std::string checkpoint_path;  // <plugins>/gpu.nvidia.com/checkpoint.json
+  std::string cdi_root = "/var/run/cdi";
+  std::string dev_root = "/";  // prefix of the device nodes' host paths
+  std::string hook_path;       // nvidia-cdi-hook for the spec's hooks; empty: none
+  std::string boot_id;         // the node's, from /proc/sys/kernel/random/boot_id
+};
+
+class ClaimPreparer {
+ public:
+  // Reads the claim from the API server: the body of GET .../resourceclaims/<name>.
+  using ClaimReader = std::function<absl::StatusOr<std::string>(const ClaimRef&)>;
+
+  // Loads the checkpoint: claims of another boot are dropped, claims whose preparation had
+  // started but not completed are rolled back (their spec removed; the kubelet asks again).
+  // Fails on a checkpoint that does not parse, deleting nothing.
+  static absl::StatusOr<std::unique_ptr<ClaimPreparer>> Create(PreparerOptions options,
+                                                               cdi::DriverFiles driver,
+                                                               const host::HostRoot& host,
+                                                               ClaimReader read_claim);
+
+  // The devices of the node now (after a MIG change, a GPU lost or back).
+  void SetDevices(std::vector<DraDevice> devices);
+
+  // The claim's devices with their CDI IDs; the same answer again for a claim already prepared.
+  absl::StatusOr<std::vector<PreparedDevice>> Prepare(const ClaimRef& claim);
+  // Removes the claim's spec and record; a claim not prepared here is already unprepared.
+  absl::Status Unprepare(const std::string& uid);
+
+  // The UIDs of the prepared claims, for doctor and the tests.
+  std::vector<std::string> PreparedClaims() const;
+  // The spec file of a claim: <cdi_root>/k8s.gpu.nvidia.com-claim_<uid>.json.
+  std::string SpecPath(const std::string& uid) const;
+
+ private:
+  ClaimPreparer(PreparerOptions options, cdi::DriverFiles driver, const host::HostRoot& host,
+                ClaimReader read_claim, Checkpoint checkpoint)
+      : options_(std::move(options)),
+        driver_(std::move(driver)),
+        host_(host),
+        read_claim_(std::move(read_claim)),
+        checkpoint_(std::move(checkpoint)) {}
+
+  absl::StatusOr<std::vector<PreparedDevice>> PrepareLocked(const ClaimRef& claim);
+  absl::Status RemoveSpec(const std::string& uid);
+
+  const PreparerOptions options_;
+  const cdi::DriverFiles driver_;
+  const host::HostRoot& host_;
+  const ClaimReader read_claim_;
+  mutable std::mutex mutex_;
+  Checkpoint checkpoint_;  // as on disk
+  std::vector<DraDevice> devices_;
+};
+
+}  // namespace gpunode::dra

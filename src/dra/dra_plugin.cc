@@ -1,0 +1,193 @@
+#include "dra/dra_plugin.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "cdi/driver_files.h"
+#include "core/json_field.h"
+#include "core/status_macros.h"
+#include "core/text.h"
+#include "core/unique_fd.h"
+#include "dra/claim_preparer.h"
+#include "dra/dra_devices.h"
+#include "dra/kubelet_service.h"
+#include "dra/resource_slice.h"
+#include "h2grpc/server.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace gpunode::dra {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Whether a program answers on the unix socket: a device plugin that exited leaves its socket
+// file behind, and only a live one counts.
+bool SocketAnswers(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof(address.sun_path)) return false;
+  core::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return false;
+  address.sun_family = AF_UNIX;
+  path.copy(address.sun_path, path.size());
+  return connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+}
+
+std::vector<DeviceHealth> AllHealthy(const std::vector<DraDevice>& devices) {
+  std::vector<DeviceHealth> out;
+  int64_t now = absl::ToUnixSeconds(absl::Now());
+  for (const DraDevice& device : devices) {
+    out.push_back(
+        {.device = device.name, .healthy = true, .message = "", .updated_unix_seconds = now});
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> BootId(const host::HostRoot& host) {
+  ASSIGN_OR_RETURN(std::string id, host.ReadFile("/proc/sys/kernel/random/boot_id"));
+  return std::string(absl::StripAsciiWhitespace(id));
+}
+
+// One server on one socket, the socket file removed when it stops.
+class SocketServer {
+ public:
+  SocketServer(h2grpc::Service service, std::string path)
+      : server_(std::move(service)), path_(std::move(path)) {}
+  ~SocketServer() {
+    server_.Stop();
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  absl::Status Start() {
+    std::error_code ec;
+    fs::create_directories(fs::path(path_).parent_path(), ec);
+    fs::remove(path_, ec);  // a previous run's
+    return server_.Start(path_);
+  }
+
+ private:
+  h2grpc::Server server_;
+  std::string path_;
+};
+
+}  // namespace
+
+std::string DevicePluginConflict(const std::string& device_plugins_dir,
+                                 const std::string& node_json) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(device_plugins_dir, ec)) {
+    std::string name = entry.path().filename();
+    if (name == "kubelet.sock" || !entry.is_socket(ec)) continue;
+    if (SocketAnswers(entry.path())) {
+      return core::StrCat("a device plugin serves on ", entry.path().string(),
+                          ": NVIDIA's device plugin and a DRA driver must not serve the same "
+                          "GPUs; remove the device plugin from this node (label the node out of "
+                          "its DaemonSet) before starting the DRA plugin");
+    }
+  }
+  nlohmann::json node = nlohmann::json::parse(node_json, nullptr, false);
+  std::string gpus = core::JsonStringAt(node, {"status", "allocatable", "nvidia.com/gpu"});
+  if (!gpus.empty() && gpus != "0") {
+    return core::StrCat("the Node's allocatable has nvidia.com/gpu: ", gpus,
+                        " from a device plugin: NVIDIA's device plugin and a DRA driver must not "
+                        "serve the same GPUs; remove the device plugin from this node and restart "
+                        "the kubelet (or wait until the resource reads 0) first");
+  }
+  return "";
+}
+
+absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& host, ApiClients api,
+                          const DraPluginOptions& options, const WaitForStop& wait_for_stop) {
+  ASSIGN_OR_RETURN(std::string node_json,
+                   api.slices.Get(core::StrCat("/api/v1/nodes/", options.node_name)));
+  if (std::string conflict = DevicePluginConflict(options.device_plugins_dir, node_json);
+      !conflict.empty()) {
+    return absl::FailedPreconditionError(conflict);
+  }
+  ASSIGN_OR_RETURN(DraNode node, ReadDraNode(library, host));
+  ASSIGN_OR_RETURN(
+      cdi::DriverFiles driver,
+      cdi::DiscoverDriverFiles(node.driver_version, host,
+                               {.driver_root = options.driver_root, .dev_root = options.dev_root}));
+  std::string hook_path = options.hook_path;
+  if (!hook_path.empty() && !cdi::IsExecutableFile(host, hook_path)) {
+    spdlog::warn(
+        "{} is not installed: the claims' CDI specs have no update-ldcache and "
+        "create-symlinks hooks; install nvidia-container-toolkit-base or name the hook",
+        hook_path);
+    hook_path.clear();
+  }
+  std::string plugin_dir = core::StrCat(options.plugins_dir, "/", kDriverName);
+  std::error_code ec;
+  fs::create_directories(plugin_dir, ec);
+  if (ec)
+    return absl::PermissionDeniedError(
+        core::StrCat("cannot create ", plugin_dir, ": ", ec.message()));
+  ASSIGN_OR_RETURN(std::string boot_id, BootId(host));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ClaimPreparer> preparer,
+      ClaimPreparer::Create({.node_name = options.node_name,
+                             .checkpoint_path = core::StrCat(plugin_dir, "/checkpoint.json"),
+                             .cdi_root = options.cdi_root,
+                             .dev_root = options.dev_root,
+                             .hook_path = hook_path,
+                             .boot_id = boot_id},
+                            std::move(driver), host, [&api](const ClaimRef& claim) {
+                              return api.claims.Get(
+                                  core::StrCat("/apis/resource.k8s.io/v1/namespaces/",
+                                               claim.name_space, "/resourceclaims/", claim.name));
+                            }));
+  preparer->SetDevices(node.devices);
+
+  SlicePublisher publisher(api.slices, options.node_name);
+  RETURN_IF_ERROR(publisher.Publish(node.devices));
+  HealthFeed health(options.node_name);
+  health.Set(AllHealthy(node.devices));
+
+  std::string service_socket = core::StrCat(plugin_dir, "/dra.sock");
+  SocketServer service(DraService(*preparer, health), service_socket);
+  RETURN_IF_ERROR(service.Start());
+  SocketServer registration(
+      RegistrationService({.endpoint = service_socket,
+                           .on_status =
+                               [](bool registered, const std::string& error) {
+                                 if (registered) {
+                                   spdlog::info("registered with the kubelet as DRA driver {}",
+                                                kDriverName);
+                                 } else {
+                                   spdlog::error("the kubelet refused the registration: {}", error);
+                                 }
+                               }}),
+      core::StrCat(options.registrar_dir, "/", kDriverName, "-reg.sock"));
+  RETURN_IF_ERROR(registration.Start());
+  spdlog::info(
+      "serving DRA driver {} for node {}: {} device(s), registration socket {}/{}-reg.sock",
+      kDriverName, options.node_name, node.devices.size(), options.registrar_dir, kDriverName);
+
+  while (!wait_for_stop(options.rescan_interval)) {
+    absl::StatusOr<DraNode> now = ReadDraNode(library, host);
+    if (!now.ok()) {
+      spdlog::warn("devices not re-read: {}", std::string(now.status().message()));
+      continue;
+    }
+    preparer->SetDevices(now->devices);
+    health.Set(AllHealthy(now->devices));
+    if (absl::Status st = publisher.Publish(now->devices); !st.ok()) {
+      spdlog::warn("ResourceSlice not published: {}; trying again in {}", std::string(st.message()),
+                   absl::FormatDuration(options.rescan_interval));
+    }
+  }
+  health.Wake();
+  spdlog::info(
+      "stopping; the ResourceSlice stays for the kubelet to remove if the plugin does not "
+      "come back");
+  return absl::OkStatus();
+}
+
+}  // namespace gpunode::dra

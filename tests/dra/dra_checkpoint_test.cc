@@ -1,0 +1,68 @@
+// The DRA plugin's checkpoint: what it keeps, and that a torn or edited file is refused with one
+// line and nothing deleted.
+#include <filesystem>
+#include <fstream>
+
+#include "dra/checkpoint.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "temp_dir.h"
+
+namespace gpunode::dra {
+namespace {
+
+using ::testing::HasSubstr;
+
+Checkpoint Sample() {
+  Checkpoint checkpoint;
+  checkpoint.boot_id = "boot-1";
+  checkpoint.claims["uid-1"] = {.name_space = "ml",
+                                .name = "train-gpu",
+                                .state = ClaimState::kPrepareCompleted,
+                                .devices = {{.requests = {"gpu"},
+                                             .pool = "node-a",
+                                             .device = "gpu-3",
+                                             .cdi_ids = {"k8s.gpu.nvidia.com/claim=uid-1-gpu-3"}}}};
+  checkpoint.claims["uid-2"] = {
+      .name_space = "ml", .name = "half", .state = ClaimState::kPrepareStarted};
+  return checkpoint;
+}
+
+TEST(DraCheckpoint, WhatIsWrittenReadsBack) {
+  testing::TempDir dir("gpunode-dra-checkpoint");
+  std::string path = dir.path() + "/checkpoint.json";
+  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
+  absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ(**read, Sample());
+  EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
+
+TEST(DraCheckpoint, AMissingFileIsAFirstStart) {
+  absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint("/nonexistent/checkpoint.json");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->has_value());
+}
+
+TEST(DraCheckpoint, AnEditedOrTornFileIsRefusedInOneLineAndKept) {
+  testing::TempDir dir("gpunode-dra-checkpoint");
+  std::string path = dir.path() + "/checkpoint.json";
+  std::string text = RenderCheckpoint(Sample());
+  std::string edited = text;
+  edited.replace(edited.find("gpu-3"), 5, "gpu-4");
+  for (const std::string& bad : {edited, text.substr(0, text.size() / 2), std::string("[]")}) {
+    std::ofstream(path) << bad;
+    absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(path);
+    ASSERT_FALSE(read.ok());
+    std::string message(read.status().message());
+    EXPECT_THAT(message, HasSubstr(path));
+    EXPECT_THAT(message, HasSubstr("move it away"));
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+    EXPECT_TRUE(std::filesystem::exists(path));
+  }
+}
+
+}  // namespace
+}  // namespace gpunode::dra

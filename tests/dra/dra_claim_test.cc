@@ -1,0 +1,259 @@
+// The claims the DRA plugin reads (resource.k8s.io/v1 as the API server serves them) and the
+// preparation of their devices into CDI specs, with the checkpoint's recovery after a stop at
+// any point.
+#include <filesystem>
+#include <fstream>
+
+#include "cdi/spec_file.h"
+#include "cdi/validate.h"
+#include "dra/claim_allocation.h"
+#include "dra/claim_preparer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "temp_dir.h"
+
+namespace gpunode::dra {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+json Claim(const std::string& uid, const json& results, const json& config = json::array()) {
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata", {{"name", "train-gpu"}, {"namespace", "ml"}, {"uid", uid}}},
+          {"status", {{"allocation", {{"devices", {{"results", results}, {"config", config}}}}}}}};
+}
+
+json Result(const std::string& device, const std::string& pool = "node-a",
+            const std::string& driver = "gpu.nvidia.com") {
+  return {{"request", "gpu"}, {"driver", driver}, {"pool", pool}, {"device", device}};
+}
+
+json Opaque(const json& parameters) {
+  return json::array({{{"source", "FromClaim"},
+                       {"requests", {"gpu"}},
+                       {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", parameters}}}}});
+}
+
+TEST(DraClaim, TheDevicesOfThisDriverAndNodeAreRead) {
+  json claim = Claim("u1", json::array({Result("gpu-0"), Result("gpu-1"),
+                                        Result("nic-0", "node-a", "nic.example.com")}));
+  absl::StatusOr<std::vector<AllocatedDevice>> devices =
+      ReadAllocation(claim.dump(), "u1", "gpu.nvidia.com", "node-a");
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_EQ((*devices)[1].device, "gpu-1");
+  EXPECT_EQ((*devices)[1].request, "gpu");
+}
+
+TEST(DraClaim, WhatCannotBePreparedIsNamed) {
+  struct Case {
+    json claim;
+    std::string uid;
+    std::string says;
+  };
+  json unallocated = Claim("u1", json::array());
+  unallocated["status"] = json::object();
+  std::vector<Case> cases = {
+      {Claim("u2", json::array({Result("gpu-0")})), "u1", "has UID u2, not u1"},
+      {unallocated, "u1", "is not allocated"},
+      {Claim("u1", json::array({Result("gpu-0", "node-b")})), "u1",
+       "from pool node-b, not from this node's"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque(
+                 {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "ComputeDomainConfig"}})),
+       "u1", "kind \"ComputeDomainConfig\" is not one gpunode reads"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1"}, {"kind", "GpuConfig"}})),
+       "u1", "apiVersion is \"resource.nvidia.com/v1\""},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                     {"kind", "GpuConfig"},
+                     {"sharing", {{"strategy", "TimeSlicing"}, {"timeslicingConfig", {}}}}})),
+       "u1", "sharing has no field(s) timeslicingConfig"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                     {"kind", "GpuConfig"},
+                     {"sharing", {{"strategy", "MPS"}}}})),
+       "u1", "MPS is not supported"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                     {"kind", "GpuConfig"},
+                     {"sharing", {{"timeSlicingConfig", {{"interval", "Forever"}}}}}})),
+       "u1", "\"Forever\" is not one of Default, Short, Medium, Long"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::vector<AllocatedDevice>> devices =
+        ReadAllocation(c.claim.dump(), c.uid, "gpu.nvidia.com", "node-a");
+    ASSERT_FALSE(devices.ok()) << c.says;
+    EXPECT_THAT(devices.status().message(), HasSubstr(c.says));
+    EXPECT_THAT(devices.status().message(), HasSubstr("ml/train-gpu"));
+  }
+  // Types that do not fit are refused, never thrown.
+  for (const char* body : {"[]", "{\"kind\":\"ResourceClaim\",\"metadata\":7}",
+                           "{\"kind\":\"ResourceClaim\",\"metadata\":{\"uid\":\"u1\"},"
+                           "\"status\":{\"allocation\":{\"devices\":{\"results\":[1,\"x\"],"
+                           "\"config\":[1,{\"opaque\":3}]}}}}"}) {
+    absl::StatusOr<std::vector<AllocatedDevice>> devices =
+        ReadAllocation(body, "u1", "gpu.nvidia.com", "node-a");
+    if (devices.ok()) EXPECT_TRUE(devices->empty()) << body;
+  }
+  // The default sharing is what NVIDIA's driver does without a config.
+  json defaults = Claim(
+      "u1", json::array({Result("gpu-0")}),
+      Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+              {"kind", "GpuConfig"},
+              {"sharing",
+               {{"strategy", "TimeSlicing"}, {"timeSlicingConfig", {{"interval", "Default"}}}}}}));
+  EXPECT_TRUE(ReadAllocation(defaults.dump(), "u1", "gpu.nvidia.com", "node-a").ok());
+}
+
+// A node of two GPUs, one with a MIG device, and a driver with its two required libraries.
+class Preparer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    devices_.push_back(Device("gpu-0", "GPU-aaaa", 0, 0));
+    DraDevice mig = Device("gpu-1-mig-1g10gb-19-0", "MIG-bbbb", 1, 1);
+    mig.gpu_uuid = "GPU-cccc";
+    mig.gi = 7;
+    mig.ci = 0;
+    devices_.push_back(mig);
+    driver_.version = "550.90.07";
+    driver_.libraries = {{"/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07",
+                          "/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07"}};
+    driver_.control_devices = {"/dev/nvidiactl"};
+  }
+
+  static DraDevice Device(const std::string& name, const std::string& uuid, unsigned index,
+                          unsigned minor) {
+    DraDevice d;
+    d.name = name;
+    d.uuid = uuid;
+    d.gpu_uuid = uuid;
+    d.gpu_index = index;
+    d.gpu_minor = minor;
+    return d;
+  }
+
+  PreparerOptions Options(const std::string& boot = "boot-1") const {
+    return {.node_name = "node-a",
+            .checkpoint_path = dir_.path() + "/checkpoint.json",
+            .cdi_root = dir_.path() + "/cdi",
+            .boot_id = boot};
+  }
+
+  std::unique_ptr<ClaimPreparer> Make(const std::string& boot = "boot-1") {
+    absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer = ClaimPreparer::Create(
+        Options(boot), driver_, host_, [this](const ClaimRef& ref) -> absl::StatusOr<std::string> {
+          ++reads_;
+          auto it = claims_.find(ref.name);
+          if (it == claims_.end()) return absl::NotFoundError("no such claim");
+          return it->second.dump();
+        });
+    EXPECT_TRUE(preparer.ok()) << preparer.status();
+    if (!preparer.ok()) return nullptr;
+    (*preparer)->SetDevices(devices_);
+    return std::move(*preparer);
+  }
+
+  testing::TempDir dir_{"gpunode-dra-prepare"};
+  host::HostRoot host_{"/nonexistent-host"};
+  std::vector<DraDevice> devices_;
+  cdi::DriverFiles driver_;
+  std::map<std::string, json> claims_;
+  int reads_ = 0;
+};
+
+TEST_F(Preparer, AClaimBecomesACdiSpecNamedAsNvidiasAndTheSameAnswerTwice) {
+  claims_["c1"] = Claim("u1", json::array({Result("gpu-0"), Result("gpu-1-mig-1g10gb-19-0")}));
+  std::unique_ptr<ClaimPreparer> preparer = Make();
+  absl::StatusOr<std::vector<PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 2u);
+  EXPECT_THAT((*devices)[0].cdi_ids, ElementsAre("k8s.gpu.nvidia.com/claim=u1-gpu-0"));
+  EXPECT_EQ((*devices)[1].device, "gpu-1-mig-1g10gb-19-0");
+  EXPECT_EQ(preparer->SpecPath("u1"), dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u1.json");
+  std::ifstream in(preparer->SpecPath("u1"));
+  json spec = json::parse(in);
+  EXPECT_EQ(spec["kind"], "k8s.gpu.nvidia.com/claim");
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  EXPECT_EQ(spec["devices"][0]["name"], "u1-gpu-0");
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"], "/dev/nvidia0");
+  EXPECT_EQ(spec["devices"][1]["name"], "u1-gpu-1-mig-1g10gb-19-0");
+  EXPECT_TRUE(cdi::ValidateSpec(cdi::Spec::parse(spec.dump())).empty());
+
+  // The kubelet asks again (it restarted): the same answer, without reading the claim again.
+  absl::StatusOr<std::vector<PreparedDevice>> again = preparer->Prepare({"ml", "c1", "u1"});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *devices);
+  EXPECT_EQ(reads_, 1);
+
+  // A restarted plugin answers from its checkpoint.
+  preparer.reset();
+  std::unique_ptr<ClaimPreparer> restarted = Make();
+  absl::StatusOr<std::vector<PreparedDevice>> after = restarted->Prepare({"ml", "c1", "u1"});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after, *devices);
+  EXPECT_EQ(reads_, 1);
+
+  ASSERT_TRUE(restarted->Unprepare("u1").ok());
+  EXPECT_FALSE(std::filesystem::exists(restarted->SpecPath("u1")));
+  EXPECT_TRUE(restarted->PreparedClaims().empty());
+  // Unpreparing what is not prepared is not an error: the kubelet repeats calls.
+  EXPECT_TRUE(restarted->Unprepare("u1").ok());
+}
+
+TEST_F(Preparer, ADeviceNotOnTheNodeIsRefusedAndNothingIsKept) {
+  claims_["c1"] = Claim("u1", json::array({Result("gpu-7")}));
+  std::unique_ptr<ClaimPreparer> preparer = Make();
+  absl::StatusOr<std::vector<PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
+  ASSERT_FALSE(devices.ok());
+  EXPECT_THAT(devices.status().message(),
+              HasSubstr("device gpu-7 is not on this node (it has gpu-0, gpu-1-mig-1g10gb-19-0)"));
+  EXPECT_FALSE(std::filesystem::exists(preparer->SpecPath("u1")));
+  EXPECT_TRUE(preparer->PreparedClaims().empty());
+}
+
+TEST_F(Preparer, APreparationCutShortIsRolledBackAndAnotherBootsClaimsAreDropped) {
+  // What a plugin stopped between its two checkpoint writes leaves: the claim started, its spec
+  // written.
+  Checkpoint cut;
+  cut.boot_id = "boot-1";
+  cut.claims["u1"] = {.name_space = "ml", .name = "c1", .state = ClaimState::kPrepareStarted};
+  cut.claims["u2"] = {.name_space = "ml", .name = "c2", .state = ClaimState::kPrepareCompleted};
+  ASSERT_TRUE(WriteCheckpoint(Options().checkpoint_path, cut).ok());
+  std::filesystem::create_directories(dir_.path() + "/cdi");
+  std::ofstream(dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u1.json") << "{}";
+  std::ofstream(dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u2.json") << "{}";
+
+  std::unique_ptr<ClaimPreparer> preparer = Make("boot-1");
+  EXPECT_THAT(preparer->PreparedClaims(), ElementsAre("u2"));
+  EXPECT_FALSE(std::filesystem::exists(preparer->SpecPath("u1")));
+  EXPECT_TRUE(std::filesystem::exists(preparer->SpecPath("u2")));
+  preparer.reset();
+
+  std::unique_ptr<ClaimPreparer> rebooted = Make("boot-2");
+  EXPECT_TRUE(rebooted->PreparedClaims().empty());
+  EXPECT_FALSE(std::filesystem::exists(rebooted->SpecPath("u2")));
+  absl::StatusOr<std::optional<Checkpoint>> on_disk = ReadCheckpoint(Options().checkpoint_path);
+  ASSERT_TRUE(on_disk.ok() && on_disk->has_value());
+  EXPECT_EQ((*on_disk)->boot_id, "boot-2");
+}
+
+TEST_F(Preparer, ACorruptCheckpointStopsTheStartAndDeletesNothing) {
+  std::ofstream(Options().checkpoint_path) << "{\"checksum\": \"0\", \"v1\": {}}";
+  std::filesystem::create_directories(dir_.path() + "/cdi");
+  std::ofstream(dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u9.json") << "{}";
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer =
+      ClaimPreparer::Create(Options(), driver_, host_, nullptr);
+  ASSERT_FALSE(preparer.ok());
+  EXPECT_THAT(preparer.status().message(), HasSubstr("checksum"));
+  EXPECT_TRUE(std::filesystem::exists(Options().checkpoint_path));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u9.json"));
+}
+
+}  // namespace
+}  // namespace gpunode::dra
