@@ -64,5 +64,15 @@ TEST(DraCheckpoint, AnEditedOrTornFileIsRefusedInOneLineAndKept) {
   }
 }
 
+TEST(DraCheckpoint, TheFuzzersSeedIsACheckpointAsWritten) {
+  // fuzz/dra's seed starts the fuzzer past the checksum; it must stay one the reader accepts.
+  std::string path =
+      std::string(GPUNODE_SOURCE_DIR) + "/fuzz/dra/corpus/checkpoint/two-claims.json";
+  absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->has_value());
+  EXPECT_EQ((*read)->claims.size(), 2u);
+}
+
 }  // namespace
 }  // namespace gpunode::dra
