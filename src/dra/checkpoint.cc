@@ -28,6 +28,14 @@ std::string Checksum(const ordered& data) {
   return absl::StrFormat("%016x", hash);
 }
 
+const ordered kAbsent;
+
+// The member `key` of `object`, or null: a file's content read without a throw.
+const ordered& Member(const ordered& object, const char* key) {
+  auto it = object.find(key);
+  return it == object.end() ? kAbsent : *it;
+}
+
 absl::Status Invalid(std::string_view source, std::string_view what) {
   return absl::DataLossError(
       core::StrCat(source, ": ", what,
@@ -131,9 +139,9 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text, std::string_vi
         device.pool = *pool;
         device.device = *device_name;
         absl::StatusOr<std::vector<std::string>> requests =
-            Strings(d.value("requests", ordered()), source, core::StrCat(where, ".requests"));
-        absl::StatusOr<std::vector<std::string>> ids = Strings(
-            d.value("cdiDeviceIDs", ordered()), source, core::StrCat(where, ".cdiDeviceIDs"));
+            Strings(Member(d, "requests"), source, core::StrCat(where, ".requests"));
+        absl::StatusOr<std::vector<std::string>> ids =
+            Strings(Member(d, "cdiDeviceIDs"), source, core::StrCat(where, ".cdiDeviceIDs"));
         if (!requests.ok()) return requests.status();
         if (!ids.ok()) return ids.status();
         device.requests = *requests;

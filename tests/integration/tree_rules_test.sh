@@ -27,7 +27,7 @@ includes_of() {
     while read -r file dir; do [[ -d src/$dir ]] && echo "$file $dir"; done
 }
 
-roles="plugin metrics labels runtime cluster doctor mig"
+roles="plugin dra metrics labels runtime cluster doctor mig"
 node_model="gpu plugin_config containerd kube"
 access="nvml host cdi h2grpc http"
 
