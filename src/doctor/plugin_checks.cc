@@ -2,14 +2,11 @@
 // state gpunode's plugin writes there, and the MPS control daemons' pipes under the MPS root.
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
-
-#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/unix_socket.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "doctor/checks.h"
 #include "grpcpp/grpcpp.h"
@@ -37,23 +34,6 @@ absl::StatusOr<std::vector<Socket>> Sockets(const Context& context) {
     }
   }
   return sockets;
-}
-
-// Whether anything accepts connections on the socket; a socket file left by a process that
-// exited refuses them.
-bool Listening(const std::string& path, int type = SOCK_STREAM) {
-  int fd = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(address.sun_path)) {
-    ::close(fd);
-    return false;
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-  ::close(fd);
-  return ok;
 }
 
 absl::Status AskOptions(const std::string& path, std::chrono::milliseconds timeout) {
@@ -120,7 +100,7 @@ Finding StaleSockets(const Context& context) {
   std::vector<std::string> stale;
   for (const Socket& socket : *sockets) {
     if (socket.name == kKubeletSocket) continue;  // the kubelet's own: never judged, never touched
-    if (!Listening(socket.path)) stale.push_back(socket.name);
+    if (!core::UnixSocketAccepts(socket.path)) stale.push_back(socket.name);
   }
   if (!stale.empty()) {
     return Warn(absl::StrCat(stale.size(), " socket(s) nobody serves"),
@@ -144,7 +124,7 @@ Finding MpsDaemons(const Context& context) {
     if (name == "shm" || !st.ok() || !S_ISDIR(st->st_mode)) continue;
     std::string control = context.host().Resolve(pipe + "/control");
     // The MPS control socket is SEQPACKET.
-    (Listening(control, SOCK_SEQPACKET) ? answering : silent)
+    (core::UnixSocketAccepts(control, SOCK_SEQPACKET) ? answering : silent)
         .push_back(absl::StrCat("nvidia.com/", name));
   }
   if (!silent.empty()) {

@@ -1,9 +1,5 @@
 #include "dra/dra_plugin.h"
 
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <memory>
 
@@ -13,7 +9,7 @@
 #include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
-#include "core/unique_fd.h"
+#include "core/unix_socket.h"
 #include "dra/claim_preparer.h"
 #include "dra/dra_devices.h"
 #include "dra/kubelet_service.h"
@@ -26,18 +22,6 @@ namespace gpunode::dra {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Whether a program answers on the unix socket: a device plugin that exited leaves its socket
-// file behind, and only a live one counts.
-bool SocketAnswers(const std::string& path) {
-  sockaddr_un address{};
-  if (path.size() >= sizeof(address.sun_path)) return false;
-  core::UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return false;
-  address.sun_family = AF_UNIX;
-  path.copy(address.sun_path, path.size());
-  return connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
-}
 
 std::vector<DeviceHealth> AllHealthy(const std::vector<DraDevice>& devices) {
   std::vector<DeviceHealth> out;
@@ -84,7 +68,8 @@ std::string DevicePluginConflict(const std::string& device_plugins_dir,
   for (const fs::directory_entry& entry : fs::directory_iterator(device_plugins_dir, ec)) {
     std::string name = entry.path().filename();
     if (name == "kubelet.sock" || !entry.is_socket(ec)) continue;
-    if (SocketAnswers(entry.path())) {
+    // A device plugin that exited leaves its socket behind; only a live one counts.
+    if (core::UnixSocketAccepts(entry.path())) {
       return core::StrCat("a device plugin serves on ", entry.path().string(),
                           ": NVIDIA's device plugin and a DRA driver must not serve the same "
                           "GPUs; remove the device plugin from this node (label the node out of "

@@ -13,10 +13,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/unix_socket.h"
 #include "h2grpc/grpc_status.h"
 #include "h2grpc/message_framing.h"
 #include "h2grpc/nghttp2_header.h"
-#include "h2grpc/unix_address.h"
 
 namespace gpunode::h2grpc {
 namespace {
@@ -122,7 +122,7 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path, std::strin
                                       std::string_view request, std::chrono::milliseconds timeout) {
   const Clock::time_point deadline = Clock::now() + timeout;
   const std::string target = absl::StrCat(socket_path, " (", std::string(method_path), ")");
-  absl::StatusOr<sockaddr_un> address = UnixAddress(socket_path);
+  absl::StatusOr<sockaddr_un> address = core::UnixAddress(socket_path);
   if (!address.ok()) return address.status();
   Connection connection;
   connection.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
+#include "core/unix_socket.h"
 #include "h2grpc/server_connection.h"
-#include "h2grpc/unix_address.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::h2grpc {
@@ -73,7 +73,7 @@ Server::Server(Service service) : service_(std::move(service)) {}
 Server::~Server() { Stop(); }
 
 absl::Status Server::Start(const std::string& socket_path) {
-  absl::StatusOr<sockaddr_un> address = UnixAddress(socket_path);
+  absl::StatusOr<sockaddr_un> address = core::UnixAddress(socket_path);
   if (!address.ok()) return address.status();
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0 ||

@@ -1,13 +1,11 @@
 #include "plugin/mps/mps_readiness.h"
 
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
-
-#include <cstring>
 
 #include "core/file_io.h"
 #include "core/log.h"
+#include "core/unix_socket.h"
 #include "plugin/mps/mps_paths.h"
 #include "spdlog/spdlog.h"
 
@@ -23,16 +21,8 @@ constexpr std::chrono::seconds kSocketRecheck{10};
 }  // namespace
 
 bool MpsControlAccepts(const std::string& socket_path) {
-  sockaddr_un address{};
-  if (socket_path.size() >= sizeof(address.sun_path)) return false;
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, socket_path.c_str(), socket_path.size() + 1);
   // The daemon's control socket is a SEQPACKET socket; a stream connect is refused (EPROTOTYPE).
-  int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-  close(fd);
-  return ok;
+  return core::UnixSocketAccepts(socket_path, SOCK_SEQPACKET);
 }
 
 namespace {
