@@ -171,7 +171,7 @@ void BM_HandleAllocate(benchmark::State& state) {
   plugin_state->host.control = {"/dev/nvidiactl", "/dev/nvidia-uvm"};
   std::vector<std::string> warnings;
   Resource resource = BuildResources(plugin_state->node, plugin_state->config, &warnings)->front();
-  HealthBoard board;
+  health::HealthBoard board;
   RequestHandler handler(resource, plugin_state, board);
   v1beta1::AllocateRequest request;
   auto* c = request.add_container_requests();

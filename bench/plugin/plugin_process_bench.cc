@@ -21,8 +21,8 @@
 
 #include "gpunode_sim.h"
 #include "harness/apiserver_double.h"
+#include "health/health_monitor.h"
 #include "kubelet_double.h"
-#include "plugin/health/health_monitor.h"
 #include "plugin/rm/resources.h"
 #include "plugin/server/plugin_server.h"
 #include "process.h"
@@ -315,15 +315,15 @@ void XidToUnhealthy(int runs) {
     std::vector<std::string> warnings;
     plugin::Resource resource =
         plugin::BuildResources(state->node, state->config, &warnings)->front();
-    plugin::HealthBoard board;
+    health::HealthBoard board;
     std::string dir = TempDir();
     {
       auto handler = std::make_shared<plugin::RequestHandler>(resource, state, board);
       plugin::PluginServer server(handler, board, dir + "/nvidia-gpu.sock");
       if (!server.Start().ok()) return;
       auto monitor =
-          plugin::HealthMonitor::Start(*library, state->node, board,
-                                       {.xids = *plugin::XidPolicyFromEnvironment(nullptr, nullptr),
+          health::HealthMonitor::Start(*library, plugin::MonitoredGpus(state->node), board,
+                                       {.xids = *health::XidPolicyFromEnvironment(nullptr, nullptr),
                                         .recovery_period = milliseconds(0)});
       auto channel = grpc::CreateChannel("unix:" + dir + "/nvidia-gpu.sock",
                                          grpc::InsecureChannelCredentials());

@@ -16,7 +16,6 @@
 #include "core/log.h"
 #include "host/plugin_health_state.h"
 #include "plugin/daemon/plugin_daemon.h"
-#include "plugin/health/xid.h"
 #include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
 
@@ -218,10 +217,8 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
                                              .health_flap_limit = options.flap_limit},
                                             &plugin_config::ProcessEnvironment);
   if (!process.ok()) return ReportError(process.status());
-  absl::StatusOr<plugin::XidPolicy> xids = plugin::XidPolicyFromEnvironment(
-      process->disable_healthchecks ? process->disable_healthchecks->c_str() : nullptr,
-      process->enable_healthchecks ? process->enable_healthchecks->c_str() : nullptr);
-  if (!xids.ok()) return ReportError(xids.status());
+  absl::StatusOr<health::HealthOptions> health = plugin_config::HealthOptionsFrom(*process);
+  if (!health.ok()) return ReportError(health.status());
   absl::StatusOr<FollowedConfig> followed =
       FollowConfig(*flags, options.config_file, options.default_config, "gpunode-device-plugin",
                    "the running config stays");
@@ -239,12 +236,7 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
                  flag);
   }
   daemon.host_root = global.host_root;
-  daemon.health.xids = *xids;
-  if (process->health_recovery_period) {
-    // "0" turns recovery off.
-    daemon.health.recovery_period = absl::ToChronoMilliseconds(*process->health_recovery_period);
-  }
-  if (process->health_flap_limit) daemon.health.flap_limit = *process->health_flap_limit;
+  daemon.health = *std::move(health);
   daemon.health.state_file = options.kubelet_dir + "/" + host::kPluginHealthStateFile;
 
   // NVIDIA's nvidiaDriverRoot says where the driver's libnvidia-ml is, unless --driver-root does.

@@ -285,4 +285,19 @@ absl::StatusOr<ProcessSettings> ResolveProcessSettings(const ProcessFlags& flags
   return settings;
 }
 
+absl::StatusOr<health::HealthOptions> HealthOptionsFrom(const ProcessSettings& settings) {
+  health::HealthOptions options;
+  ASSIGN_OR_RETURN(
+      options.xids,
+      health::XidPolicyFromEnvironment(
+          settings.disable_healthchecks ? settings.disable_healthchecks->c_str() : nullptr,
+          settings.enable_healthchecks ? settings.enable_healthchecks->c_str() : nullptr));
+  if (settings.health_recovery_period) {
+    // "0" turns recovery off.
+    options.recovery_period = absl::ToChronoMilliseconds(*settings.health_recovery_period);
+  }
+  if (settings.health_flap_limit) options.flap_limit = *settings.health_flap_limit;
+  return options;
+}
+
 }  // namespace gpunode::plugin_config

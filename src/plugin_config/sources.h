@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "health/health_monitor.h"
 #include "plugin_config/config.h"
 #include "plugin_config/config_dir.h"
 #include "plugin_config/layer.h"
@@ -113,5 +114,10 @@ struct ProcessSettings {
 // Fails with one line naming the flag or variable, the value and what to give instead.
 absl::StatusOr<ProcessSettings> ResolveProcessSettings(const ProcessFlags& flags,
                                                        const Environment& env);
+
+// The health monitor's options from the settings (the XID lists, recovery period and flap
+// limit), the same for the device plugin and the DRA plugin. Fails with one line naming the
+// variable whose XID list is wrong.
+absl::StatusOr<health::HealthOptions> HealthOptionsFrom(const ProcessSettings& settings);
 
 }  // namespace gpunode::plugin_config

@@ -28,7 +28,7 @@ includes_of() {
 }
 
 roles="plugin dra metrics labels runtime cluster doctor mig"
-node_model="gpu plugin_config containerd kube"
+node_model="gpu health plugin_config containerd kube"
 access="nvml host cdi h2grpc http"
 
 # includes_from LAYER_DIRS -- ALLOWED_DIRS: the includes of LAYER_DIRS that name none of ALLOWED.
@@ -46,7 +46,7 @@ for role in $roles; do
   rule "src/$role/ includes no other role and nothing of src/cli/ (a role never calls another)" \
     includes_outside "$role" -- "$role" $node_model $access core
 done
-rule "the node model (src/{gpu,plugin_config,containerd,kube}/) includes no role and nothing of src/cli/" \
+rule "the node model (src/{gpu,health,plugin_config,containerd,kube}/) includes no role and nothing of src/cli/" \
   includes_outside $node_model -- $node_model $access core
 rule "the access layer (src/{nvml,host,cdi,h2grpc,http}/) includes only itself and src/core/" \
   includes_outside $access -- $access core

@@ -56,7 +56,7 @@ class MpsReadinessTest : public ::testing::Test {
   }
 
   // Waits, on the board's change notifications, until the resource is in `state`.
-  bool Await(const MpsReadiness& readiness, HealthBoard& board, MpsState state) {
+  bool Await(const MpsReadiness& readiness, health::HealthBoard& board, MpsState state) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     bool done = false;
     std::thread watchdog([&] {
@@ -82,7 +82,7 @@ class MpsReadinessTest : public ::testing::Test {
 
 TEST_F(MpsReadinessTest, ADaemonOnAnotherPlanIsNotReadyUntilItRunsThisOne) {
   Started(kPlan2);
-  HealthBoard board;
+  health::HealthBoard board;
   MpsReadiness readiness(root_, {{"gpu", kPlan4}}, board, milliseconds(20));
   EXPECT_EQ(readiness.state("gpu"), MpsState::kNotReady);
   EXPECT_EQ(MpsRunningPlan(root_, "gpu"), kPlan2);
@@ -100,7 +100,7 @@ TEST_F(MpsReadinessTest, ADaemonOnAnotherPlanIsNotReadyUntilItRunsThisOne) {
 TEST_F(MpsReadinessTest, WithoutTheNodesReadyMarkerNothingIsReady) {
   Started(kPlan4);
   fs::remove(MpsReadyMarker(root_));
-  HealthBoard board;
+  health::HealthBoard board;
   MpsReadiness readiness(root_, {{"gpu", kPlan4}}, board, milliseconds(20));
   EXPECT_EQ(readiness.state("gpu"), MpsState::kNotReady);
   std::ofstream(MpsReadyMarker(root_)) << "";

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "plugin/health/xid.h"
+#include "health/xid.h"
 #include "plugin_config/config_file.h"
 #include "plugin_config/sources.h"
 
@@ -17,9 +17,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 // The health checks read DP_DISABLE_HEALTHCHECKS and DP_ENABLE_HEALTHCHECKS as the sources give
 // them.
-using plugin::XidMeaning;
-using plugin::XidPolicy;
-using plugin::XidPolicyFromEnvironment;
 
 absl::StatusOr<ConfigFile> Parse(const std::string& text) {
   return ParseConfigFile(text, "config.yaml");
@@ -392,27 +389,27 @@ TEST(ConfigSources, MissingFileIsAnError) {
 }
 
 TEST(XidPolicy, ApplicationXidsAreIgnored) {
-  absl::StatusOr<XidPolicy> policy = XidPolicyFromEnvironment(nullptr, nullptr);
+  absl::StatusOr<health::XidPolicy> policy = health::XidPolicyFromEnvironment(nullptr, nullptr);
   ASSERT_TRUE(policy.ok());
   for (uint64_t xid : {13, 31, 43, 45, 68, 109}) EXPECT_FALSE(policy->Critical(xid)) << xid;
   for (uint64_t xid : {48, 79, 94, 95, 119}) EXPECT_TRUE(policy->Critical(xid)) << xid;
-  EXPECT_EQ(XidMeaning(79), "GPU has fallen off the bus");
+  EXPECT_EQ(health::XidMeaning(79), "GPU has fallen off the bus");
 }
 
 TEST(XidPolicy, DisableAndEnableAsNvidia) {
-  EXPECT_FALSE(XidPolicyFromEnvironment("all", nullptr)->enabled);
-  EXPECT_FALSE(XidPolicyFromEnvironment("xids", nullptr)->enabled);
-  EXPECT_FALSE(XidPolicyFromEnvironment("all", "all")->enabled);
-  XidPolicy extra = *XidPolicyFromEnvironment("48, 79", nullptr);
+  EXPECT_FALSE(health::XidPolicyFromEnvironment("all", nullptr)->enabled);
+  EXPECT_FALSE(health::XidPolicyFromEnvironment("xids", nullptr)->enabled);
+  EXPECT_FALSE(health::XidPolicyFromEnvironment("all", "all")->enabled);
+  health::XidPolicy extra = *health::XidPolicyFromEnvironment("48, 79", nullptr);
   EXPECT_FALSE(extra.Critical(48));
   EXPECT_FALSE(extra.Critical(79));
   EXPECT_FALSE(extra.Critical(13));
   EXPECT_TRUE(extra.Critical(94));
-  XidPolicy forced = *XidPolicyFromEnvironment(nullptr, "13");
+  health::XidPolicy forced = *health::XidPolicyFromEnvironment(nullptr, "13");
   EXPECT_TRUE(forced.Critical(13));
   EXPECT_FALSE(forced.Critical(31));
-  EXPECT_TRUE(XidPolicyFromEnvironment(nullptr, "all")->Critical(31));
-  absl::StatusOr<XidPolicy> bad = XidPolicyFromEnvironment("abc", nullptr);
+  EXPECT_TRUE(health::XidPolicyFromEnvironment(nullptr, "all")->Critical(31));
+  absl::StatusOr<health::XidPolicy> bad = health::XidPolicyFromEnvironment("abc", nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("DP_DISABLE_HEALTHCHECKS"));
 }

@@ -265,7 +265,7 @@ TEST(RequestHandler, AllocateErrorsNameTheProblem) {
   state->config.time_slicing.fail_requests_greater_than_one = true;
   std::vector<std::string> warnings;
   Resource r = BuildResources(state->node, state->config, &warnings)->front();
-  HealthBoard board;
+  health::HealthBoard board;
   RequestHandler handler(r, state, board);
 
   v1beta1::AllocateRequest request;
@@ -307,7 +307,7 @@ TEST(RequestHandler, PreferredAllocationValidatesItsInput) {
   state->node.scores[1][3] = state->node.scores[3][1] = 500;
   std::vector<std::string> warnings;
   Resource r = BuildResources(state->node, state->config, &warnings)->front();
-  HealthBoard board;
+  health::HealthBoard board;
   RequestHandler handler(r, state, board);
   v1beta1::PreferredAllocationRequest request;
   auto* c = request.add_container_requests();

@@ -60,8 +60,8 @@ std::string BaseName(const std::string& path) {
 
 struct PluginDaemon::Generation {
   std::shared_ptr<PluginState> state;
-  std::unique_ptr<HealthBoard> board;
-  std::unique_ptr<HealthMonitor> monitor;
+  std::unique_ptr<health::HealthBoard> board;
+  std::unique_ptr<health::HealthMonitor> monitor;
   std::vector<std::unique_ptr<PluginServer>> servers;
   // When each server's last successful Register started (wall clock, to compare with the
   // kubelet socket's ctime); unset while it needs registering.
@@ -122,7 +122,7 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
     }
   }
 
-  generation->board = std::make_unique<HealthBoard>();
+  generation->board = std::make_unique<health::HealthBoard>();
   std::map<std::string, std::string> mps_plans;
   for (const Resource& resource : *resources) {
     if (resource.mps) mps_plans[resource.MpsName()] = MpsPlanKey(resource, state->node);
@@ -133,8 +133,8 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
   }
   generation->state = state;
   if (library_ != nullptr && options_.health.xids.enabled && !state->node.gpus.empty()) {
-    generation->monitor =
-        HealthMonitor::Start(*library_, state->node, *generation->board, options_.health);
+    generation->monitor = health::HealthMonitor::Start(*library_, MonitoredGpus(state->node),
+                                                       *generation->board, options_.health);
   } else if (!options_.health.xids.enabled) {
     spdlog::warn("health checks are disabled (DP_DISABLE_HEALTHCHECKS)");
   }

@@ -13,11 +13,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/directory_watch.h"
+#include "health/health_board.h"
+#include "health/health_monitor.h"
 #include "nvml/library.h"
 #include "plugin/daemon/config_following.h"
 #include "plugin/daemon/signal_fd.h"
-#include "plugin/health/health_board.h"
-#include "plugin/health/health_monitor.h"
 #include "plugin/server/plugin_server.h"
 #include "plugin_config/sources.h"
 
@@ -33,7 +33,7 @@ struct DaemonOptions {
   // --cdi-disable-hooks all: the CDI spec names no hook (the hook's path is the config's).
   bool cdi_hooks_disabled = false;
   std::string host_root = "/";
-  HealthOptions health;
+  health::HealthOptions health;
   // The config's directory and node label, followed: a change is read again and applied when
   // the config it selects differs.
   ConfigFollowing config;

@@ -53,7 +53,7 @@ bool MpsMarkersPresent(const std::string& root, const std::string& resource,
 }
 
 MpsReadiness::MpsReadiness(std::string root, std::map<std::string, std::string> plans,
-                           HealthBoard& board, std::chrono::milliseconds period)
+                           health::HealthBoard& board, std::chrono::milliseconds period)
     : root_(std::move(root)), board_(board), period_(period), plans_(std::move(plans)) {
   for (const auto& [resource, plan] : plans_) states_[resource] = MpsState::kNotReady;
   Probe();

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/health/health_board.h"
+#include "health/health_board.h"
 
 namespace gpunode::plugin {
 
@@ -43,7 +43,8 @@ class MpsReadiness {
  public:
   // `root` is the MPS root as this process sees it; `plans` maps each resource's name without
   // the domain to its MpsPlanKey.
-  MpsReadiness(std::string root, std::map<std::string, std::string> plans, HealthBoard& board,
+  MpsReadiness(std::string root, std::map<std::string, std::string> plans,
+               health::HealthBoard& board,
                std::chrono::milliseconds period = std::chrono::milliseconds(250));
   ~MpsReadiness();
   MpsReadiness(const MpsReadiness&) = delete;
@@ -56,7 +57,7 @@ class MpsReadiness {
   void Loop();
 
   const std::string root_;
-  HealthBoard& board_;
+  health::HealthBoard& board_;
   const std::chrono::milliseconds period_;
   mutable std::mutex mutex_;
   std::condition_variable stop_;

@@ -84,4 +84,15 @@ absl::StatusOr<Node> ReadNode(const nvml::Library& library, const host::HostRoot
       });
 }
 
+std::vector<health::MonitoredGpu> MonitoredGpus(const Node& node) {
+  std::vector<health::MonitoredGpu> out;
+  for (const NodeGpu& gpu : node.gpus) {
+    health::MonitoredGpu& watched = out.emplace_back();
+    watched.index = gpu.index;
+    watched.uuid = gpu.uuid;
+    for (const MigSlice& mig : gpu.migs) watched.migs.push_back({mig.gi, mig.ci});
+  }
+  return out;
+}
+
 }  // namespace gpunode::plugin

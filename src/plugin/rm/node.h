@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpu/node_snapshot.h"
+#include "health/health_monitor.h"
 #include "host/host_root.h"
 #include "nvml/library.h"
 #include "plugin/allocation/link_score.h"
@@ -48,5 +49,9 @@ absl::StatusOr<Node> NodeFromSnapshot(
     const std::function<std::optional<nvmlGpuTopologyLevel_t>(size_t, size_t)>& pcie_level);
 
 absl::StatusOr<Node> ReadNode(const nvml::Library& library, const host::HostRoot& host);
+
+// The GPUs and MIG devices the health monitor watches for the plugin, in `node.gpus` order (so
+// that board positions are positions in `node.gpus`).
+std::vector<health::MonitoredGpu> MonitoredGpus(const Node& node);
 
 }  // namespace gpunode::plugin

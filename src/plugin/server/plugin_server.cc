@@ -9,8 +9,8 @@
 
 namespace gpunode::plugin {
 
-PluginServer::PluginServer(std::shared_ptr<const RequestHandler> handler, HealthBoard& board,
-                           std::string socket_path)
+PluginServer::PluginServer(std::shared_ptr<const RequestHandler> handler,
+                           health::HealthBoard& board, std::string socket_path)
     : handler_(std::move(handler)), board_(board), socket_path_(std::move(socket_path)) {}
 
 PluginServer::~PluginServer() { Stop(); }

@@ -12,7 +12,7 @@ namespace gpunode::plugin {
 
 class PluginServer {
  public:
-  PluginServer(std::shared_ptr<const RequestHandler> handler, HealthBoard& board,
+  PluginServer(std::shared_ptr<const RequestHandler> handler, health::HealthBoard& board,
                std::string socket_path);
   ~PluginServer();
   PluginServer(const PluginServer&) = delete;
@@ -29,7 +29,7 @@ class PluginServer {
 
  private:
   std::shared_ptr<const RequestHandler> handler_;
-  HealthBoard& board_;
+  health::HealthBoard& board_;
   std::string socket_path_;
   std::unique_ptr<PluginService> service_;
   std::unique_ptr<h2grpc::Server> server_;

@@ -15,7 +15,8 @@ absl::StatusOr<Response> Logged(const char* method, absl::StatusOr<Response> ans
 
 }  // namespace
 
-PluginService::PluginService(std::shared_ptr<const RequestHandler> handler, HealthBoard& board)
+PluginService::PluginService(std::shared_ptr<const RequestHandler> handler,
+                             health::HealthBoard& board)
     : handler_(std::move(handler)), board_(board) {}
 
 void PluginService::Stop() {

@@ -6,14 +6,14 @@
 #include <memory>
 
 #include "h2grpc/service.h"
-#include "plugin/health/health_board.h"
+#include "health/health_board.h"
 #include "plugin/server/request_handler.h"
 
 namespace gpunode::plugin {
 
 class PluginService {
  public:
-  PluginService(std::shared_ptr<const RequestHandler> handler, HealthBoard& board);
+  PluginService(std::shared_ptr<const RequestHandler> handler, health::HealthBoard& board);
 
   // The method table, by the paths of v1beta1.DevicePlugin; this object must outlive its use.
   h2grpc::Service Methods();
@@ -25,7 +25,7 @@ class PluginService {
   absl::Status ListAndWatch(h2grpc::ServerStream& stream);
 
   std::shared_ptr<const RequestHandler> handler_;
-  HealthBoard& board_;
+  health::HealthBoard& board_;
   std::atomic<bool> stopping_{false};
 };
 

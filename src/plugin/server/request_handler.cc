@@ -15,7 +15,7 @@
 namespace gpunode::plugin {
 
 RequestHandler::RequestHandler(Resource resource, std::shared_ptr<const PluginState> state,
-                               const HealthBoard& board)
+                               const health::HealthBoard& board)
     : resource_(std::move(resource)), state_(std::move(state)), board_(board) {
   whole_gpus_ = !resource_.shared();
   for (size_t i = 0; i < resource_.devices.size(); ++i) {
@@ -25,8 +25,8 @@ RequestHandler::RequestHandler(Resource resource, std::shared_ptr<const PluginSt
 }
 
 bool RequestHandler::Healthy(const PluginDevice& device) const {
-  std::optional<MigKey> mig;
-  if (device.mig) mig = MigKey{device.gpu, device.mig->gi, device.mig->ci};
+  std::optional<health::MigKey> mig;
+  if (device.mig) mig = health::MigKey{device.gpu, device.mig->gi, device.mig->ci};
   if (resource_.mps && MpsDaemon() != MpsState::kUp) return false;
   return board_.Healthy(device.gpu, mig);
 }

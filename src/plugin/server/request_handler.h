@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "plugin/health/health_board.h"
+#include "health/health_board.h"
 #include "plugin/mps/mps_readiness.h"
 #include "plugin/rm/node.h"
 #include "plugin/rm/resources.h"
@@ -31,7 +31,7 @@ struct PluginState {
 class RequestHandler {
  public:
   RequestHandler(Resource resource, std::shared_ptr<const PluginState> state,
-                 const HealthBoard& board);
+                 const health::HealthBoard& board);
 
   const Resource& resource() const { return resource_; }
 
@@ -53,7 +53,7 @@ class RequestHandler {
 
   Resource resource_;
   std::shared_ptr<const PluginState> state_;
-  const HealthBoard& board_;
+  const health::HealthBoard& board_;
   std::map<std::string, size_t> by_id_;
   bool whole_gpus_;  // neither shared nor MIG: the topology-aware search applies
 };

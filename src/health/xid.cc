@@ -1,4 +1,4 @@
-#include "plugin/health/xid.h"
+#include "health/xid.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -7,7 +7,7 @@
 #include "absl/strings/strip.h"
 #include "gpu/xid_catalog.h"
 
-namespace gpunode::plugin {
+namespace gpunode::health {
 namespace {
 
 struct XidList {
@@ -88,4 +88,4 @@ absl::StatusOr<XidPolicy> XidPolicyFromEnvironment(const char* disable, const ch
   return policy;
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::health

@@ -18,14 +18,27 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "health/health_board.h"
+#include "health/recovery_evidence.h"
+#include "health/xid.h"
 #include "nvml/event_set.h"
 #include "nvml/library.h"
-#include "plugin/health/health_board.h"
-#include "plugin/health/recovery_evidence.h"
-#include "plugin/health/xid.h"
-#include "plugin/rm/node.h"
 
-namespace gpunode::plugin {
+namespace gpunode::health {
+
+// A GPU to watch, as the plugin that offers it knows it: by NVML index, with the MIG devices it
+// offers. Board positions are positions in the list handed to Start().
+struct MonitoredMig {
+  unsigned gi = 0;
+  unsigned ci = 0;
+  friend bool operator==(const MonitoredMig&, const MonitoredMig&) = default;
+};
+struct MonitoredGpu {
+  unsigned index = 0;  // NVML index
+  std::string uuid;
+  std::vector<MonitoredMig> migs;
+  friend bool operator==(const MonitoredGpu&, const MonitoredGpu&) = default;
+};
 
 struct HealthOptions {
   XidPolicy xids;
@@ -41,9 +54,10 @@ struct HealthOptions {
 
 class HealthMonitor {
  public:
-  // Starts the monitoring thread. `library`, `node` and `board` must outlive the monitor.
-  static std::unique_ptr<HealthMonitor> Start(const nvml::Library& library, const Node& node,
-                                              HealthBoard& board, HealthOptions options);
+  // Starts the monitoring thread. `library` and `board` must outlive the monitor.
+  static std::unique_ptr<HealthMonitor> Start(const nvml::Library& library,
+                                              std::vector<MonitoredGpu> gpus, HealthBoard& board,
+                                              HealthOptions options);
   ~HealthMonitor();
   HealthMonitor(const HealthMonitor&) = delete;
   HealthMonitor& operator=(const HealthMonitor&) = delete;
@@ -63,7 +77,7 @@ class HealthMonitor {
     std::string held;         // why it stays unhealthy until the plugin restarts; empty: not held
   };
 
-  HealthMonitor(const nvml::Library& library, const Node& node, HealthBoard& board,
+  HealthMonitor(const nvml::Library& library, std::vector<MonitoredGpu> gpus, HealthBoard& board,
                 HealthOptions options);
   void Run();
   void RebuildEventSet();
@@ -73,8 +87,10 @@ class HealthMonitor {
   // Returns true when the unit's quiet period is over.
   bool Recovered(Trouble& trouble, size_t gpu, const std::string& unit, Clock::time_point now);
   bool Answers(size_t gpu, std::string* why) const;
-  void MarkGpu(size_t gpu, const std::string& reason, FaultClass fault);
-  void MarkMig(const MigKey& mig, const std::string& reason, FaultClass fault);
+  void MarkGpu(size_t gpu, const std::string& reason, FaultClass fault,
+               std::optional<uint64_t> xid = std::nullopt);
+  void MarkMig(const MigKey& mig, const std::string& reason, FaultClass fault,
+               std::optional<uint64_t> xid);
   // Records a new fall of `trouble` on a Healthy→Unhealthy transition of the GPU's devices and
   // holds it past the flap limit.
   void CountFall(size_t gpu, Trouble& trouble, const std::string& unit);
@@ -86,11 +102,11 @@ class HealthMonitor {
   std::string RecoveryRule() const;
 
   const nvml::Library& library_;
-  const Node& node_;
+  const std::vector<MonitoredGpu> gpus_;
   HealthBoard& board_;
   const HealthOptions options_;
-  std::vector<std::optional<nvml::Device>> devices_;  // by position in node_.gpus
-  std::vector<GpuBaseline> baselines_;                // by position in node_.gpus
+  std::vector<std::optional<nvml::Device>> devices_;  // by position in gpus_
+  std::vector<GpuBaseline> baselines_;                // by position in gpus_
   std::unique_ptr<nvml::EventSet> events_;
   std::vector<bool> watched_;  // registered with events_
   std::set<size_t> lost_;      // answered GPU_IS_LOST; left out of events_ until they answer
@@ -107,4 +123,4 @@ class HealthMonitor {
   std::thread thread_;
 };
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::health

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gpunode::plugin {
+namespace gpunode::health {
 
 // XIDs caused by the application running on the GPU, not by the GPU (gpu/xid_catalog.h): NVIDIA's
 // plugin ignores them and so does gpunode (13, 31, 43, 45, 68, 109).
@@ -43,4 +43,4 @@ struct XidPolicy {
 // null. An entry that is neither a keyword nor a number is an error naming the variable.
 absl::StatusOr<XidPolicy> XidPolicyFromEnvironment(const char* disable, const char* enable);
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::health

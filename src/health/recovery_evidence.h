@@ -6,10 +6,10 @@
 #include <set>
 #include <string>
 
+#include "health/xid.h"
 #include "nvml/device.h"
-#include "plugin/health/xid.h"
 
-namespace gpunode::plugin {
+namespace gpunode::health {
 
 // What a GPU looked like when the plugin started, to compare against.
 struct GpuBaseline {
@@ -32,4 +32,4 @@ struct Evidence {
 Evidence JudgeRecovery(const std::optional<nvml::Device>& device, const GpuBaseline& baseline,
                        const std::set<FaultClass>& faults);
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::health

@@ -1,4 +1,4 @@
-#include "plugin/health/health_monitor.h"
+#include "health/health_monitor.h"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@
 #include "nvml/system.h"
 #include "spdlog/spdlog.h"
 
-namespace gpunode::plugin {
+namespace gpunode::health {
 namespace {
 
 // Bounds how long Stop() waits for an NVML wait to return.
@@ -36,23 +36,24 @@ const char* FaultName(FaultClass fault) {
 
 }  // namespace
 
-std::unique_ptr<HealthMonitor> HealthMonitor::Start(const nvml::Library& library, const Node& node,
+std::unique_ptr<HealthMonitor> HealthMonitor::Start(const nvml::Library& library,
+                                                    std::vector<MonitoredGpu> gpus,
                                                     HealthBoard& board, HealthOptions options) {
   std::unique_ptr<HealthMonitor> monitor(
-      new HealthMonitor(library, node, board, std::move(options)));
+      new HealthMonitor(library, std::move(gpus), board, std::move(options)));
   monitor->thread_ = std::thread([m = monitor.get()] { m->Run(); });
   return monitor;
 }
 
-HealthMonitor::HealthMonitor(const nvml::Library& library, const Node& node, HealthBoard& board,
-                             HealthOptions options)
-    : library_(library), node_(node), board_(board), options_(std::move(options)) {
-  for (const NodeGpu& gpu : node_.gpus) {
+HealthMonitor::HealthMonitor(const nvml::Library& library, std::vector<MonitoredGpu> gpus,
+                             HealthBoard& board, HealthOptions options)
+    : library_(library), gpus_(std::move(gpus)), board_(board), options_(std::move(options)) {
+  for (const MonitoredGpu& gpu : gpus_) {
     absl::StatusOr<nvml::Device> device = nvml::DeviceAt(library_, gpu.index);
     devices_.push_back(device.ok() ? std::optional<nvml::Device>(*device) : std::nullopt);
     baselines_.push_back(device.ok() ? BaselineOf(*device, gpu.uuid) : GpuBaseline{gpu.uuid, {}});
   }
-  watched_.assign(node_.gpus.size(), false);
+  watched_.assign(gpus_.size(), false);
 }
 
 HealthMonitor::~HealthMonitor() {
@@ -65,7 +66,7 @@ HealthMonitor::~HealthMonitor() {
 }
 
 std::string HealthMonitor::GpuName(size_t gpu) const {
-  return absl::StrCat("GPU ", node_.gpus[gpu].index, " (", node_.gpus[gpu].uuid, ")");
+  return absl::StrCat("GPU ", gpus_[gpu].index, " (", gpus_[gpu].uuid, ")");
 }
 
 std::string HealthMonitor::MigName(const MigKey& mig) const {
@@ -125,7 +126,7 @@ void HealthMonitor::Run() {
 void HealthMonitor::RebuildEventSet() {
   rebuild_ = false;
   events_.reset();
-  watched_.assign(node_.gpus.size(), false);
+  watched_.assign(gpus_.size(), false);
   absl::StatusOr<std::unique_ptr<nvml::EventSet>> events = nvml::EventSet::Create(library_);
   if (!events.ok()) {
     spdlog::error("health: cannot create an NVML event set: {}; devices stay as they are",
@@ -133,7 +134,7 @@ void HealthMonitor::RebuildEventSet() {
     return;
   }
   events_ = std::move(*events);
-  for (size_t gpu = 0; gpu < node_.gpus.size(); ++gpu) {
+  for (size_t gpu = 0; gpu < gpus_.size(); ++gpu) {
     if (lost_.contains(gpu) || !devices_[gpu]) continue;
     absl::Status st = events_->Register(*devices_[gpu], nvmlEventTypeXidCriticalError);
     if (st.ok()) {
@@ -142,6 +143,7 @@ void HealthMonitor::RebuildEventSet() {
       // As NVIDIA's plugin: an old GPU or driver without XID events is not a broken GPU.
       spdlog::warn("health: {} is too old to support health checking ({}); it stays Healthy",
                    GpuName(gpu), st.message());
+      board_.SetUnmonitored(gpu, std::string(st.message()));
     } else if (nvml::IsGpuLost(st)) {
       lost_.insert(gpu);
       MarkGpu(gpu, absl::StrCat("the GPU is lost (", st.message(), ")"), FaultClass::kGpuLost);
@@ -153,11 +155,11 @@ void HealthMonitor::RebuildEventSet() {
 }
 
 void HealthMonitor::HandleXid(const nvml::Event& event) {
-  size_t gpu = node_.gpus.size();
+  size_t gpu = gpus_.size();
   for (size_t i = 0; i < devices_.size(); ++i) {
     if (devices_[i] && devices_[i]->handle() == event.device) gpu = i;
   }
-  if (gpu == node_.gpus.size()) {
+  if (gpu == gpus_.size()) {
     spdlog::debug("health: XID {} on a device that is not advertised; ignored", event.data);
     return;
   }
@@ -170,20 +172,20 @@ void HealthMonitor::HandleXid(const nvml::Event& event) {
   // An XID scoped to a MIG instance marks that MIG device only, as NVIDIA's plugin does.
   if (event.gpu_instance_id) {
     bool matched = false;
-    for (const MigSlice& mig : node_.gpus[gpu].migs) {
+    for (const MonitoredMig& mig : gpus_[gpu].migs) {
       if (mig.gi != *event.gpu_instance_id) continue;
       if (event.compute_instance_id && mig.ci != *event.compute_instance_id) continue;
-      MarkMig(MigKey{gpu, mig.gi, mig.ci}, what, fault);
+      MarkMig(MigKey{gpu, mig.gi, mig.ci}, what, fault, event.data);
       matched = true;
     }
     if (matched) return;
   }
-  MarkGpu(gpu, what, fault);
+  MarkGpu(gpu, what, fault, event.data);
 }
 
 void HealthMonitor::FindLostGpus() {
   bool found = false;
-  for (size_t gpu = 0; gpu < node_.gpus.size(); ++gpu) {
+  for (size_t gpu = 0; gpu < gpus_.size(); ++gpu) {
     if (!watched_[gpu]) continue;
     std::string why;
     if (!Answers(gpu, &why) && !lost_.contains(gpu)) {
@@ -296,9 +298,10 @@ void HealthMonitor::CountFall(size_t gpu, Trouble& trouble, const std::string& u
   spdlog::error("health: {} stays Unhealthy until the plugin restarts: {}", unit, trouble.held);
 }
 
-void HealthMonitor::MarkGpu(size_t gpu, const std::string& reason, FaultClass fault) {
+void HealthMonitor::MarkGpu(size_t gpu, const std::string& reason, FaultClass fault,
+                            std::optional<uint64_t> xid) {
   Trouble& trouble = Note(gpu_trouble_[gpu], reason, fault);
-  if (board_.SetGpu(gpu, false)) {
+  if (board_.SetGpu(gpu, false, Fault{reason, fault, xid})) {
     spdlog::warn("health: {} is Unhealthy: {}; its devices are withdrawn {}", GpuName(gpu), reason,
                  RecoveryRule());
     CountFall(gpu, trouble, GpuName(gpu));
@@ -306,9 +309,10 @@ void HealthMonitor::MarkGpu(size_t gpu, const std::string& reason, FaultClass fa
   Publish();
 }
 
-void HealthMonitor::MarkMig(const MigKey& mig, const std::string& reason, FaultClass fault) {
+void HealthMonitor::MarkMig(const MigKey& mig, const std::string& reason, FaultClass fault,
+                            std::optional<uint64_t> xid) {
   Trouble& trouble = Note(mig_trouble_[mig], reason, fault);
-  if (board_.SetMig(mig, false)) {
+  if (board_.SetMig(mig, false, Fault{reason, fault, xid})) {
     spdlog::warn("health: {} is Unhealthy: {}; it is withdrawn {}", MigName(mig), reason,
                  RecoveryRule());
     CountFall(mig.gpu, trouble, MigName(mig));
@@ -321,8 +325,8 @@ void HealthMonitor::Publish() {
   host::PluginHealthState state;
   auto entry = [&](size_t gpu, const Trouble& trouble) {
     host::UnhealthyDevice d;
-    d.index = node_.gpus[gpu].index;
-    d.uuid = node_.gpus[gpu].uuid;
+    d.index = gpus_[gpu].index;
+    d.uuid = gpus_[gpu].uuid;
     d.reason = trouble.reason;
     for (FaultClass fault : trouble.faults) d.faults.push_back(FaultName(fault));
     d.held = trouble.held;
@@ -342,4 +346,4 @@ void HealthMonitor::Publish() {
   if (!st.ok()) spdlog::warn("health: cannot write {}: {}", options_.state_file, st.message());
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::health

@@ -1,4 +1,4 @@
-#include "plugin/health/recovery_evidence.h"
+#include "health/recovery_evidence.h"
 
 #include <vector>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "nvml/status.h"
 
-namespace gpunode::plugin {
+namespace gpunode::health {
 namespace {
 
 // Every class needs the GPU to answer; a lost GPU also needs to be the same board.
@@ -93,4 +93,4 @@ Evidence JudgeRecovery(const std::optional<nvml::Device>& device, const GpuBasel
   return {Evidence::kGone, absl::StrJoin(seen, "; ")};
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::health
