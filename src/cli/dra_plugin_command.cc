@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,7 @@
 #include "dra/dra_plugin.h"
 #include "dra/resource_slice.h"
 #include "kube/kubeconfig.h"
+#include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
@@ -33,6 +35,8 @@ struct DraPluginFlags {
   std::string dev_root;
   std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
   std::string rescan_interval = "30s";
+  std::optional<std::string> health_recovery_period;
+  std::optional<std::string> health_flap_limit;
   bool dry_run = false;
 };
 
@@ -63,6 +67,13 @@ int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
   absl::StatusOr<absl::Duration> rescan = core::ParseDuration(
       "--rescan-interval", flags.rescan_interval, {.min = absl::Seconds(1), .max = absl::Hours(1)});
   if (!rescan.ok()) return ReportError(rescan.status());
+  absl::StatusOr<plugin_config::ProcessSettings> process =
+      plugin_config::ResolveProcessSettings({.health_recovery_period = flags.health_recovery_period,
+                                             .health_flap_limit = flags.health_flap_limit},
+                                            &plugin_config::ProcessEnvironment);
+  if (!process.ok()) return ReportError(process.status());
+  absl::StatusOr<health::HealthOptions> health = plugin_config::HealthOptionsFrom(*process);
+  if (!health.ok()) return ReportError(health.status());
   // Before any thread starts, so that only the control loop takes them.
   sigset_t stop_signals = BlockStopSignals();
 
@@ -102,6 +113,7 @@ int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
   options.dev_root = flags.dev_root.empty() ? options.driver_root : flags.dev_root;
   options.hook_path = flags.cdi_hook_path;
   options.rescan_interval = *rescan;
+  options.health = *std::move(health);
 
   host::HostRoot host(global.host_root);
   absl::Status st = dra::RunDraPlugin(**library, host, {**slices, **claims}, options,
@@ -149,6 +161,13 @@ void AddDraPluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunn
                   "how often the devices are read again and the ResourceSlice updated when they "
                   "changed")
       ->capture_default_str();
+  cmd->add_option("--health-recovery-period", flags->health_recovery_period,
+                  "a tainted device is untainted after the monitor saw the evidence that its fault "
+                  "is gone for this long without a new XID; 0 = never (env "
+                  "HEALTH_RECOVERY_PERIOD; default 60s)");
+  cmd->add_option("--health-flap-limit", flags->health_flap_limit,
+                  "a GPU that becomes Unhealthy more often than this within an hour stays tainted "
+                  "until the plugin restarts (env HEALTH_FLAP_LIMIT; default 3; 0 = no limit)");
   cmd->add_flag("--dry-run", flags->dry_run,
                 "print the ResourceSlices the plugin would publish for this node (YAML) and exit");
   cmd->callback([&global, &run, flags, cmd] {

@@ -24,6 +24,14 @@ namespace gpunode::dra {
 // and the kubelet's registration all carry it.
 inline constexpr char kDriverName[] = "gpu.nvidia.com";
 
+// A device taint (KEP-5055) as a ResourceSlice's device holds it; the API server adds timeAdded.
+struct DeviceTaint {
+  std::string key;     // "gpu.nvidia.com/xid"
+  std::string value;   // "62"; empty: none
+  std::string effect;  // "NoSchedule" or "None"
+  friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
+};
+
 struct DraDevice {
   std::string name;  // "gpu-0", "gpu-0-mig-1g10gb-19-0"
   std::string uuid;  // the GPU's or the MIG device's
@@ -40,6 +48,8 @@ struct DraDevice {
   // "550.54.15"}, ...} and {"memory": {"value": "81559Mi"}}.
   nlohmann::ordered_json attributes = nlohmann::ordered_json::object();
   nlohmann::ordered_json capacity = nlohmann::ordered_json::object();
+  // What the health monitor found wrong with the device (device_health.h).
+  std::vector<DeviceTaint> taints;
 
   bool is_mig() const { return gi.has_value(); }
 };

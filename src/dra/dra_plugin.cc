@@ -1,7 +1,9 @@
 #include "dra/dra_plugin.h"
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -11,6 +13,7 @@
 #include "core/text.h"
 #include "core/unix_socket.h"
 #include "dra/claim_preparer.h"
+#include "dra/device_health.h"
 #include "dra/dra_devices.h"
 #include "dra/kubelet_service.h"
 #include "dra/resource_slice.h"
@@ -22,16 +25,6 @@ namespace gpunode::dra {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<DeviceHealth> AllHealthy(const std::vector<DraDevice>& devices) {
-  std::vector<DeviceHealth> out;
-  int64_t now = absl::ToUnixSeconds(absl::Now());
-  for (const DraDevice& device : devices) {
-    out.push_back(
-        {.device = device.name, .healthy = true, .message = "", .updated_unix_seconds = now});
-  }
-  return out;
-}
 
 absl::StatusOr<std::string> BootId(const host::HostRoot& host) {
   ASSIGN_OR_RETURN(std::string id, host.ReadFile("/proc/sys/kernel/random/boot_id"));
@@ -58,6 +51,36 @@ class SocketServer {
  private:
   h2grpc::Server server_;
   std::string path_;
+};
+
+// The health monitor over the devices announced now; started again when they change (a new MIG
+// layout), with every device Healthy until it finds otherwise.
+class DeviceWatch {
+ public:
+  DeviceWatch(const nvml::Library& library, health::HealthOptions options)
+      : library_(library), options_(std::move(options)) {}
+
+  void Watch(const std::vector<DraDevice>& devices) {
+    std::vector<health::MonitoredGpu> gpus = MonitoredGpus(devices);
+    if (monitor_ && gpus == watched_) return;
+    monitor_.reset();
+    board_.Reset();
+    watched_ = gpus;
+    if (!options_.xids.enabled) {
+      spdlog::warn("health checks are disabled (DP_DISABLE_HEALTHCHECKS): no device is tainted");
+    } else if (!gpus.empty()) {
+      monitor_ = health::HealthMonitor::Start(library_, std::move(gpus), board_, options_);
+    }
+  }
+
+  health::HealthBoard& board() { return board_; }
+
+ private:
+  const nvml::Library& library_;
+  const health::HealthOptions options_;
+  health::HealthBoard board_;
+  std::vector<health::MonitoredGpu> watched_;
+  std::unique_ptr<health::HealthMonitor> monitor_;  // writes board_: declared after it
 };
 
 }  // namespace
@@ -128,12 +151,18 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
                                   core::StrCat("/apis/resource.k8s.io/v1/namespaces/",
                                                claim.name_space, "/resourceclaims/", claim.name));
                             }));
-  preparer->SetDevices(node.devices);
+  std::vector<DraDevice> devices = node.devices;
+  std::vector<unsigned> lost = node.lost;
+  preparer->SetDevices(devices);
 
+  DeviceWatch watch(library, options.health);
+  watch.Watch(devices);
+  uint64_t seen = watch.board().generation();
+  ApplyTaints(watch.board(), lost, devices);
   SlicePublisher publisher(api.slices, options.node_name);
-  RETURN_IF_ERROR(publisher.Publish(node.devices));
+  RETURN_IF_ERROR(publisher.Publish(devices));
   HealthFeed health(options.node_name);
-  health.Set(AllHealthy(node.devices));
+  health.Set(HealthOf(watch.board(), lost, devices));
 
   std::string service_socket = core::StrCat(plugin_dir, "/dra.sock");
   SocketServer service(DraService(*preparer, health), service_socket);
@@ -155,19 +184,44 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
       "serving DRA driver {} for node {}: {} device(s), registration socket {}/{}-reg.sock",
       kDriverName, options.node_name, node.devices.size(), options.registrar_dir, kDriverName);
 
-  while (!wait_for_stop(options.rescan_interval)) {
-    absl::StatusOr<DraNode> now = ReadDraNode(library, host);
-    if (!now.ok()) {
-      spdlog::warn("devices not re-read: {}", std::string(now.status().message()));
-      continue;
+  // The stop signal is awaited on its own thread so that the control loop can wait on the board:
+  // a health change is published at once, not at the next rescan.
+  std::atomic<bool> stopping = false;
+  std::thread stopper([&] {
+    while (!wait_for_stop(absl::Milliseconds(500))) {
     }
-    preparer->SetDevices(now->devices);
-    health.Set(AllHealthy(now->devices));
-    if (absl::Status st = publisher.Publish(now->devices); !st.ok()) {
+    stopping = true;
+    watch.board().Interrupt();
+  });
+  absl::Time next_scan = absl::Now() + options.rescan_interval;
+  while (!stopping) {
+    auto left = absl::ToChronoMilliseconds(std::max(next_scan - absl::Now(), absl::ZeroDuration()));
+    uint64_t generation =
+        watch.board().WaitForChangeFor(seen, left, [&stopping] { return stopping.load(); });
+    if (stopping) break;
+    bool rescan = absl::Now() >= next_scan;
+    if (!rescan && generation == seen) continue;
+    if (rescan) {
+      next_scan = absl::Now() + options.rescan_interval;
+      if (absl::StatusOr<DraNode> now = ReadDraNode(library, host); now.ok()) {
+        devices = KeepLostDevices(devices, *now);
+        lost = now->lost;
+        preparer->SetDevices(devices);
+        watch.Watch(devices);
+      } else {
+        spdlog::warn("devices not re-read: {}", std::string(now.status().message()));
+      }
+    }
+    // Read before the board is: a change after this is the next round's.
+    seen = watch.board().generation();
+    ApplyTaints(watch.board(), lost, devices);
+    health.Set(HealthOf(watch.board(), lost, devices));
+    if (absl::Status st = publisher.Publish(devices); !st.ok()) {
       spdlog::warn("ResourceSlice not published: {}; trying again in {}", std::string(st.message()),
                    absl::FormatDuration(options.rescan_interval));
     }
   }
+  stopper.join();
   health.Wake();
   spdlog::info(
       "stopping; the ResourceSlice stays for the kubelet to remove if the plugin does not "

@@ -4,7 +4,9 @@
 //
 // Run() publishes the node's ResourceSlice, serves the kubelet on the registration and service
 // sockets, re-reads the devices every rescan interval (a MIG layout changed by `gpunode mig`, a
-// GPU lost or back) and publishes again when they changed, until `wait_for_stop` says stop.
+// GPU lost or back) and publishes again when they changed, until `wait_for_stop` says stop. The
+// health monitor's verdicts reach the kubelet's health stream and the slice's device taints as
+// soon as they change (device_health.h).
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "health/health_monitor.h"
 #include "host/host_root.h"
 #include "kube/client.h"
 #include "nvml/library.h"
@@ -29,6 +32,8 @@ struct DraPluginOptions {
   std::string dev_root = "/";
   std::string hook_path = "/usr/bin/nvidia-cdi-hook";  // empty: no hooks
   absl::Duration rescan_interval = absl::Seconds(30);
+  // The XID policy, recovery period and flap limit, as the device plugin's (src/health).
+  health::HealthOptions health;
 };
 
 // The clients: `slices` is the control loop's (ResourceSlices, the Node), `claims` the kubelet

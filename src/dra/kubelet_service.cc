@@ -1,6 +1,7 @@
 #include "dra/kubelet_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/text.h"
 #include "dra/health/v1alpha1/api.pb.h"
 #include "dra/v1/api.pb.h"
@@ -11,7 +12,7 @@ namespace gpunode::dra {
 namespace {
 
 namespace drav1 = k8s::io::kubelet::pkg::apis::dra::v1;
-namespace health = v1alpha1;
+namespace healthpb = v1alpha1;
 
 // The v1 messages answer v1beta1 calls too: the two packages carry the same messages with the
 // same field numbers (v1 adds the optional share_id, which gpunode never sets), so the bytes on
@@ -53,15 +54,16 @@ absl::StatusOr<drav1::NodeUnprepareResourcesResponse> Unprepare(
   return response;
 }
 
-health::NodeWatchResourcesResponse HealthResponse(const std::string& pool,
-                                                  const std::vector<DeviceHealth>& devices) {
-  health::NodeWatchResourcesResponse response;
+healthpb::NodeWatchResourcesResponse HealthResponse(const std::string& pool,
+                                                    const std::vector<DeviceHealth>& devices) {
+  healthpb::NodeWatchResourcesResponse response;
   for (const DeviceHealth& device : devices) {
-    health::DeviceHealth* out = response.add_devices();
+    healthpb::DeviceHealth* out = response.add_devices();
     out->mutable_device()->set_pool_name(pool);
     out->mutable_device()->set_device_name(device.device);
-    out->set_health(device.healthy ? health::HEALTHY : health::UNHEALTHY);
-    out->set_last_updated_time(device.updated_unix_seconds);
+    out->set_health(device.healthy ? healthpb::HEALTHY : healthpb::UNHEALTHY);
+    // The monitor watches without pause: every send is a fresh check.
+    out->set_last_updated_time(absl::ToUnixSeconds(absl::Now()));
     out->set_health_check_timeout_seconds(kHealthCheckTimeoutSeconds);
     out->set_message(device.message.substr(0, 1024));
   }
@@ -109,9 +111,9 @@ h2grpc::Service DraService(ClaimPreparer& preparer, HealthFeed& feed) {
           return Unprepare(preparer, request);
         });
   }
-  service.AddServerStreaming<health::NodeWatchResourcesRequest>(
+  service.AddServerStreaming<healthpb::NodeWatchResourcesRequest>(
       "/v1alpha1.DRAResourceHealth/NodeWatchResources",
-      [&feed](const health::NodeWatchResourcesRequest&, h2grpc::ServerStream& stream) {
+      [&feed](const healthpb::NodeWatchResourcesRequest&, h2grpc::ServerStream& stream) {
         stream.SetOnCancel([&feed] { feed.Wake(); });
         uint64_t seen = 0;
         bool first = true;

@@ -23,7 +23,6 @@ struct DeviceHealth {
   std::string device;  // the device's name in the pool
   bool healthy = true;
   std::string message;  // why not, at most 1024 characters
-  int64_t updated_unix_seconds = 0;
   friend bool operator==(const DeviceHealth&, const DeviceHealth&) = default;
 };
 

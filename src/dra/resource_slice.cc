@@ -1,6 +1,7 @@
 #include "dra/resource_slice.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "cdi/spec_file.h"
@@ -20,7 +21,65 @@ constexpr char kSlicesPath[] = "/apis/resource.k8s.io/v1/resourceslices";
 ordered DeviceEntry(const DraDevice& device) {
   ordered entry = {{"name", device.name}, {"attributes", device.attributes}};
   if (!device.capacity.empty()) entry["capacity"] = device.capacity;
+  if (!device.taints.empty()) {
+    ordered taints = ordered::array();
+    for (const DeviceTaint& taint : device.taints) {
+      ordered t = {{"key", taint.key}};
+      if (!taint.value.empty()) t["value"] = taint.value;
+      t["effect"] = taint.effect;
+      taints.push_back(std::move(t));
+    }
+    entry["taints"] = std::move(taints);
+  }
   return entry;
+}
+
+// The API server stamps each taint with timeAdded; what we want carries none, so the stored
+// devices are compared without it.
+json WithoutTaintTimes(json devices) {
+  if (!devices.is_array()) return devices;
+  for (json& device : devices) {
+    json* taints = device.is_object() && device.contains("taints") ? &device["taints"] : nullptr;
+    if (taints == nullptr || !taints->is_array()) continue;
+    for (json& taint : *taints) {
+      if (taint.is_object()) taint.erase("timeAdded");
+    }
+  }
+  return devices;
+}
+
+// A taint that stays keeps the time it was first added: an operator reading the slice sees since
+// when a device is out, not when the slice was last rewritten.
+void CarryTaintTimes(const std::vector<json>& existing, ordered& slice) {
+  // "<device>\n<key>\n<value>\n<effect>" -> timeAdded, from the stored slices.
+  std::map<std::string, std::string> added;
+  auto id = [](std::string_view device, const std::string& key, const std::string& value,
+               const std::string& effect) {
+    return core::StrCat(device, "\n", key, "\n", value, "\n", effect);
+  };
+  for (const json& item : existing) {
+    const json* devices = core::JsonAt(item, {"spec", "devices"});
+    if (devices == nullptr || !devices->is_array()) continue;
+    for (const json& device : *devices) {
+      const json* taints = core::JsonAt(device, {"taints"});
+      if (taints == nullptr || !taints->is_array()) continue;
+      for (const json& taint : *taints) {
+        std::string time = core::JsonString(taint, "timeAdded");
+        if (time.empty()) continue;
+        added[id(core::JsonString(device, "name"), core::JsonString(taint, "key"),
+                 core::JsonString(taint, "value"), core::JsonString(taint, "effect"))] = time;
+      }
+    }
+  }
+  for (ordered& device : slice["spec"]["devices"]) {
+    if (!device.contains("taints")) continue;
+    for (ordered& taint : device["taints"]) {
+      std::string value = taint.contains("value") ? taint["value"].get<std::string>() : "";
+      auto it = added.find(id(device["name"].get<std::string>(), taint["key"].get<std::string>(),
+                              value, taint["effect"].get<std::string>()));
+      if (it != added.end()) taint["timeAdded"] = it->second;
+    }
+  }
 }
 
 absl::StatusOr<json> ParseBody(const std::string& body, std::string_view what) {
@@ -123,13 +182,15 @@ absl::Status SlicePublisher::Publish(const std::vector<DraDevice>& devices) {
     const json* devices = core::JsonAt(existing[i], {"spec", "devices"});
     const json* pool = core::JsonAt(existing[i], {"spec", "pool"});
     same =
-        devices != nullptr && *devices == json(wanted[i]["spec"]["devices"]) && pool != nullptr &&
+        devices != nullptr && WithoutTaintTimes(*devices) == json(wanted[i]["spec"]["devices"]) &&
+        pool != nullptr &&
         core::JsonInteger(*pool, "resourceSliceCount", 0) == static_cast<long long>(wanted.size());
   }
   if (same) return absl::OkStatus();
 
   wanted = BuildResourceSlices({node_name_, node_uid_}, devices, generation + 1);
   for (size_t i = 0; i < wanted.size(); ++i) {
+    CarryTaintTimes(existing, wanted[i]);
     kube::HttpRequest write;
     write.content_type = "application/json";
     if (i < existing.size()) {

@@ -42,7 +42,7 @@ class SliceApi : public kube::HttpTransport {
       return kube::HttpResponse{200, json{{"items", items}}.dump()};
     }
     if (request.method == "POST") {
-      json slice = json::parse(request.body);
+      json slice = StampTaints(json::parse(request.body));
       std::string name =
           slice["metadata"]["generateName"].get<std::string>() + std::to_string(++made_);
       slice["metadata"].erase("generateName");
@@ -53,7 +53,7 @@ class SliceApi : public kube::HttpTransport {
     }
     std::string name = request.path.substr(base.size() + 1);
     if (request.method == "PUT") {
-      json slice = json::parse(request.body);
+      json slice = StampTaints(json::parse(request.body));
       if (slice["metadata"]["resourceVersion"] != slices[name]["metadata"]["resourceVersion"]) {
         return kube::HttpResponse{409, "{}"};
       }
@@ -68,6 +68,18 @@ class SliceApi : public kube::HttpTransport {
   std::map<std::string, json> slices;
 
  private:
+  // As the API server does: a taint written without timeAdded gets the time of the write.
+  json StampTaints(json slice) {
+    for (json& device : slice["spec"]["devices"]) {
+      if (!device.contains("taints")) continue;
+      for (json& taint : device["taints"]) {
+        if (!taint.contains("timeAdded")) taint["timeAdded"] = "t" + std::to_string(++clock_);
+      }
+    }
+    return slice;
+  }
+
+  int clock_ = 0;
   std::vector<std::string>* requests_;
   int made_ = 0;
 };
@@ -134,6 +146,42 @@ TEST(SlicePublisher, SlicesLeftByAnEarlierRunAreAdoptedAndTheRestDeleted) {
   ASSERT_EQ(server->slices.size(), 1u);
   EXPECT_EQ(server->slices["node-a-gpu.nvidia.com-x"]["spec"]["pool"]["generation"], 8);
   EXPECT_EQ(server->slices["node-a-gpu.nvidia.com-x"]["spec"]["pool"]["resourceSliceCount"], 1);
+}
+
+TEST(SlicePublisher, ATaintThatStaysKeepsTheTimeTheApiServerGaveIt) {
+  std::vector<std::string> requests;
+  auto api = std::make_unique<SliceApi>(&requests);
+  SliceApi* server = api.get();
+  kube::Client client(std::move(api), {}, "test");
+  SlicePublisher publisher(client, "node-a");
+  DraDevice gpu0 = Gpu("gpu-0", "H100");
+  DraDevice gpu1 = Gpu("gpu-1", "H100");
+  gpu0.taints = {{"gpu.nvidia.com/xid", "62", "NoSchedule"}};
+  ASSERT_TRUE(publisher.Publish({gpu0, gpu1}).ok());
+  ASSERT_EQ(server->slices.size(), 1u);
+  json& slice = server->slices.begin()->second;
+  EXPECT_EQ(slice["spec"]["devices"][0]["taints"][0], json({{"key", "gpu.nvidia.com/xid"},
+                                                            {"value", "62"},
+                                                            {"effect", "NoSchedule"},
+                                                            {"timeAdded", "t1"}}));
+  EXPECT_FALSE(slice["spec"]["devices"][1].contains("taints"));
+
+  // The stored taint has a time the wanted one lacks: still the same, nothing written.
+  int writes = publisher.writes();
+  ASSERT_TRUE(publisher.Publish({gpu0, gpu1}).ok());
+  EXPECT_EQ(publisher.writes(), writes);
+
+  // GPU 1 tainted too: GPU 0's taint keeps its time, GPU 1's is new.
+  gpu1.taints = {{"gpu.nvidia.com/gpu-lost", "", "NoSchedule"}};
+  ASSERT_TRUE(publisher.Publish({gpu0, gpu1}).ok());
+  EXPECT_EQ(slice["spec"]["devices"][0]["taints"][0]["timeAdded"], "t1");
+  EXPECT_EQ(slice["spec"]["devices"][1]["taints"][0]["timeAdded"], "t2");
+  EXPECT_FALSE(slice["spec"]["devices"][1]["taints"][0].contains("value"));
+
+  // Recovered: the taint is gone from the slice.
+  gpu0.taints.clear();
+  ASSERT_TRUE(publisher.Publish({gpu0, gpu1}).ok());
+  EXPECT_FALSE(slice["spec"]["devices"][0].contains("taints"));
 }
 
 TEST(DevicePluginConflict, ALiveDevicePluginOrItsResourceOnTheNodeIsNamed) {

@@ -1064,13 +1064,28 @@ std::string DriverRootFor(const testing::TempDir& dir, const std::string& sim) {
 // kubelet.
 class DraPlugin {
  public:
-  DraPlugin(const testing::TempDir& dir, const std::string& sim, const std::string& kubeconfig)
+  DraPlugin(const testing::TempDir& dir, const std::string& sim, const std::string& kubeconfig,
+            const std::vector<std::string>& extra = {})
       : cdi_root_(dir.path() + "/cdi") {
+    std::vector<std::string> args = {GPUNODE_BINARY,
+                                     "--log-level",
+                                     "info",
+                                     "--sim",
+                                     sim,
+                                     "dra-plugin",
+                                     "--kubelet-dir",
+                                     cluster->kubelet_root(),
+                                     "--cdi-root",
+                                     cdi_root_,
+                                     "--nvidia-driver-root",
+                                     DriverRootFor(dir, sim),
+                                     "--nvidia-cdi-hook-path",
+                                     "",
+                                     "--rescan-interval",
+                                     "1s"};
+    args.insert(args.end(), extra.begin(), extra.end());
     process_ = std::make_unique<testing::BackgroundProcess>(
-        std::vector<std::string>{GPUNODE_BINARY, "--log-level", "info", "--sim", sim, "dra-plugin",
-                                 "--kubelet-dir", cluster->kubelet_root(), "--cdi-root", cdi_root_,
-                                 "--nvidia-driver-root", DriverRootFor(dir, sim),
-                                 "--nvidia-cdi-hook-path", "", "--rescan-interval", "1s"},
+        args,
         std::vector<std::string>{"KUBECONFIG=" + kubeconfig, "NODE_NAME=" + cluster->node_name()});
   }
   ~DraPlugin() { process_->Stop(SIGTERM); }
@@ -1203,6 +1218,116 @@ TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPr
                      .get<bool>() == false;
   EXPECT_TRUE(removed) << plugin.Log();
   DeletePod("dra-two");
+}
+
+// The taints of the node's slice, by device: "key=value:effect".
+std::map<std::string, std::string> SliceTaints(const json& slices) {
+  std::map<std::string, std::string> taints;
+  for (const json& slice : slices.value("items", json::array())) {
+    for (const json& device : slice["spec"].value("devices", json::array())) {
+      for (const json& taint : device.value("taints", json::array())) {
+        taints[device["name"]] = taint["key"].get<std::string>() + "=" + taint.value("value", "") +
+                                 ":" + taint["effect"].get<std::string>();
+      }
+    }
+  }
+  return taints;
+}
+
+TEST(DraPluginOnTheRealKubelet, AnXidTaintsTheDeviceUntilItRecoversAndThePodStatusShowsIt) {
+  REQUIRE_NODE();
+  AwaitState(
+      Node,
+      [](const json& n) {
+        std::string gpus = Quantity(n, "allocatable", "nvidia.com/gpu");
+        return gpus.empty() || gpus == "0";
+      },
+      seconds(30));
+  testing::TempDir dir("gpunode-dra-health");
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
+  ASSERT_FALSE(kubeconfig.empty());
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json every_gpu = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaimTemplate"},
+      {"metadata", {{"name", "every-gpu"}, {"namespace", "default"}}},
+      {"spec",
+       {{"spec",
+         {{"devices",
+           {{"requests",
+             json::array(
+                 {{{"name", "gpu"},
+                   {"exactly", {{"deviceClassName", "gpu.nvidia.com"}, {"count", 8}}}}})}}}}}}}};
+  r = cluster->Kubectl({"apply", "-f", "-"}, every_gpu.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  {
+    // XID 62 on GPU 2 a second after start; the GPU answers NVML all along, so the taint lifts
+    // once that has held for the recovery period.
+    std::string profile =
+        WriteProfile(dir, "timeline:\n  - {at: 1s, gpu: 2, event: xid, xid: 62}\n");
+    DraPlugin plugin(dir, profile, kubeconfig, {"--health-recovery-period", "15s"});
+    json slices = AwaitState(
+        NodeSlices, [](const json& s) { return SliceTaints(s).contains("gpu-2"); }, seconds(30));
+    EXPECT_EQ(SliceTaints(slices)["gpu-2"], "gpu.nvidia.com/xid=62:NoSchedule")
+        << slices.dump() << plugin.Log();
+    EXPECT_EQ(SliceTaints(slices).size(), 1u) << slices.dump();
+
+    // A pod that needs all eight GPUs cannot be placed while one is tainted...
+    json pod = LocalPod("dra-all", json::object());
+    pod["spec"]["containers"][0]["resources"] = {{"claims", {{{"name", "gpu"}}}}};
+    pod["spec"]["resourceClaims"] = {{{"name", "gpu"}, {"resourceClaimTemplateName", "every-gpu"}}};
+    r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json events = AwaitState(
+        [] {
+          return Get({"events", "--field-selector",
+                      "involvedObject.name=dra-all,reason=FailedScheduling"});
+        },
+        [](const json& e) { return !e.value("items", json::array()).empty(); }, seconds(30));
+    ASSERT_FALSE(events.value("items", json::array()).empty()) << Get({"pod", "dra-all"}).dump();
+    EXPECT_FALSE(Get({"pod", "dra-all"})["spec"].contains("nodeName"));
+
+    // ...and is placed once the GPU has shown it recovered: the plugin lifts the taint itself.
+    slices = AwaitState(
+        NodeSlices, [](const json& s) { return SliceTaints(s).empty(); }, seconds(60));
+    EXPECT_TRUE(SliceTaints(slices).empty()) << slices.dump() << plugin.Log();
+    EXPECT_THAT(plugin.Log(), HasSubstr("is Healthy again"));
+    r = cluster->Kubectl({"wait", "--for=condition=Ready", "pod/dra-all", "--timeout=60s"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << Get({"pod", "dra-all"})["status"].dump();
+  }
+
+  // The plugin again, now with XID 48 on GPU 5 under the running pod: the kubelet shows the
+  // device Unhealthy in the pod's status, with the plugin's words (KEP-4680).
+  std::string profile = WriteProfile(dir, "timeline:\n  - {at: 1s, gpu: 5, event: xid, xid: 48}\n");
+  DraPlugin plugin(dir, profile, kubeconfig, {"--health-recovery-period", "0"});
+  auto health_of = [](const json& pod) {
+    std::map<std::string, std::pair<std::string, std::string>> health;  // id -> health, message
+    for (const json& status : pod["status"].value("containerStatuses", json::array())) {
+      for (const json& resource : status.value("allocatedResourcesStatus", json::array())) {
+        for (const json& device : resource.value("resources", json::array())) {
+          health[device["resourceID"]] = {device.value("health", ""), device.value("message", "")};
+        }
+      }
+    }
+    return health;
+  };
+  std::string uid = ClaimOf("dra-all")["metadata"]["uid"];
+  std::string gpu5 = "k8s.gpu.nvidia.com/claim=" + uid + "-gpu-5";
+  json running = AwaitState(
+      [] {
+        return Get({"pod", "dra-all"});
+      },
+      [&](const json& p) { return health_of(p)[gpu5].first == "Unhealthy"; }, seconds(60));
+  auto health = health_of(running);
+  EXPECT_EQ(health[gpu5].first, "Unhealthy") << running["status"].dump() << plugin.Log();
+  EXPECT_THAT(health[gpu5].second, HasSubstr("XID 48"));
+  EXPECT_EQ(health["k8s.gpu.nvidia.com/claim=" + uid + "-gpu-0"].first, "Healthy")
+      << running["status"].dump();
+  EXPECT_EQ(SliceTaints(NodeSlices())["gpu-5"], "gpu.nvidia.com/xid=48:NoSchedule");
+  DeletePod("dra-all");
 }
 
 TEST(DraPluginOnTheRealKubelet, RefusesToStartBesideADevicePlugin) {
