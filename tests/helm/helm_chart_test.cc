@@ -121,13 +121,18 @@ class HelmChartTest : public ::testing::Test {
   testing::HelmRunner helm_;
 };
 
-const std::vector<std::string> kEveryRole = {"--set", "gfd.enabled=true",
-                                             "--set", "exporter.enabled=true",
-                                             "--set", "migManager.enabled=true",
-                                             "--set", "webhook.enabled=true",
-                                             "--set", "upgrade.enabled=true",
-                                             "--set", "upgrade.driverVersion=550.90.07",
-                                             "--set", "upgrade.pools={training,inference}"};
+// The DRA plugin beside the device plugin on the nodes moved to it by label (docs/DRA.md), which
+// the device plugin's affinity leaves out.
+const std::vector<std::string> kEveryRole = {
+    "--set",        "gfd.enabled=true",
+    "--set",        "exporter.enabled=true",
+    "--set",        "migManager.enabled=true",
+    "--set",        "webhook.enabled=true",
+    "--set",        "upgrade.enabled=true",
+    "--set",        "upgrade.driverVersion=550.90.07",
+    "--set",        "upgrade.pools={training,inference}",
+    "--set",        "draPlugin.enabled=true",
+    "--set-string", "draPlugin.nodeSelector.nvidia\\.com/gpu\\.deploy\\.device-plugin=false"};
 
 TEST_F(HelmChartTest, LintsStrictByDefaultAndWithEveryRole) {
   std::vector<std::string> lint = {"lint", "--strict", testing::HelmRunner::Chart()};
@@ -160,14 +165,17 @@ TEST_F(HelmChartTest, EachRoleRendersItsObjects) {
   std::vector<json> objects = Render(kEveryRole);
   std::vector<std::string> names = Names(objects);
   for (const char* expected :
-       {"DaemonSet/gpunode-device-plugin", "DaemonSet/gpunode-labels", "DaemonSet/gpunode-exporter",
-        "Service/gpunode-exporter", "ConfigMap/gpunode-exporter-dashboard",
-        "DaemonSet/gpunode-mig-manager", "ConfigMap/gpunode-mig-config",
-        "ClusterRole/gpunode-mig-manager", "Deployment/gpunode-webhook",
-        "Secret/gpunode-webhook-tls", "MutatingWebhookConfiguration/gpunode",
-        "ValidatingWebhookConfiguration/gpunode", "PodDisruptionBudget/gpunode-webhook",
-        "Deployment/gpunode-upgrade", "Role/gpunode-upgrade-namespaced",
-        "ConfigMap/gpunode-upgrade-maintenance"}) {
+       {"DaemonSet/gpunode-device-plugin",      "DaemonSet/gpunode-labels",
+        "DaemonSet/gpunode-exporter",           "Service/gpunode-exporter",
+        "ConfigMap/gpunode-exporter-dashboard", "DaemonSet/gpunode-mig-manager",
+        "ConfigMap/gpunode-mig-config",         "ClusterRole/gpunode-mig-manager",
+        "Deployment/gpunode-webhook",           "Secret/gpunode-webhook-tls",
+        "MutatingWebhookConfiguration/gpunode", "ValidatingWebhookConfiguration/gpunode",
+        "PodDisruptionBudget/gpunode-webhook",  "Deployment/gpunode-upgrade",
+        "Role/gpunode-upgrade-namespaced",      "ConfigMap/gpunode-upgrade-maintenance",
+        "DaemonSet/gpunode-dra-plugin",         "ServiceAccount/gpunode-dra-plugin",
+        "ClusterRole/gpunode-dra-plugin",       "ClusterRoleBinding/gpunode-dra-plugin",
+        "DeviceClass/gpu.nvidia.com",           "DeviceClass/mig.nvidia.com"}) {
     EXPECT_THAT(names, ::testing::Contains(expected));
   }
   // The Prometheus operator's kinds only where the cluster serves them.
@@ -177,10 +185,16 @@ TEST_F(HelmChartTest, EachRoleRendersItsObjects) {
   names = Names(Render(with_operator));
   EXPECT_THAT(names, ::testing::Contains("ServiceMonitor/gpunode-exporter"));
   EXPECT_THAT(names, ::testing::Contains("PrometheusRule/gpunode-exporter"));
-  // Every object in the release's namespace, none in a namespace of its own choosing.
+  // Every object in the release's namespace, none in a namespace of its own choosing, and every
+  // binding's ServiceAccount there too.
   for (const json& o : Render(kEveryRole, "gpu-ops")) {
     if (o["metadata"].contains("namespace")) {
       EXPECT_EQ(o["metadata"]["namespace"], "gpu-ops") << o["kind"] << "/" << o["metadata"]["name"];
+    }
+    for (const json& subject : o.value("subjects", json::array())) {
+      if (subject["kind"] == "ServiceAccount") {
+        EXPECT_EQ(subject["namespace"], "gpu-ops") << o["kind"] << "/" << o["metadata"]["name"];
+      }
     }
   }
   // The dashboard is the exporter's, for Grafana's sidecar.
@@ -226,7 +240,7 @@ TEST_F(HelmChartTest, EachRoleRendersWhatDeployHolds) {
     GTEST_SKIP() << "kubectl is not built (" << kubectl << "): run scripts/build-k8s.sh";
   }
   struct Role {
-    std::string deploy;  // a kustomization under deploy/, or files joined
+    std::string deploy;  // a kustomization under deploy/ (or an absolute path), or files joined
     std::vector<std::string> files;
     std::string ns;
     std::vector<std::string> values;
@@ -236,6 +250,16 @@ TEST_F(HelmChartTest, EachRoleRendersWhatDeployHolds) {
     values.insert(values.begin(), off.begin(), off.end());
     return values;
   };
+  // deploy/dra with its extended-resource-off.yaml patch, added to a kustomization's patches as
+  // docs/DRA.md tells an operator to.
+  testing::TempDir overlay("gpunode-helm-dra-overlay");
+  overlay.Write("extended-resource-off.yaml",
+                Slurp(kSource + "/deploy/dra/extended-resource-off.yaml"));
+  overlay.Write(
+      "kustomization.yaml",
+      "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " +
+          std::filesystem::relative(kSource + "/deploy/dra", overlay.path()).string() +
+          "\npatches:\n  - path: extended-resource-off.yaml\n");
   std::vector<Role> roles = {
       {"device-plugin/base", {}, "kube-system", {}},
       {"mig-manager", {}, "gpunode-system", with({"--set", "migManager.enabled=true"})},
@@ -248,6 +272,11 @@ TEST_F(HelmChartTest, EachRoleRendersWhatDeployHolds) {
        "gpunode-system",
        with({"--set", "upgrade.enabled=true", "--set", "upgrade.driverVersion=550.90.07", "--set",
              "upgrade.pools={training,inference}"})},
+      {"dra", {}, "gpunode-system", with({"--set", "draPlugin.enabled=true"})},
+      {overlay.path(),
+       {},
+       "gpunode-system",
+       with({"--set", "draPlugin.enabled=true", "--set", "draPlugin.extendedResourceName=false"})},
       {"",
        {"exporter/daemonset.yaml", "exporter/service.yaml", "exporter/servicemonitor.yaml",
         "exporter/prometheusrule.yaml"},
@@ -259,8 +288,9 @@ TEST_F(HelmChartTest, EachRoleRendersWhatDeployHolds) {
     std::string built;
     std::string what = role.deploy;
     if (!role.deploy.empty()) {
-      testing::ProcessResult k =
-          testing::RunProcess({kubectl, "kustomize", kSource + "/deploy/" + role.deploy});
+      std::string dir =
+          role.deploy.starts_with("/") ? role.deploy : kSource + "/deploy/" + role.deploy;
+      testing::ProcessResult k = testing::RunProcess({kubectl, "kustomize", dir});
       ASSERT_EQ(k.exit_code, 0) << k.err;
       built = k.out;
     } else {
@@ -385,6 +415,142 @@ TEST_F(HelmChartTest, ValuesThatCannotWorkAreOneLineNamingTheKeyAndTheFix) {
   EXPECT_THAT(
       Refusal({"--set", "exporter.enabled=true", "--set", "exporter.kubernetesDRA.enabled=true"}),
       HasSubstr("exporter.kubernetesDRA.enabled: gpunode's exporter does not attribute"));
+}
+
+// A device plugin and a DRA plugin must never serve one node (NVIDIA's rule; gpunode's DRA plugin
+// exits beside a device plugin): both on without node selectors that keep them apart is refused
+// with one line naming both keys and the fixes.
+TEST_F(HelmChartTest, TheDevicePluginAndTheDraPluginOnTheSameNodesAreRefused) {
+  const std::string line =
+      "draPlugin.enabled and devicePlugin.enabled: both on with nothing keeping them off the same "
+      "node, and a device plugin and a DRA plugin must never serve one node; give each a "
+      "nodeSelector for its node pool (devicePlugin.nodeSelector and draPlugin.nodeSelector with "
+      "different values of one label), or set devicePlugin.enabled=false\n";
+  auto refused = [&](const std::vector<std::string>& values) {
+    std::string got = Refusal(values);
+    EXPECT_THAT(got, HasSubstr(line)) << ::testing::PrintToString(values);
+  };
+  // The defaults of both.
+  refused({"--set", "draPlugin.enabled=true"});
+  // The same pool for both, through their own selectors or the top-level one.
+  refused({"--set", "draPlugin.enabled=true", "--set", "devicePlugin.nodeSelector.pool=training",
+           "--set", "draPlugin.nodeSelector.pool=training"});
+  refused({"--set", "draPlugin.enabled=true", "--set", "nodeSelector.pool=training"});
+  // A label only one of them selects on does not keep the other off those nodes.
+  refused({"--set", "draPlugin.enabled=true", "--set", "draPlugin.nodeSelector.pool=inference"});
+  // The device plugin's label left out by its default affinity, but that affinity replaced.
+  refused(
+      {"--set", "draPlugin.enabled=true", "--set-string",
+       "draPlugin.nodeSelector.nvidia\\.com/gpu\\.deploy\\.device-plugin=false", "--set",
+       "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+       ".matchExpressions[0].key=gpu"});
+}
+
+// Migration pool by pool (docs/DRA.md): each plugin on its own pool, or the DRA plugin on the
+// nodes labelled away from the device plugin; each DaemonSet selects only its own nodes.
+TEST_F(HelmChartTest, TheDevicePluginAndTheDraPluginOnSeparateNodesBothRender) {
+  std::vector<json> objects =
+      Render({"--set", "draPlugin.enabled=true", "--set", "devicePlugin.nodeSelector.pool=training",
+              "--set", "draPlugin.nodeSelector.pool=inference"});
+  const json* plugin = Find(objects, "DaemonSet", "gpunode-device-plugin");
+  const json* dra = Find(objects, "DaemonSet", "gpunode-dra-plugin");
+  ASSERT_NE(plugin, nullptr);
+  ASSERT_NE(dra, nullptr);
+  EXPECT_EQ((*plugin)["spec"]["template"]["spec"]["nodeSelector"], json({{"pool", "training"}}));
+  EXPECT_EQ((*dra)["spec"]["template"]["spec"]["nodeSelector"],
+            json({{"pool", "inference"}, {"nvidia.com/gpu.deploy.dra-plugin", "true"}}));
+
+  objects = Render({"--set", "draPlugin.enabled=true", "--set-string",
+                    "draPlugin.nodeSelector.nvidia\\.com/gpu\\.deploy\\.device-plugin=false"});
+  plugin = Find(objects, "DaemonSet", "gpunode-device-plugin");
+  dra = Find(objects, "DaemonSet", "gpunode-dra-plugin");
+  ASSERT_NE(plugin, nullptr);
+  ASSERT_NE(dra, nullptr);
+  EXPECT_EQ(
+      (*dra)["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/gpu.deploy.device-plugin"],
+      "false");
+  // The device plugin's affinity is what leaves those nodes out.
+  for (const json& term :
+       (*plugin)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+                ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]) {
+    EXPECT_THAT(term["matchExpressions"].dump(),
+                HasSubstr(R"({"key":"nvidia.com/gpu.deploy.device-plugin","operator":"NotIn",)"
+                          R"("values":["paused-for-mig-change","false"]})"));
+  }
+  // Off: no selector of its own is needed.
+  EXPECT_THAT(
+      Names(Render({"--set", "devicePlugin.enabled=false", "--set", "draPlugin.enabled=true"})),
+      ::testing::Contains("DaemonSet/gpunode-dra-plugin"));
+}
+
+// The DRA plugin's values: its DeviceClasses and their extendedResourceName, and the kubelet's
+// directories where the kubelet's root is elsewhere, mounted at the paths the plugin is told.
+TEST_F(HelmChartTest, TheDraPluginsValuesReachItsObjects) {
+  const std::vector<std::string> dra = {"--set", "devicePlugin.enabled=false", "--set",
+                                        "draPlugin.enabled=true"};
+  auto with = [&dra](std::vector<std::string> values) {
+    values.insert(values.begin(), dra.begin(), dra.end());
+    return values;
+  };
+  std::vector<json> objects = Render(dra);
+  const json* gpu = Find(objects, "DeviceClass", "gpu.nvidia.com");
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ((*gpu)["spec"]["extendedResourceName"], "nvidia.com/gpu");
+  const json* daemonset = Find(objects, "DaemonSet", "gpunode-dra-plugin");
+  ASSERT_NE(daemonset, nullptr);
+  EXPECT_EQ(Container(*daemonset, "dra-plugin")["args"],
+            json::array({"--log-level", "info", "dra-plugin"}));
+
+  objects = Render(with({"--set", "draPlugin.extendedResourceName=false"}));
+  gpu = Find(objects, "DeviceClass", "gpu.nvidia.com");
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_FALSE((*gpu)["spec"].contains("extendedResourceName"));
+  EXPECT_EQ((*gpu)["spec"]["selectors"].size(), 1u);
+  const json* mig = Find(objects, "DeviceClass", "mig.nvidia.com");
+  ASSERT_NE(mig, nullptr);
+  EXPECT_FALSE((*mig)["spec"].contains("extendedResourceName"));
+
+  EXPECT_THAT(Names(Render(with({"--set", "draPlugin.deviceClasses=false"}))),
+              ::testing::ElementsAre(
+                  "ClusterRole/gpunode-dra-plugin", "ClusterRoleBinding/gpunode-dra-plugin",
+                  "DaemonSet/gpunode-dra-plugin", "ServiceAccount/gpunode-dra-plugin"));
+
+  objects = Render(with(
+      {"--set", "draPlugin.kubeletRegistrarDirectoryPath=/var/lib/k0s/kubelet/plugins_registry",
+       "--set", "draPlugin.kubeletPluginsDirectoryPath=/var/lib/k0s/kubelet/plugins", "--set",
+       "draPlugin.devicePluginsDirectoryPath=/var/lib/k0s/kubelet/device-plugins", "--set",
+       "draPlugin.cdiRoot=/etc/cdi", "--set", "draPlugin.rescanInterval=1m", "--set",
+       "draPlugin.resources.limits.memory=256Mi"}));
+  daemonset = Find(objects, "DaemonSet", "gpunode-dra-plugin");
+  ASSERT_NE(daemonset, nullptr);
+  const json& container = Container(*daemonset, "dra-plugin");
+  EXPECT_EQ(container["args"],
+            json::array({"--log-level", "info", "dra-plugin",
+                         "--kubelet-registrar-directory-path=/var/lib/k0s/kubelet/plugins_registry",
+                         "--kubelet-plugins-directory-path=/var/lib/k0s/kubelet/plugins",
+                         "--device-plugins-directory-path=/var/lib/k0s/kubelet/device-plugins",
+                         "--cdi-root=/etc/cdi", "--rescan-interval=1m"}));
+  EXPECT_EQ(container["resources"]["limits"]["memory"], "256Mi");
+  // Each directory at the same path inside as on the host: the kubelet dials the socket path the
+  // plugin registers, and the runtime reads the CDI specs where the plugin names them.
+  std::map<std::string, std::string> host;
+  for (const json& volume : (*daemonset)["spec"]["template"]["spec"]["volumes"]) {
+    host[volume["name"]] = volume["hostPath"]["path"];
+  }
+  std::map<std::string, std::string> mounted;
+  for (const json& mount : container["volumeMounts"]) mounted[mount["name"]] = mount["mountPath"];
+  EXPECT_EQ(mounted, host);
+  EXPECT_EQ(host["plugins"], "/var/lib/k0s/kubelet/plugins");
+  EXPECT_EQ(host["cdi"], "/etc/cdi");
+
+  EXPECT_THAT(Refusal(with({"--set", "draPlugin.kubeletPluginsDirectoryPath=plugins"})),
+              HasSubstr("/draPlugin/kubeletPluginsDirectoryPath"));
+  EXPECT_THAT(Refusal(with({"--set", "draPlugin.rescanInterval=often"})),
+              HasSubstr("/draPlugin/rescanInterval"));
+  EXPECT_THAT(Refusal(with({"--set", "draPlugin.extendedResourceName=nvidia.com/gpu"})),
+              HasSubstr("/draPlugin/extendedResourceName': got string, want boolean"));
+  EXPECT_THAT(Refusal(with({"--set", "draPlugin.image=mine"})),
+              HasSubstr("additional properties 'image' not allowed"));
 }
 
 // Privileged only where a role needs it: the MPS daemon and its shm mount (compute mode, a tmpfs)

@@ -421,10 +421,12 @@ TEST(WebhookOnTheRealApiServer, GivesGpuJobsDefaultsWhereTheNamespaceOptedIn) {
 }
 
 // The chart with the real helm (scripts/build-helm.sh) against this apiserver: a server-side dry
-// run, an install with NVIDIA's documented configs and the exporter, labeller and MIG manager
-// (the Prometheus operator's kinds too, as the cluster serves them), an upgrade whose changed
-// config rolls the plugin's pods and one without a change that leaves them, a refused value that
-// creates nothing, and an uninstall that leaves nothing behind.
+// run, an install with NVIDIA's documented configs and the exporter, labeller, MIG manager and DRA
+// plugin beside the device plugin on the nodes labelled away from it (the Prometheus operator's
+// kinds too, as the cluster serves them, and the DeviceClasses with their extendedResourceName,
+// which the pinned apiserver keeps with DRAExtendedResource on by default), an upgrade whose
+// changed config rolls the plugin's pods and one without a change that leaves them, a refused value
+// that creates nothing, and an uninstall that leaves nothing behind.
 TEST(ChartOnTheRealApiServer, InstallsUpgradesAndUninstalls) {
   REQUIRE_CLUSTER();
   testing::HelmRunner helm;
@@ -435,12 +437,14 @@ TEST(ChartOnTheRealApiServer, InstallsUpgradesAndUninstalls) {
   const std::string ns = "gpunode-helm";
   auto helm_run = [&](const std::vector<std::string>& args) { return helm.Run(args, kubeconfig); };
   const std::vector<std::string> values = {
-      "--set",      "config.default=config0",
-      "--set-file", "config.map.config0=" + fixtures + "/dp-example-config0.yaml",
-      "--set-file", "config.map.config1=" + fixtures + "/dp-example-config1.yaml",
-      "--set",      "exporter.enabled=true",
-      "--set",      "gfd.enabled=true",
-      "--set",      "migManager.enabled=true"};
+      "--set",        "config.default=config0",
+      "--set-file",   "config.map.config0=" + fixtures + "/dp-example-config0.yaml",
+      "--set-file",   "config.map.config1=" + fixtures + "/dp-example-config1.yaml",
+      "--set",        "exporter.enabled=true",
+      "--set",        "gfd.enabled=true",
+      "--set",        "migManager.enabled=true",
+      "--set",        "draPlugin.enabled=true",
+      "--set-string", "draPlugin.nodeSelector.nvidia\\.com/gpu\\.deploy\\.device-plugin=false"};
   auto with = [](std::vector<std::string> args, const std::vector<std::string>& more) {
     args.insert(args.end(), more.begin(), more.end());
     return args;
@@ -459,7 +463,13 @@ TEST(ChartOnTheRealApiServer, InstallsUpgradesAndUninstalls) {
   EXPECT_THAT(r.out, HasSubstr("device plugin: DaemonSet gpunode-device-plugin"));
   r = cluster->Kubectl(
       {"get", "daemonsets", "-n", ns, "-o", "jsonpath={range .items[*]}{.metadata.name} {end}"});
-  EXPECT_EQ(r.out, "gpunode-device-plugin gpunode-exporter gpunode-labels gpunode-mig-manager ");
+  EXPECT_EQ(r.out,
+            "gpunode-device-plugin gpunode-dra-plugin gpunode-exporter gpunode-labels "
+            "gpunode-mig-manager ");
+  r = cluster->Kubectl(
+      {"get", "deviceclass", "gpu.nvidia.com", "-o", "jsonpath={.spec.extendedResourceName}"});
+  EXPECT_EQ(r.out, "nvidia.com/gpu") << r.err;
+  EXPECT_EQ(cluster->Kubectl({"get", "deviceclass", "mig.nvidia.com"}).exit_code, 0);
   EXPECT_EQ(cluster->Kubectl({"get", "servicemonitor", "-n", ns, "gpunode-exporter"}).exit_code, 0);
   EXPECT_EQ(cluster->Kubectl({"get", "prometheusrule", "-n", ns, "gpunode-exporter"}).exit_code, 0);
   auto plugin_template = [&]() {
@@ -503,8 +513,11 @@ TEST(ChartOnTheRealApiServer, InstallsUpgradesAndUninstalls) {
   r = cluster->Kubectl({"get", "daemonsets,configmaps,serviceaccounts,servicemonitors", "-n", ns,
                         "-l", "app.kubernetes.io/managed-by=Helm", "-o", "name"});
   EXPECT_EQ(r.out, "");
-  for (const char* role : {"gpunode-device-plugin", "gpunode-mig-manager"}) {
+  for (const char* role : {"gpunode-device-plugin", "gpunode-mig-manager", "gpunode-dra-plugin"}) {
     EXPECT_EQ(cluster->Kubectl({"get", "clusterrole", role}).exit_code, 1) << role;
+  }
+  for (const char* deviceclass : {"gpu.nvidia.com", "mig.nvidia.com"}) {
+    EXPECT_EQ(cluster->Kubectl({"get", "deviceclass", deviceclass}).exit_code, 1) << deviceclass;
   }
 }
 

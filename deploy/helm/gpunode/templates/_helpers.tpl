@@ -66,6 +66,41 @@ them in that order, as NVIDIA's config-manager does with its default fallback st
 {{- end -}}
 {{- end -}}
 
+{{/* The node selector of a role: ROLE.nodeSelector over the top-level nodeSelector: ( list $ "draPlugin" ). */}}
+{{- define "gpunode.nodeSelector" -}}
+{{- $ := index . 0 -}}
+{{- $own := (get $.Values (index . 1)).nodeSelector | default dict -}}
+{{- with merge (dict) $own ($.Values.nodeSelector | default dict) -}}
+{{ toYaml . }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Refuses the device plugin and the DRA plugin on the same nodes: NVIDIA says the two must never
+serve one node (each would hand out the same GPUs; gpunode's DRA plugin exits beside a device
+plugin). They are kept apart when their node selectors give one label different values (one
+node pool each), or when the DRA plugin asks for nvidia.com/gpu.deploy.device-plugin=false,
+which the device plugin's default affinity leaves out (docs/DRA.md, the migration node by node).
+*/}}
+{{- define "gpunode.checkDraPlugin" -}}
+{{- if and .Values.draPlugin.enabled .Values.devicePlugin.enabled -}}
+{{- $plugin := include "gpunode.nodeSelector" (list . "devicePlugin") | fromYaml -}}
+{{- $dra := include "gpunode.nodeSelector" (list . "draPlugin") | fromYaml -}}
+{{- $apart := false -}}
+{{- range $key, $value := $dra -}}
+{{- if and (hasKey $plugin $key) (ne (toString (get $plugin $key)) (toString $value)) -}}
+{{- $apart = true -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not .Values.affinity) (eq (toString (get $dra "nvidia.com/gpu.deploy.device-plugin")) "false") -}}
+{{- $apart = true -}}
+{{- end -}}
+{{- if not $apart -}}
+{{- fail "draPlugin.enabled and devicePlugin.enabled: both on with nothing keeping them off the same node, and a device plugin and a DRA plugin must never serve one node; give each a nodeSelector for its node pool (devicePlugin.nodeSelector and draPlugin.nodeSelector with different values of one label), or set devicePlugin.enabled=false" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The node affinity of the node roles: affinity, else GPU nodes not paused for a MIG change by DEPLOYKEY. */}}
 {{- define "gpunode.affinity" -}}
 {{- $ := index . 0 -}}
@@ -133,14 +168,30 @@ the MIG strategy.
 
 {{/*
 The objects of a manifest of deploy/ (a file under files/ linked to it), moved into the release's
-namespace and labelled as the chart's: ( list $ "files/upgrade-rbac.yaml" ).
+namespace and labelled as the chart's: ( list $ "files/upgrade-rbac.yaml" ). An optional third
+item lists patch files of deploy/ (as a kustomization's `patches` names them), each applied as a
+merge patch to the object of its kind and name: ( list $ "files/dra-deviceclasses.yaml"
+(list "files/dra-extended-resource-off.yaml") ).
 One source for both: kustomize applies the file, the chart renders it.
 */}}
 {{- define "gpunode.fromDeploy" -}}
 {{- $ := index . 0 -}}
+{{- $patches := list -}}
+{{- if gt (len .) 2 }}
+{{- range $file := index . 2 }}
+{{- range $text := regexSplit "(?m)^---\\s*$" ($.Files.Get $file) -1 }}
+{{- with fromYaml $text }}{{ $patches = append $patches . }}{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- range $i, $text := regexSplit "(?m)^---\\s*$" ($.Files.Get (index . 1)) -1 }}
 {{- $object := fromYaml $text }}
 {{- if $object }}
+{{- range $patch := $patches }}
+{{- if and (eq $patch.kind $object.kind) (eq $patch.metadata.name $object.metadata.name) }}
+{{- include "gpunode.mergePatch" (list $object $patch) }}
+{{- end }}
+{{- end }}
 {{- if hasKey $object.metadata "namespace" }}
 {{- $_ := set $object.metadata "namespace" $.Release.Namespace }}
 {{- end }}
@@ -153,6 +204,24 @@ One source for both: kustomize applies the file, the chart renders it.
 {{ toYaml $object }}
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/*
+Applies a merge patch to an object in place: ( list OBJECT PATCH ). A null in the patch removes
+the key (as in kustomize's patches), a mapping merges into the mapping it meets, anything else
+replaces.
+*/}}
+{{- define "gpunode.mergePatch" -}}
+{{- $object := index . 0 -}}
+{{- range $key, $value := index . 1 -}}
+{{- if kindIs "invalid" $value -}}
+{{- $_ := unset $object $key -}}
+{{- else if and (kindIs "map" $value) (kindIs "map" (get $object $key)) -}}
+{{- include "gpunode.mergePatch" (list (get $object $key) $value) -}}
+{{- else -}}
+{{- $_ := set $object $key $value -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* A webhook's clientConfig: ( dict "ns" NAMESPACE "path" PATH "ca" CABUNDLE ). */}}
