@@ -14,9 +14,9 @@
 #include "cli/report_error.h"
 #include "cli/stop_signals.h"
 #include "core/duration.h"
-#include "dra/dra_devices.h"
 #include "dra/dra_plugin.h"
 #include "dra/resource_slice.h"
+#include "gpu/dra_devices.h"
 #include "kube/kubeconfig.h"
 #include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
@@ -51,7 +51,7 @@ int DryRun(const GlobalOptions& global, const DraPluginFlags& flags) {
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());
   host::HostRoot host(global.host_root);
-  absl::StatusOr<dra::DraNode> node = dra::ReadDraNode(**library, host);
+  absl::StatusOr<gpu::DraNode> node = gpu::ReadDraNode(**library, host);
   if (!node.ok()) return ReportError(node.status());
   std::string name = flags.node_name.empty() ? "NODE" : flags.node_name;
   std::cout << dra::RenderSlicesYaml(dra::BuildResourceSlices({name, ""}, node->devices, 1));

@@ -26,11 +26,11 @@ std::string ClaimName(const ClaimRef& claim) {
 // entry "<uid>-<device>" with the device nodes of the GPU or MIG device, taken from the entry
 // src/cdi gives that UUID.
 absl::StatusOr<cdi::Spec> ClaimSpec(const std::string& uid,
-                                    const std::vector<const DraDevice*>& devices,
+                                    const std::vector<const gpu::DraDevice*>& devices,
                                     const cdi::DriverFiles& driver, const host::HostRoot& host,
                                     const PreparerOptions& options) {
   std::map<unsigned, cdi::GpuDevice> gpus;
-  for (const DraDevice* device : devices) {
+  for (const gpu::DraDevice* device : devices) {
     cdi::GpuDevice& gpu = gpus[device->gpu_index];
     gpu.index = device->gpu_index;
     gpu.uuid = device->gpu_uuid;
@@ -50,7 +50,7 @@ absl::StatusOr<cdi::Spec> ClaimSpec(const std::string& uid,
   std::map<std::string, cdi::Spec> by_name;
   for (const cdi::Spec& entry : spec["devices"]) by_name[entry["name"].get<std::string>()] = entry;
   cdi::Spec named = cdi::Spec::array();
-  for (const DraDevice* device : devices) {
+  for (const gpu::DraDevice* device : devices) {
     auto it = by_name.find(device->uuid);
     if (it == by_name.end()) {
       return absl::InternalError(core::StrCat("the CDI spec has no entry for ", device->uuid));
@@ -110,7 +110,7 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOpt
   return preparer;
 }
 
-void ClaimPreparer::SetDevices(std::vector<DraDevice> devices) {
+void ClaimPreparer::SetDevices(std::vector<gpu::DraDevice> devices) {
   std::lock_guard lock(mutex_);
   devices_ = std::move(devices);
 }
@@ -147,17 +147,17 @@ absl::StatusOr<std::vector<PreparedDevice>> ClaimPreparer::PrepareLocked(const C
   }
   ASSIGN_OR_RETURN(std::string body, read_claim_(claim));
   ASSIGN_OR_RETURN(std::vector<AllocatedDevice> allocated,
-                   ReadAllocation(body, claim.uid, kDriverName, options_.node_name));
-  std::vector<const DraDevice*> devices;
+                   ReadAllocation(body, claim.uid, gpu::kDriverName, options_.node_name));
+  std::vector<const gpu::DraDevice*> devices;
   std::vector<PreparedDevice> answer;
   for (const AllocatedDevice& a : allocated) {
-    const DraDevice* found = nullptr;
-    for (const DraDevice& d : devices_) {
+    const gpu::DraDevice* found = nullptr;
+    for (const gpu::DraDevice& d : devices_) {
       if (d.name == a.device) found = &d;
     }
     if (found == nullptr) {
       std::vector<std::string> names;
-      for (const DraDevice& d : devices_) names.push_back(d.name);
+      for (const gpu::DraDevice& d : devices_) names.push_back(d.name);
       return absl::FailedPreconditionError(
           core::StrCat("device ", core::Printable(a.device), " is not on this node (it has ",
                        names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "cdi/driver_files.h"
 #include "dra/checkpoint.h"
-#include "dra/dra_devices.h"
+#include "gpu/dra_devices.h"
 #include "host/host_root.h"
 
 namespace gpunode::dra {
@@ -54,7 +54,7 @@ class ClaimPreparer {
                                                                ClaimReader read_claim);
 
   // The devices of the node now (after a MIG change, a GPU lost or back).
-  void SetDevices(std::vector<DraDevice> devices);
+  void SetDevices(std::vector<gpu::DraDevice> devices);
 
   // The claim's devices with their CDI IDs; the same answer again for a claim already prepared.
   absl::StatusOr<std::vector<PreparedDevice>> Prepare(const ClaimRef& claim);
@@ -84,7 +84,7 @@ class ClaimPreparer {
   const ClaimReader read_claim_;
   mutable std::mutex mutex_;
   Checkpoint checkpoint_;  // as on disk
-  std::vector<DraDevice> devices_;
+  std::vector<gpu::DraDevice> devices_;
 };
 
 }  // namespace gpunode::dra

@@ -19,10 +19,10 @@ struct BoardKey {
 };
 
 // Positions follow MonitoredGpus(): GPUs in order of first appearance among the devices.
-std::vector<BoardKey> BoardKeys(const std::vector<DraDevice>& devices) {
+std::vector<BoardKey> BoardKeys(const std::vector<gpu::DraDevice>& devices) {
   std::vector<unsigned> order;
   std::vector<BoardKey> keys;
-  for (const DraDevice& device : devices) {
+  for (const gpu::DraDevice& device : devices) {
     auto it = std::find(order.begin(), order.end(), device.gpu_index);
     size_t position = static_cast<size_t>(it - order.begin());
     if (it == order.end()) order.push_back(device.gpu_index);
@@ -33,15 +33,15 @@ std::vector<BoardKey> BoardKeys(const std::vector<DraDevice>& devices) {
   return keys;
 }
 
-bool IsLost(const std::vector<unsigned>& lost, const DraDevice& device) {
+bool IsLost(const std::vector<unsigned>& lost, const gpu::DraDevice& device) {
   return std::find(lost.begin(), lost.end(), device.gpu_index) != lost.end();
 }
 
 }  // namespace
 
-std::vector<health::MonitoredGpu> MonitoredGpus(const std::vector<DraDevice>& devices) {
+std::vector<health::MonitoredGpu> MonitoredGpus(const std::vector<gpu::DraDevice>& devices) {
   std::vector<health::MonitoredGpu> gpus;
-  for (const DraDevice& device : devices) {
+  for (const gpu::DraDevice& device : devices) {
     auto it = std::find_if(gpus.begin(), gpus.end(), [&](const health::MonitoredGpu& gpu) {
       return gpu.index == device.gpu_index;
     });
@@ -55,10 +55,10 @@ std::vector<health::MonitoredGpu> MonitoredGpus(const std::vector<DraDevice>& de
 }
 
 void ApplyTaints(const health::HealthBoard& board, const std::vector<unsigned>& lost,
-                 std::vector<DraDevice>& devices) {
+                 std::vector<gpu::DraDevice>& devices) {
   std::vector<BoardKey> keys = BoardKeys(devices);
   for (size_t i = 0; i < devices.size(); ++i) {
-    std::vector<DeviceTaint>& taints = devices[i].taints;
+    std::vector<gpu::DeviceTaint>& taints = devices[i].taints;
     taints.clear();
     if (IsLost(lost, devices[i])) {
       taints.push_back({kLostTaint, "", "NoSchedule"});
@@ -78,7 +78,7 @@ void ApplyTaints(const health::HealthBoard& board, const std::vector<unsigned>& 
 
 std::vector<DeviceHealth> HealthOf(const health::HealthBoard& board,
                                    const std::vector<unsigned>& lost,
-                                   const std::vector<DraDevice>& devices) {
+                                   const std::vector<gpu::DraDevice>& devices) {
   std::vector<BoardKey> keys = BoardKeys(devices);
   std::vector<DeviceHealth> out;
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -101,13 +101,14 @@ std::vector<DeviceHealth> HealthOf(const health::HealthBoard& board,
   return out;
 }
 
-std::vector<DraDevice> KeepLostDevices(const std::vector<DraDevice>& before, const DraNode& now) {
-  std::vector<DraDevice> out = now.devices;
-  for (const DraDevice& device : before) {
+std::vector<gpu::DraDevice> KeepLostDevices(const std::vector<gpu::DraDevice>& before,
+                                            const gpu::DraNode& now) {
+  std::vector<gpu::DraDevice> out = now.devices;
+  for (const gpu::DraDevice& device : before) {
     if (IsLost(now.lost, device)) out.push_back(device);
   }
   // Back in NVML index order, as a scan gives them; a stable sort keeps each GPU's MIG order.
-  std::stable_sort(out.begin(), out.end(), [](const DraDevice& a, const DraDevice& b) {
+  std::stable_sort(out.begin(), out.end(), [](const gpu::DraDevice& a, const gpu::DraDevice& b) {
     return a.gpu_index < b.gpu_index;
   });
   return out;

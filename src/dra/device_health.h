@@ -12,8 +12,8 @@
 
 #include <vector>
 
-#include "dra/dra_devices.h"
 #include "dra/kubelet_service.h"
+#include "gpu/dra_devices.h"
 #include "health/health_board.h"
 #include "health/health_monitor.h"
 
@@ -21,21 +21,22 @@ namespace gpunode::dra {
 
 // The GPUs the monitor watches for `devices`, one per GPU in order of first appearance, with the
 // MIG devices announced of it. A device's board position is its GPU's position in this list.
-std::vector<health::MonitoredGpu> MonitoredGpus(const std::vector<DraDevice>& devices);
+std::vector<health::MonitoredGpu> MonitoredGpus(const std::vector<gpu::DraDevice>& devices);
 
 // The taints the board's state gives each device, set in place (replacing earlier ones). A device
 // of a GPU in `lost` (NVML indexes the last scan could not read) is tainted gpu-lost whatever the
 // board says: the monitor may not have seen the fall yet.
 void ApplyTaints(const health::HealthBoard& board, const std::vector<unsigned>& lost,
-                 std::vector<DraDevice>& devices);
+                 std::vector<gpu::DraDevice>& devices);
 
 // The health stream's list: every device, Healthy or Unhealthy with the fault's reason.
 std::vector<DeviceHealth> HealthOf(const health::HealthBoard& board,
                                    const std::vector<unsigned>& lost,
-                                   const std::vector<DraDevice>& devices);
+                                   const std::vector<gpu::DraDevice>& devices);
 
 // The devices of a new scan, with the devices of `before` whose GPU the scan lists as lost kept
 // in their place: a GPU that fell off the bus stays in the slice, tainted, instead of vanishing.
-std::vector<DraDevice> KeepLostDevices(const std::vector<DraDevice>& before, const DraNode& now);
+std::vector<gpu::DraDevice> KeepLostDevices(const std::vector<gpu::DraDevice>& before,
+                                            const gpu::DraNode& now);
 
 }  // namespace gpunode::dra

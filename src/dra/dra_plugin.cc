@@ -14,9 +14,9 @@
 #include "core/unix_socket.h"
 #include "dra/claim_preparer.h"
 #include "dra/device_health.h"
-#include "dra/dra_devices.h"
 #include "dra/kubelet_service.h"
 #include "dra/resource_slice.h"
+#include "gpu/dra_devices.h"
 #include "h2grpc/server.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -60,7 +60,7 @@ class DeviceWatch {
   DeviceWatch(const nvml::Library& library, health::HealthOptions options)
       : library_(library), options_(std::move(options)) {}
 
-  void Watch(const std::vector<DraDevice>& devices) {
+  void Watch(const std::vector<gpu::DraDevice>& devices) {
     std::vector<health::MonitoredGpu> gpus = MonitoredGpus(devices);
     if (monitor_ && gpus == watched_) return;
     monitor_.reset();
@@ -118,7 +118,7 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
       !conflict.empty()) {
     return absl::FailedPreconditionError(conflict);
   }
-  ASSIGN_OR_RETURN(DraNode node, ReadDraNode(library, host));
+  ASSIGN_OR_RETURN(gpu::DraNode node, gpu::ReadDraNode(library, host));
   ASSIGN_OR_RETURN(
       cdi::DriverFiles driver,
       cdi::DiscoverDriverFiles(node.driver_version, host,
@@ -131,7 +131,7 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
         hook_path);
     hook_path.clear();
   }
-  std::string plugin_dir = core::StrCat(options.plugins_dir, "/", kDriverName);
+  std::string plugin_dir = core::StrCat(options.plugins_dir, "/", gpu::kDriverName);
   std::error_code ec;
   fs::create_directories(plugin_dir, ec);
   if (ec)
@@ -151,7 +151,7 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
                                   core::StrCat("/apis/resource.k8s.io/v1/namespaces/",
                                                claim.name_space, "/resourceclaims/", claim.name));
                             }));
-  std::vector<DraDevice> devices = node.devices;
+  std::vector<gpu::DraDevice> devices = node.devices;
   std::vector<unsigned> lost = node.lost;
   preparer->SetDevices(devices);
 
@@ -173,16 +173,17 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
                                [](bool registered, const std::string& error) {
                                  if (registered) {
                                    spdlog::info("registered with the kubelet as DRA driver {}",
-                                                kDriverName);
+                                                gpu::kDriverName);
                                  } else {
                                    spdlog::error("the kubelet refused the registration: {}", error);
                                  }
                                }}),
-      core::StrCat(options.registrar_dir, "/", kDriverName, "-reg.sock"));
+      core::StrCat(options.registrar_dir, "/", gpu::kDriverName, "-reg.sock"));
   RETURN_IF_ERROR(registration.Start());
   spdlog::info(
       "serving DRA driver {} for node {}: {} device(s), registration socket {}/{}-reg.sock",
-      kDriverName, options.node_name, node.devices.size(), options.registrar_dir, kDriverName);
+      gpu::kDriverName, options.node_name, node.devices.size(), options.registrar_dir,
+      gpu::kDriverName);
 
   // The stop signal is awaited on its own thread so that the control loop can wait on the board:
   // a health change is published at once, not at the next rescan.
@@ -203,7 +204,7 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
     if (!rescan && generation == seen) continue;
     if (rescan) {
       next_scan = absl::Now() + options.rescan_interval;
-      if (absl::StatusOr<DraNode> now = ReadDraNode(library, host); now.ok()) {
+      if (absl::StatusOr<gpu::DraNode> now = gpu::ReadDraNode(library, host); now.ok()) {
         devices = KeepLostDevices(devices, *now);
         lost = now->lost;
         preparer->SetDevices(devices);

@@ -142,7 +142,7 @@ h2grpc::Service RegistrationService(RegistrationInfo info) {
       [endpoint = info.endpoint](const reg::InfoRequest&) -> absl::StatusOr<reg::PluginInfo> {
         reg::PluginInfo plugin;
         plugin.set_type("DRAPlugin");
-        plugin.set_name(kDriverName);
+        plugin.set_name(gpu::kDriverName);
         plugin.set_endpoint(endpoint);
         for (const char* version : kSupportedServices) plugin.add_supported_versions(version);
         return plugin;

@@ -18,12 +18,12 @@ using json = nlohmann::json;
 
 constexpr char kSlicesPath[] = "/apis/resource.k8s.io/v1/resourceslices";
 
-ordered DeviceEntry(const DraDevice& device) {
+ordered DeviceEntry(const gpu::DraDevice& device) {
   ordered entry = {{"name", device.name}, {"attributes", device.attributes}};
   if (!device.capacity.empty()) entry["capacity"] = device.capacity;
   if (!device.taints.empty()) {
     ordered taints = ordered::array();
-    for (const DeviceTaint& taint : device.taints) {
+    for (const gpu::DeviceTaint& taint : device.taints) {
       ordered t = {{"key", taint.key}};
       if (!taint.value.empty()) t["value"] = taint.value;
       t["effect"] = taint.effect;
@@ -102,13 +102,14 @@ absl::StatusOr<kube::HttpResponse> Expect2xx(kube::Client& client, kube::HttpReq
 }  // namespace
 
 std::vector<ordered> BuildResourceSlices(const PoolOwner& owner,
-                                         const std::vector<DraDevice>& devices,
+                                         const std::vector<gpu::DraDevice>& devices,
                                          int64_t generation) {
   size_t count =
       std::max<size_t>(1, (devices.size() + kMaxDevicesPerSlice - 1) / kMaxDevicesPerSlice);
   std::vector<ordered> slices;
   for (size_t i = 0; i < count; ++i) {
-    ordered metadata = {{"generateName", core::StrCat(owner.node_name, "-", kDriverName, "-")}};
+    ordered metadata = {
+        {"generateName", core::StrCat(owner.node_name, "-", gpu::kDriverName, "-")}};
     if (!owner.node_uid.empty()) {
       metadata["ownerReferences"] = ordered::array({{{"apiVersion", "v1"},
                                                      {"kind", "Node"},
@@ -125,7 +126,7 @@ std::vector<ordered> BuildResourceSlices(const PoolOwner& owner,
          {"kind", "ResourceSlice"},
          {"metadata", metadata},
          {"spec",
-          {{"driver", kDriverName},
+          {{"driver", gpu::kDriverName},
            {"nodeName", owner.node_name},
            {"pool",
             {{"name", owner.node_name}, {"generation", generation}, {"resourceSliceCount", count}}},
@@ -150,12 +151,12 @@ absl::Status SlicePublisher::ReadNodeUid() {
   return absl::OkStatus();
 }
 
-absl::Status SlicePublisher::Publish(const std::vector<DraDevice>& devices) {
+absl::Status SlicePublisher::Publish(const std::vector<gpu::DraDevice>& devices) {
   if (node_uid_.empty()) RETURN_IF_ERROR(ReadNodeUid());
   kube::HttpRequest list;
-  list.path = core::StrCat(
-      kSlicesPath, "?fieldSelector=",
-      kube::UrlEncode(core::StrCat("spec.nodeName=", node_name_, ",spec.driver=", kDriverName)));
+  list.path = core::StrCat(kSlicesPath, "?fieldSelector=",
+                           kube::UrlEncode(core::StrCat("spec.nodeName=", node_name_,
+                                                        ",spec.driver=", gpu::kDriverName)));
   ASSIGN_OR_RETURN(kube::HttpResponse listed, Expect2xx(client_, list));
   ASSIGN_OR_RETURN(json existing_list, ParseBody(listed.body, list.path));
   std::vector<json> existing;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "dra/dra_devices.h"
+#include "gpu/dra_devices.h"
 #include "kube/client.h"
 #include "nlohmann/json.hpp"
 
@@ -27,7 +27,7 @@ struct PoolOwner {
 // one, so that an empty pool is published as empty rather than absent), each named by
 // generateName "<node>-gpu.nvidia.com-".
 std::vector<nlohmann::ordered_json> BuildResourceSlices(const PoolOwner& owner,
-                                                        const std::vector<DraDevice>& devices,
+                                                        const std::vector<gpu::DraDevice>& devices,
                                                         int64_t generation);
 
 // What `kubectl get resourceslice -o yaml` shows for the slices (a List), for --dry-run.
@@ -42,7 +42,7 @@ class SlicePublisher {
   // already does; otherwise the pool's generation goes up by one, the existing slices are
   // replaced in place, new ones created and those left over deleted. Slices of the pool made by
   // an earlier run are found by node and driver, so a restart adopts them.
-  absl::Status Publish(const std::vector<DraDevice>& devices);
+  absl::Status Publish(const std::vector<gpu::DraDevice>& devices);
 
   // How many times Publish wrote to the API (for the log and the tests).
   int writes() const { return writes_; }

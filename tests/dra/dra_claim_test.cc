@@ -116,7 +116,7 @@ class Preparer : public ::testing::Test {
  protected:
   void SetUp() override {
     devices_.push_back(Device("gpu-0", "GPU-aaaa", 0, 0));
-    DraDevice mig = Device("gpu-1-mig-1g10gb-19-0", "MIG-bbbb", 1, 1);
+    gpu::DraDevice mig = Device("gpu-1-mig-1g10gb-19-0", "MIG-bbbb", 1, 1);
     mig.gpu_uuid = "GPU-cccc";
     mig.gi = 7;
     mig.ci = 0;
@@ -127,9 +127,9 @@ class Preparer : public ::testing::Test {
     driver_.control_devices = {"/dev/nvidiactl"};
   }
 
-  static DraDevice Device(const std::string& name, const std::string& uuid, unsigned index,
-                          unsigned minor) {
-    DraDevice d;
+  static gpu::DraDevice Device(const std::string& name, const std::string& uuid, unsigned index,
+                               unsigned minor) {
+    gpu::DraDevice d;
     d.name = name;
     d.uuid = uuid;
     d.gpu_uuid = uuid;
@@ -161,7 +161,7 @@ class Preparer : public ::testing::Test {
 
   testing::TempDir dir_{"gpunode-dra-prepare"};
   host::HostRoot host_{"/nonexistent-host"};
-  std::vector<DraDevice> devices_;
+  std::vector<gpu::DraDevice> devices_;
   cdi::DriverFiles driver_;
   std::map<std::string, json> claims_;
   int reads_ = 0;

@@ -1,6 +1,6 @@
 // The devices gpunode's DRA plugin announces, read from the simulator on every profile and on a
 // real capture: NVIDIA's names, attribute types and capacities, and values the API accepts.
-#include "dra/dra_devices.h"
+#include "gpu/dra_devices.h"
 
 #include <filesystem>
 #include <regex>
@@ -34,7 +34,7 @@ TEST_P(DevicesOnEveryNode, AreNvidiasNamesWithValuesTheApiAccepts) {
   std::unique_ptr<nvml::Library> library = testing::OpenSimulator(GetParam());
   ASSERT_NE(library, nullptr);
   host::HostRoot host("/nonexistent-host");
-  absl::StatusOr<DraNode> node = ReadDraNode(*library, host);
+  absl::StatusOr<gpu::DraNode> node = gpu::ReadDraNode(*library, host);
   ASSERT_TRUE(node.ok()) << node.status();
   absl::StatusOr<gpu::NodeSnapshot> snapshot = gpu::ReadNodeSnapshot(*library, host);
   ASSERT_TRUE(snapshot.ok()) << snapshot.status();
@@ -51,7 +51,7 @@ TEST_P(DevicesOnEveryNode, AreNvidiasNamesWithValuesTheApiAccepts) {
   std::regex semver(R"((0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*))");
   std::regex quantity(R"([0-9]+(Ki|Mi|Gi|Ti|Pi|Ei)?)");
   std::set<std::string> names;
-  for (const DraDevice& device : node->devices) {
+  for (const gpu::DraDevice& device : node->devices) {
     SCOPED_TRACE(device.name);
     EXPECT_TRUE(names.insert(device.name).second) << "duplicate name";
     EXPECT_LE(device.name.size(), 63u);
@@ -109,9 +109,10 @@ INSTANTIATE_TEST_SUITE_P(Profiles, DevicesOnEveryNode, ::testing::ValuesIn(Specs
 TEST(DraDevices, AnA100WithMigOnIsAnnouncedAsItsMigDevicesWithTheirProfiles) {
   std::unique_ptr<nvml::Library> library = testing::OpenSimulator("a100-mig");
   ASSERT_NE(library, nullptr);
-  absl::StatusOr<DraNode> node = ReadDraNode(*library, host::HostRoot("/nonexistent-host"));
+  absl::StatusOr<gpu::DraNode> node =
+      gpu::ReadDraNode(*library, host::HostRoot("/nonexistent-host"));
   ASSERT_TRUE(node.ok()) << node.status();
-  const DraDevice& first = node->devices.front();
+  const gpu::DraDevice& first = node->devices.front();
   // 1g.10gb is GPU instance profile 19 on an A100 80GB, its first placement at slice 0.
   EXPECT_EQ(first.name, "gpu-0-mig-1g10gb-19-0");
   EXPECT_EQ(first.attributes["profile"]["string"], "1g.10gb");
@@ -124,28 +125,28 @@ TEST(DraDevices, AnA100WithMigOnIsAnnouncedAsItsMigDevicesWithTheirProfiles) {
 }
 
 TEST(DraDevices, ValuesAreWrittenAsKubernetesReadsThem) {
-  EXPECT_EQ(SemanticVersion("12.4"), "12.4.0");
-  EXPECT_EQ(SemanticVersion("580.65.06"), "580.65.6");
-  EXPECT_EQ(SemanticVersion("535.261.03"), "535.261.3");
-  EXPECT_EQ(SemanticVersion("9.0"), "9.0.0");
-  EXPECT_EQ(SemanticVersion("550"), "550.0.0");
-  EXPECT_EQ(SemanticVersion("R550"), std::nullopt);
-  EXPECT_EQ(BinaryQuantity(80ull << 30), "80Gi");
-  EXPECT_EQ(BinaryQuantity(85520809984ull), "81559Mi");
-  EXPECT_EQ(BinaryQuantity(14), "14");
-  EXPECT_EQ(BinaryQuantity(0), "0");
-  EXPECT_EQ(BinaryQuantity(1536), "1536");
-  EXPECT_EQ(MigDeviceName(3, "1g.10gb+me", 20, 6), "gpu-3-mig-1g10gb-me-20-6");
-  EXPECT_EQ(MigDeviceName(0, "1c.3g.40gb", 9, 4), "gpu-0-mig-1c3g40gb-9-4");
-  EXPECT_EQ(ArchitectureName(8), "Ada Lovelace");
-  EXPECT_EQ(ArchitectureName(99), "Unknown");
-  EXPECT_EQ(SysfsPciAddress("00000000:1B:00.0"), "0000:1b:00.0");
+  EXPECT_EQ(gpu::SemanticVersion("12.4"), "12.4.0");
+  EXPECT_EQ(gpu::SemanticVersion("580.65.06"), "580.65.6");
+  EXPECT_EQ(gpu::SemanticVersion("535.261.03"), "535.261.3");
+  EXPECT_EQ(gpu::SemanticVersion("9.0"), "9.0.0");
+  EXPECT_EQ(gpu::SemanticVersion("550"), "550.0.0");
+  EXPECT_EQ(gpu::SemanticVersion("R550"), std::nullopt);
+  EXPECT_EQ(gpu::BinaryQuantity(80ull << 30), "80Gi");
+  EXPECT_EQ(gpu::BinaryQuantity(85520809984ull), "81559Mi");
+  EXPECT_EQ(gpu::BinaryQuantity(14), "14");
+  EXPECT_EQ(gpu::BinaryQuantity(0), "0");
+  EXPECT_EQ(gpu::BinaryQuantity(1536), "1536");
+  EXPECT_EQ(gpu::MigDeviceName(3, "1g.10gb+me", 20, 6), "gpu-3-mig-1g10gb-me-20-6");
+  EXPECT_EQ(gpu::MigDeviceName(0, "1c.3g.40gb", 9, 4), "gpu-0-mig-1c3g40gb-9-4");
+  EXPECT_EQ(gpu::ArchitectureName(8), "Ada Lovelace");
+  EXPECT_EQ(gpu::ArchitectureName(99), "Unknown");
 }
 
 TEST(DraDevices, ThePcieRootComesFromTheHostsSysfs) {
   std::unique_ptr<nvml::Library> library = testing::OpenSimulator("h200-1");
   ASSERT_NE(library, nullptr);
-  absl::StatusOr<DraNode> without = ReadDraNode(*library, host::HostRoot("/nonexistent-host"));
+  absl::StatusOr<gpu::DraNode> without =
+      gpu::ReadDraNode(*library, host::HostRoot("/nonexistent-host"));
   ASSERT_TRUE(without.ok()) << without.status();
   ASSERT_EQ(without->devices.size(), 1u);
   EXPECT_FALSE(without->devices[0].attributes.contains("resource.kubernetes.io/pcieRoot"));
@@ -158,14 +159,14 @@ TEST(DraDevices, ThePcieRootComesFromTheHostsSysfs) {
   std::filesystem::create_directories(root / "sys/bus/pci/devices");
   std::filesystem::create_directory_symlink("../../../devices/pci0000:17/0000:17:01.0/" + address,
                                             root / "sys/bus/pci/devices" / address);
-  absl::StatusOr<DraNode> with = ReadDraNode(*library, host::HostRoot(root.string()));
+  absl::StatusOr<gpu::DraNode> with = gpu::ReadDraNode(*library, host::HostRoot(root.string()));
   std::filesystem::remove_all(root);
   ASSERT_TRUE(with.ok()) << with.status();
   EXPECT_EQ(with->devices[0].attributes["resource.kubernetes.io/pcieRoot"]["string"], "pci0000:17");
 }
 
 TEST(DraDevices, ManyDevicesSpreadOverSlicesOfTheApisLimit) {
-  std::vector<DraDevice> devices(kMaxDevicesPerSlice + 3);
+  std::vector<gpu::DraDevice> devices(kMaxDevicesPerSlice + 3);
   for (size_t i = 0; i < devices.size(); ++i) devices[i].name = "gpu-" + std::to_string(i);
   std::vector<nlohmann::ordered_json> slices = BuildResourceSlices({"n", ""}, devices, 1);
   ASSERT_EQ(slices.size(), 2u);

@@ -5,8 +5,8 @@
 #include <chrono>
 
 #include "dra/device_health.h"
-#include "dra/dra_devices.h"
 #include "gmock/gmock.h"
+#include "gpu/dra_devices.h"
 #include "gtest/gtest.h"
 #include "health/health_monitor.h"
 #include "host/host_root.h"
@@ -19,16 +19,16 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-DraDevice Gpu(unsigned index) {
-  DraDevice device;
+gpu::DraDevice Gpu(unsigned index) {
+  gpu::DraDevice device;
   device.name = "gpu-" + std::to_string(index);
   device.gpu_index = device.gpu_minor = index;
   device.gpu_uuid = "GPU-" + std::to_string(index);
   return device;
 }
 
-DraDevice Mig(unsigned gpu, unsigned gi, unsigned ci) {
-  DraDevice device = Gpu(gpu);
+gpu::DraDevice Mig(unsigned gpu, unsigned gi, unsigned ci) {
+  gpu::DraDevice device = Gpu(gpu);
   device.name += "-mig-" + std::to_string(gi) + "-" + std::to_string(ci);
   device.gi = gi;
   device.ci = ci;
@@ -49,7 +49,8 @@ TEST(DraHealth, TheMonitorWatchesEachGpuOnceWithTheMigDevicesAnnouncedOfIt) {
 
 TEST(DraHealth, EachFaultGivesNvidiasTaintAndTheStreamsMessage) {
   // Board positions: GPU 0 -> 0, GPU 2 (two MIG devices) -> 1, GPU 3 -> 2, GPU 4 -> 3.
-  std::vector<DraDevice> devices = {Gpu(0), Mig(2, 1, 0), Mig(2, 5, 0), Gpu(3), Gpu(4), Gpu(5)};
+  std::vector<gpu::DraDevice> devices = {Gpu(0), Mig(2, 1, 0), Mig(2, 5, 0),
+                                         Gpu(3), Gpu(4),       Gpu(5)};
   health::HealthBoard board;
   board.SetGpu(0, false,
                {.reason = "XID 62 (Internal micro-controller halt)",
@@ -66,16 +67,16 @@ TEST(DraHealth, EachFaultGivesNvidiasTaintAndTheStreamsMessage) {
 
   ApplyTaints(board, lost, devices);
   EXPECT_THAT(devices[0].taints,
-              ElementsAre(DeviceTaint{"gpu.nvidia.com/xid", "62", "NoSchedule"}));
+              ElementsAre(gpu::DeviceTaint{"gpu.nvidia.com/xid", "62", "NoSchedule"}));
   EXPECT_THAT(devices[1].taints, IsEmpty()) << "the other MIG device of the GPU stays offered";
   EXPECT_THAT(devices[2].taints,
-              ElementsAre(DeviceTaint{"gpu.nvidia.com/xid", "48", "NoSchedule"}));
+              ElementsAre(gpu::DeviceTaint{"gpu.nvidia.com/xid", "48", "NoSchedule"}));
   EXPECT_THAT(devices[3].taints,
-              ElementsAre(DeviceTaint{"gpu.nvidia.com/gpu-lost", "", "NoSchedule"}));
+              ElementsAre(gpu::DeviceTaint{"gpu.nvidia.com/gpu-lost", "", "NoSchedule"}));
   EXPECT_THAT(devices[4].taints,
-              ElementsAre(DeviceTaint{"gpu.nvidia.com/unmonitored", "", "None"}));
+              ElementsAre(gpu::DeviceTaint{"gpu.nvidia.com/unmonitored", "", "None"}));
   EXPECT_THAT(devices[5].taints,
-              ElementsAre(DeviceTaint{"gpu.nvidia.com/gpu-lost", "", "NoSchedule"}));
+              ElementsAre(gpu::DeviceTaint{"gpu.nvidia.com/gpu-lost", "", "NoSchedule"}));
 
   std::vector<DeviceHealth> stream = HealthOf(board, lost, devices);
   ASSERT_EQ(stream.size(), devices.size());
@@ -99,10 +100,10 @@ TEST(DraHealth, EachFaultGivesNvidiasTaintAndTheStreamsMessage) {
 }
 
 TEST(DraHealth, ALostGpuKeepsItsDevicesFromTheLastScanInIndexOrder) {
-  DraNode now;
+  gpu::DraNode now;
   now.devices = {Gpu(0), Gpu(2)};
   now.lost = {1};
-  std::vector<DraDevice> kept = KeepLostDevices({Gpu(0), Gpu(1), Gpu(2)}, now);
+  std::vector<gpu::DraDevice> kept = KeepLostDevices({Gpu(0), Gpu(1), Gpu(2)}, now);
   ASSERT_EQ(kept.size(), 3u);
   EXPECT_EQ(kept[1].name, "gpu-1");
   EXPECT_EQ(kept[2].name, "gpu-2");
@@ -117,7 +118,8 @@ class SimulatedHealth {
   SimulatedHealth(const std::string& profile, std::chrono::milliseconds recovery) {
     library_ = testing::OpenSimulator(profile);
     if (library_ == nullptr) return;
-    absl::StatusOr<DraNode> node = ReadDraNode(*library_, host::HostRoot("/nonexistent-host"));
+    absl::StatusOr<gpu::DraNode> node =
+        gpu::ReadDraNode(*library_, host::HostRoot("/nonexistent-host"));
     EXPECT_TRUE(node.ok()) << node.status();
     if (node.ok()) devices_ = node->devices;
     monitor_ = health::HealthMonitor::Start(
@@ -126,7 +128,7 @@ class SimulatedHealth {
   }
   ~SimulatedHealth() { monitor_.reset(); }
 
-  bool AwaitTaints(const std::function<bool(const std::vector<DraDevice>&)>& done) {
+  bool AwaitTaints(const std::function<bool(const std::vector<gpu::DraDevice>&)>& done) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     uint64_t seen = 0;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -136,8 +138,8 @@ class SimulatedHealth {
     }
     return false;
   }
-  const DraDevice& device(const std::string& name) const {
-    for (const DraDevice& device : devices_) {
+  const gpu::DraDevice& device(const std::string& name) const {
+    for (const gpu::DraDevice& device : devices_) {
       if (device.name == name) return device;
     }
     ADD_FAILURE() << "no device " << name;
@@ -146,7 +148,7 @@ class SimulatedHealth {
 
  private:
   std::unique_ptr<nvml::Library> library_;
-  std::vector<DraDevice> devices_;
+  std::vector<gpu::DraDevice> devices_;
   health::HealthBoard board_;
   std::unique_ptr<health::HealthMonitor> monitor_;
 };
@@ -157,24 +159,24 @@ std::string Fixture(const std::string& name) {
 
 TEST(DraHealthOnTheSimulator, XidsTaintTheirGpusAndApplicationXidsDoNot) {
   SimulatedHealth node(Fixture("dgx-h100-xids.yaml"), std::chrono::milliseconds(0));
-  ASSERT_TRUE(node.AwaitTaints([](const std::vector<DraDevice>& devices) {
+  ASSERT_TRUE(node.AwaitTaints([](const std::vector<gpu::DraDevice>& devices) {
     return devices.size() == 8 && !devices[6].taints.empty();
   }));
   // XID 79 is a fall off the bus; XID 48 a memory error; XID 13 the application's.
   EXPECT_THAT(node.device("gpu-3").taints,
-              ElementsAre(DeviceTaint{"gpu.nvidia.com/gpu-lost", "", "NoSchedule"}));
+              ElementsAre(gpu::DeviceTaint{"gpu.nvidia.com/gpu-lost", "", "NoSchedule"}));
   EXPECT_THAT(node.device("gpu-6").taints,
-              ElementsAre(DeviceTaint{"gpu.nvidia.com/xid", "48", "NoSchedule"}));
+              ElementsAre(gpu::DeviceTaint{"gpu.nvidia.com/xid", "48", "NoSchedule"}));
   EXPECT_THAT(node.device("gpu-1").taints, IsEmpty());
 }
 
 TEST(DraHealthOnTheSimulator, AGpuBackOnTheBusHasItsTaintLifted) {
   SimulatedHealth node(Fixture("dgx-h100-lost.yaml"), std::chrono::milliseconds(300));
-  ASSERT_TRUE(node.AwaitTaints([](const std::vector<DraDevice>& devices) {
+  ASSERT_TRUE(node.AwaitTaints([](const std::vector<gpu::DraDevice>& devices) {
     return devices.size() == 8 && !devices[5].taints.empty();
   })) << "GPU 5 falls off the bus 1.5 s in";
   EXPECT_EQ(node.device("gpu-5").taints.front().key, "gpu.nvidia.com/gpu-lost");
-  ASSERT_TRUE(node.AwaitTaints([](const std::vector<DraDevice>& devices) {
+  ASSERT_TRUE(node.AwaitTaints([](const std::vector<gpu::DraDevice>& devices) {
     return devices[5].taints.empty();
   })) << "GPU 5 answers again 2.5 s in, with the same UUID";
 }

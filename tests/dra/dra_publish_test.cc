@@ -84,8 +84,8 @@ class SliceApi : public kube::HttpTransport {
   int made_ = 0;
 };
 
-DraDevice Gpu(const std::string& name, const std::string& product) {
-  DraDevice device;
+gpu::DraDevice Gpu(const std::string& name, const std::string& product) {
+  gpu::DraDevice device;
   device.name = name;
   device.attributes["productName"] = {{"string", product}};
   return device;
@@ -154,8 +154,8 @@ TEST(SlicePublisher, ATaintThatStaysKeepsTheTimeTheApiServerGaveIt) {
   SliceApi* server = api.get();
   kube::Client client(std::move(api), {}, "test");
   SlicePublisher publisher(client, "node-a");
-  DraDevice gpu0 = Gpu("gpu-0", "H100");
-  DraDevice gpu1 = Gpu("gpu-1", "H100");
+  gpu::DraDevice gpu0 = Gpu("gpu-0", "H100");
+  gpu::DraDevice gpu1 = Gpu("gpu-1", "H100");
   gpu0.taints = {{"gpu.nvidia.com/xid", "62", "NoSchedule"}};
   ASSERT_TRUE(publisher.Publish({gpu0, gpu1}).ok());
   ASSERT_EQ(server->slices.size(), 1u);

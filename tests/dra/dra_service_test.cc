@@ -57,7 +57,7 @@ class KubeletSide : public ::testing::Test {
         });
     ASSERT_TRUE(preparer.ok()) << preparer.status();
     preparer_ = std::move(*preparer);
-    DraDevice gpu;
+    gpu::DraDevice gpu;
     gpu.name = "gpu-0";
     gpu.uuid = gpu.gpu_uuid = "GPU-0000";
     preparer_->SetDevices({gpu});

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,7 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "nvml/library.h"
 
-namespace gpunode::dra {
+namespace gpunode::gpu {
 
 // The driver name of NVIDIA's DRA driver for GPUs: ResourceSlices, DeviceClasses, claims' results
 // and the kubelet's registration all carry it.
@@ -68,6 +69,10 @@ struct DraNode {
 // NVML cannot enumerate GPUs or reports no driver version.
 absl::StatusOr<DraNode> ReadDraNode(const nvml::Library& library, const host::HostRoot& host);
 
+// The name of each device ReadDraNode announces, by its UUID (GPU or MIG device), for those who
+// meet a DRA device by its name alone (the exporter, in the kubelet's PodResources answer).
+absl::StatusOr<std::map<std::string, std::string>> DraDeviceNames(const nvml::Library& library);
+
 // A version as Kubernetes' version attributes require it (semantic versioning 2.0, which
 // NVIDIA's driver gets from semver.MustParse): "12.4" -> "12.4.0", "580.65.06" -> "580.65.6".
 // nullopt for text with no leading number.
@@ -86,8 +91,4 @@ std::string ArchitectureName(unsigned architecture);
 // binary suffix that divides it exactly ("80Gi", "81559Mi"), else the plain number.
 std::string BinaryQuantity(uint64_t value);
 
-// "0000:1b:00.0" from NVML's "00000000:1B:00.0": the form of the standard attribute
-// resource.kubernetes.io/pciBusID (and of sysfs).
-std::string SysfsPciAddress(std::string_view nvml_bus_id);
-
-}  // namespace gpunode::dra
+}  // namespace gpunode::gpu

@@ -1,4 +1,4 @@
-#include "dra/dra_devices.h"
+#include "gpu/dra_devices.h"
 
 #include <cctype>
 #include <filesystem>
@@ -10,18 +10,19 @@
 #include "core/status_macros.h"
 #include "core/text.h"
 #include "gpu/mig_profile.h"
+#include "host/pci.h"
 #include "nvml/device.h"
 #include "nvml/mig.h"
 #include "nvml/status.h"
 #include "nvml/system.h"
 #include "spdlog/spdlog.h"
 
-namespace gpunode::dra {
+namespace gpunode::gpu {
 namespace {
 
 using ordered = nlohmann::ordered_json;
 
-constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kBytesPerMiB = 1024 * 1024;
 
 ordered StringValue(std::string_view value) { return {{"string", value}}; }
 ordered VersionValue(std::string_view value) { return {{"version", value}}; }
@@ -48,7 +49,8 @@ std::optional<std::string> PcieRoot(const host::HostRoot& host, const std::strin
   return std::nullopt;
 }
 
-absl::StatusOr<GpuFacts> ReadGpuFacts(const nvml::Device& gpu, const host::HostRoot& host,
+// `host` null: no PCIe roots (they are read from sysfs; the names need none).
+absl::StatusOr<GpuFacts> ReadGpuFacts(const nvml::Device& gpu, const host::HostRoot* host,
                                       const ordered& versions) {
   GpuFacts facts;
   ASSIGN_OR_RETURN(std::string name, gpu.Name());
@@ -64,9 +66,9 @@ absl::StatusOr<GpuFacts> ReadGpuFacts(const nvml::Device& gpu, const host::HostR
   }
   for (const auto& [key, value] : versions.items()) facts.common[key] = value;
   if (absl::StatusOr<nvml::PciInfo> pci = gpu.Pci(); pci.ok()) {
-    std::string address = SysfsPciAddress(pci->bus_id);
+    std::string address = host::SysfsPciAddress(pci->bus_id);
     facts.pci["resource.kubernetes.io/pciBusID"] = StringValue(address);
-    if (std::optional<std::string> root = PcieRoot(host, address)) {
+    if (std::optional<std::string> root = host ? PcieRoot(*host, address) : std::nullopt) {
       facts.pci["resource.kubernetes.io/pcieRoot"] = StringValue(*root);
     }
   }
@@ -152,7 +154,7 @@ absl::StatusOr<std::vector<DraDevice>> MigDevices(const nvml::Library& library,
     device.capacity["encoders"] = Quantity(profile->encoders);
     device.capacity["jpegEngines"] = Quantity(profile->jpegs);
     device.capacity["ofaEngines"] = Quantity(profile->ofas);
-    device.capacity["memory"] = Quantity(profile->memory_mib * kMiB);
+    device.capacity["memory"] = Quantity(profile->memory_mib * kBytesPerMiB);
     for (unsigned slice = instance->placement.start;
          slice < instance->placement.start + instance->placement.size; ++slice) {
       device.capacity[core::StrCat("memorySlice", slice)] = Quantity(1);
@@ -162,9 +164,7 @@ absl::StatusOr<std::vector<DraDevice>> MigDevices(const nvml::Library& library,
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<DraNode> ReadDraNode(const nvml::Library& library, const host::HostRoot& host) {
+absl::StatusOr<DraNode> ReadDevices(const nvml::Library& library, const host::HostRoot* host) {
   DraNode node;
   ASSIGN_OR_RETURN(node.driver_version, nvml::DriverVersion(library));
   ordered versions = ordered::object();
@@ -197,6 +197,19 @@ absl::StatusOr<DraNode> ReadDraNode(const nvml::Library& library, const host::Ho
     }
   }
   return node;
+}
+
+}  // namespace
+
+absl::StatusOr<DraNode> ReadDraNode(const nvml::Library& library, const host::HostRoot& host) {
+  return ReadDevices(library, &host);
+}
+
+absl::StatusOr<std::map<std::string, std::string>> DraDeviceNames(const nvml::Library& library) {
+  ASSIGN_OR_RETURN(DraNode node, ReadDevices(library, nullptr));
+  std::map<std::string, std::string> names;
+  for (const DraDevice& device : node.devices) names[device.uuid] = device.name;
+  return names;
 }
 
 std::optional<std::string> SemanticVersion(std::string_view text) {
@@ -248,11 +261,4 @@ std::string BinaryQuantity(uint64_t value) {
   return core::StrCat(value, kSuffixes[suffix]);
 }
 
-std::string SysfsPciAddress(std::string_view nvml_bus_id) {
-  // NVML pads the domain to 8 digits; sysfs and Kubernetes use 4.
-  std::string address(nvml_bus_id.size() > 12 ? nvml_bus_id.substr(nvml_bus_id.size() - 12)
-                                              : nvml_bus_id);
-  return absl::AsciiStrToLower(address);
-}
-
-}  // namespace gpunode::dra
+}  // namespace gpunode::gpu
