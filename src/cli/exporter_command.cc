@@ -33,6 +33,7 @@ struct ExporterOptions {
   bool once = false;
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string hostname;
+  bool kubernetes_enable_dra = false;
 };
 
 // dcgm-exporter's rule: NODE_NAME (set from spec.nodeName), else the host name.
@@ -70,6 +71,7 @@ int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
 
   metrics::SamplerOptions sampler_options;
   sampler_options.hostname = options.hostname.empty() ? DefaultHostname() : options.hostname;
+  sampler_options.dra_labels = options.kubernetes_enable_dra;
   sampler_options.interval = *interval;
   metrics::Sampler sampler(**library, host, &xids, pods.get(), sampler_options);
 
@@ -123,6 +125,12 @@ void AddExporterCommand(CLI::App& app, const GlobalOptions& global, CommandRunne
       ->capture_default_str();
   cmd->add_option("--hostname", options->hostname,
                   "value of the Hostname label (default: $NODE_NAME, else the host name)");
+  cmd->add_flag("--kubernetes-enable-dra", options->kubernetes_enable_dra,
+                "label devices held through ResourceClaims with dcgm-exporter's dra_claim_name, "
+                "dra_claim_namespace, dra_device_name, dra_driver_name, dra_pool_name (and "
+                "dra_mig_profile, dra_mig_device_uuid); their pods are attributed either way "
+                "(env KUBERNETES_ENABLE_DRA)")
+      ->envname("KUBERNETES_ENABLE_DRA");
   cmd->callback([&global, &run, options] {
     run = [&global, options] { return RunExporter(global, *options); };
   });

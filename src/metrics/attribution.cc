@@ -36,10 +36,16 @@ Attribution::Attribution(const std::vector<ListedDevices>& listed,
     }
   }
   for (const ListedDevices& devices : listed) {
+    if (devices.dra) {
+      // A claim's device has no device manager checkpoint entry: its pod is known by name only.
+      by_dra_device_[devices.dra->device].push_back(DeviceAllocation{
+          devices.namespace_name, devices.pod, devices.container, "", {}, devices.dra});
+      continue;
+    }
     for (const std::string& id : devices.device_ids) {
       auto [base, replica] = SplitReplica(id);
-      DeviceAllocation allocation{
-          devices.namespace_name, devices.pod, devices.container, std::string(replica), {}};
+      DeviceAllocation allocation{devices.namespace_name, devices.pod, devices.container,
+                                  std::string(replica),   {},          {}};
       if (auto it = uids.find(absl::StrCat(id, "\n", devices.container)); it != uids.end())
         allocation.pod_uids = it->second;
       by_device_[std::string(base)].push_back(std::move(allocation));
@@ -59,6 +65,15 @@ std::vector<const DeviceAllocation*> Attribution::Of(std::string_view uuid,
   };
   add(uuid);
   if (index) add(absl::StrCat(*index));
+  return out;
+}
+
+std::vector<const DeviceAllocation*> Attribution::OfDraDevice(std::string_view name) const {
+  std::vector<const DeviceAllocation*> out;
+  if (auto it = by_dra_device_.find(absl::string_view(name.data(), name.size()));
+      it != by_dra_device_.end()) {
+    for (const DeviceAllocation& allocation : it->second) out.push_back(&allocation);
+  }
   return out;
 }
 

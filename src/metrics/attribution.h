@@ -13,6 +13,17 @@
 
 namespace gpunode::metrics {
 
+// A device a container holds through a ResourceClaim (PodResources' dynamic_resources): the claim
+// and the device as the DRA driver's pool names it.
+struct DraClaimDevice {
+  std::string claim_name;
+  std::string claim_namespace;
+  std::string driver;  // "gpu.nvidia.com"
+  std::string pool;    // the node's name, for gpunode's and NVIDIA's DRA drivers
+  std::string device;  // "gpu-0", "gpu-0-mig-1g10gb-19-0"
+  friend bool operator==(const DraClaimDevice&, const DraClaimDevice&) = default;
+};
+
 // One ContainerDevices entry of a PodResources List answer. The resource name does not matter:
 // whatever resource an ID comes under (nvidia.com/gpu, .shared, mig-*, renamed), it names a device.
 struct ListedDevices {
@@ -20,6 +31,8 @@ struct ListedDevices {
   std::string pod;
   std::string container;
   std::vector<std::string> device_ids;
+  // Set for a device from a ResourceClaim; then device_ids is empty.
+  std::optional<DraClaimDevice> dra;
 };
 
 // One device ID handed to one container of an active pod.
@@ -32,6 +45,8 @@ struct DeviceAllocation {
   // UIDs the device manager checkpoint records for this (device ID, container); empty when the
   // checkpoint could not be read or does not have the allocation yet.
   std::vector<std::string> pod_uids;
+  // Set when the device came through a ResourceClaim.
+  std::optional<DraClaimDevice> dra;
 };
 
 class Attribution {
@@ -45,9 +60,16 @@ class Attribution {
   std::vector<const DeviceAllocation*> Of(std::string_view uuid,
                                           std::optional<unsigned> index) const;
 
+  // The allocations of a DRA device of gpu.nvidia.com by its name in the pool ("gpu-0").
+  std::vector<const DeviceAllocation*> OfDraDevice(std::string_view name) const;
+  // Whether any active pod holds a device through a claim of gpu.nvidia.com.
+  bool has_dra() const { return !by_dra_device_.empty(); }
+
  private:
   // Keyed by the device ID without its "::replica" suffix.
   absl::flat_hash_map<std::string, std::vector<DeviceAllocation>> by_device_;
+  // Keyed by the DRA device's name.
+  absl::flat_hash_map<std::string, std::vector<DeviceAllocation>> by_dra_device_;
 };
 
 enum class Ownership {

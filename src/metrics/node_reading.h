@@ -78,6 +78,10 @@ struct PodLabels {
   std::string pod;
   std::string container;
   std::string vgpu;
+  // dcgm-exporter's labels of a device held through a ResourceClaim (--kubernetes-enable-dra):
+  // dra_claim_name, dra_claim_namespace, dra_device_name, dra_driver_name, then for a MIG device
+  // dra_mig_device_uuid and dra_mig_profile, then dra_pool_name; in that (sorted) order.
+  std::vector<std::pair<std::string, std::string>> dra = {};
 };
 
 struct ProcessReading {

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "gpu/dra_devices.h"
 #include "grpcpp/grpcpp.h"
 #include "podresources/api.grpc.pb.h"
 
@@ -46,7 +47,20 @@ absl::StatusOr<std::vector<ListedDevices>> PodResourcesClient::List(absl::Durati
         if (devices.device_ids().empty()) continue;
         out.push_back(ListedDevices{
             pod.namespace_(), pod.name(), container.name(),
-            std::vector<std::string>(devices.device_ids().begin(), devices.device_ids().end())});
+            std::vector<std::string>(devices.device_ids().begin(), devices.device_ids().end()),
+            std::nullopt});
+      }
+      for (const v1::DynamicResource& claim : container.dynamic_resources()) {
+        for (const v1::ClaimResource& device : claim.claim_resources()) {
+          if (device.driver_name() != gpu::kDriverName) continue;
+          out.push_back(ListedDevices{
+              pod.namespace_(),
+              pod.name(),
+              container.name(),
+              {},
+              DraClaimDevice{claim.claim_name(), claim.claim_namespace(), device.driver_name(),
+                             device.pool_name(), device.device_name()}});
+        }
       }
     }
   }

@@ -22,8 +22,9 @@ class PodResourcesClient {
 
   const std::string& socket_path() const { return socket_path_; }
 
-  // List: every container of every active pod with its device IDs (containers without devices
-  // are left out). Fails with the gRPC status text, naming the socket.
+  // List: every container of every active pod with its device IDs, and each device of
+  // gpu.nvidia.com it holds through a ResourceClaim (containers without devices are left out).
+  // Fails with the gRPC status text, naming the socket.
   absl::StatusOr<std::vector<ListedDevices>> List(absl::Duration timeout) const;
 
  private:

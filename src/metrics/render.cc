@@ -47,6 +47,7 @@ void AppendXidAttributes(uint64_t xid, std::string* labels) {
 void AppendPodLabels(const PodLabels& pod, std::string* labels,
                      std::optional<uint64_t> xid = std::nullopt) {
   AppendLabel("container", pod.container, labels);
+  for (const auto& [name, value] : pod.dra) AppendLabel(name, value, labels);
   if (xid) AppendXidAttributes(*xid, labels);
   AppendLabel("namespace", pod.namespace_name, labels);
   AppendLabel("pod", pod.pod, labels);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
+#include "gpu/dra_devices.h"
 #include "metrics/cgroup.h"
 #include "metrics/render.h"
 #include "nvml/system.h"
@@ -18,6 +19,22 @@ namespace {
 PodLabels LabelsOf(const DeviceAllocation& allocation) {
   return PodLabels{allocation.namespace_name, allocation.pod, allocation.container,
                    allocation.replica};
+}
+
+// dcgm-exporter's labels of a device held through a claim; `mig` for a MIG device.
+PodLabels DraLabelsOf(const DeviceAllocation& allocation, const MigReading* mig) {
+  PodLabels labels = LabelsOf(allocation);
+  const DraClaimDevice& dra = *allocation.dra;
+  labels.dra = {{"dra_claim_name", dra.claim_name},
+                {"dra_claim_namespace", dra.claim_namespace},
+                {"dra_device_name", dra.device},
+                {"dra_driver_name", dra.driver}};
+  if (mig != nullptr) {
+    labels.dra.emplace_back("dra_mig_device_uuid", mig->uuid);
+    labels.dra.emplace_back("dra_mig_profile", mig->profile);
+  }
+  labels.dra.emplace_back("dra_pool_name", dra.pool);
+  return labels;
 }
 
 bool SamePod(const PodLabels& a, const PodLabels& b) {
@@ -105,23 +122,60 @@ void Sampler::Attribute(NodeReading& node) {
       }
     }
   };
+  if (attribution->has_dra()) LearnDraNames(node);
+  // The device plugin's holders of a device, then its claims' holders.
+  auto holders_of = [&](const std::string& uuid, std::optional<unsigned> index,
+                        const MigReading* mig, DeviceReading& device) {
+    std::vector<const DeviceAllocation*> holders = attribution->Of(uuid, index);
+    if (auto name = dra_names_.find(uuid); attribution->has_dra() && name != dra_names_.end()) {
+      for (const DeviceAllocation* holder : attribution->OfDraDevice(name->second))
+        holders.push_back(holder);
+    }
+    for (const DeviceAllocation* holder : holders) {
+      device.holders.push_back(holder->dra && options_.dra_labels ? DraLabelsOf(*holder, mig)
+                                                                  : LabelsOf(*holder));
+    }
+    return holders;
+  };
   for (GpuReading& gpu : node.gpus) {
     if (gpu.lost) continue;
     std::set<unsigned> orphans;
     if (!gpu.mig_enabled) {
-      std::vector<const DeviceAllocation*> holders = attribution->Of(gpu.uuid, gpu.index);
-      for (const DeviceAllocation* holder : holders) gpu.holders.push_back(LabelsOf(*holder));
+      std::vector<const DeviceAllocation*> holders = holders_of(gpu.uuid, gpu.index, nullptr, gpu);
       classify(gpu.processes, holders, &orphans);
       SplitByHolder(gpu);
     }
     for (MigReading& mig : gpu.migs) {
-      std::vector<const DeviceAllocation*> holders = attribution->Of(mig.uuid, std::nullopt);
-      for (const DeviceAllocation* holder : holders) mig.holders.push_back(LabelsOf(*holder));
+      std::vector<const DeviceAllocation*> holders = holders_of(mig.uuid, std::nullopt, &mig, mig);
       classify(mig.processes, holders, &orphans);
       SplitByHolder(mig);
     }
     gpu.orphan_processes = static_cast<unsigned>(orphans.size());
   }
+}
+
+void Sampler::LearnDraNames(const NodeReading& node) {
+  bool complete = true;
+  for (const GpuReading& gpu : node.gpus) {
+    if (gpu.lost) continue;
+    if (!gpu.mig_enabled) complete = complete && dra_names_.contains(gpu.uuid);
+    for (const MigReading& mig : gpu.migs) complete = complete && dra_names_.contains(mig.uuid);
+  }
+  if (complete) return;
+  absl::StatusOr<std::map<std::string, std::string>> names = gpu::DraDeviceNames(library_);
+  if (!names.ok()) {
+    // Once per failure spell, not once a sample.
+    if (!dra_names_failed_) {
+      spdlog::warn(
+          "the DRA devices' names cannot be read ({}): pods holding GPUs through claims "
+          "are not attributed",
+          std::string(names.status().message()));
+    }
+    dra_names_failed_ = true;
+    return;
+  }
+  dra_names_failed_ = false;
+  dra_names_ = *std::move(names);
 }
 
 bool Sampler::PrimeProfiling() {

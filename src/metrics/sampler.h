@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,9 @@ namespace gpunode::metrics {
 struct SamplerOptions {
   std::string hostname;
   absl::Duration interval = absl::Seconds(1);
+  // dcgm-exporter's --kubernetes-enable-dra: the dra_* labels on devices held through a claim.
+  // Such devices are attributed to their pods (and their processes are not zombies) either way.
+  bool dra_labels = false;
 };
 
 // Thread-safety: every method may be called from any thread, also while the background thread
@@ -53,6 +57,8 @@ class Sampler {
  private:
   void Run();
   void Attribute(NodeReading& node);
+  // Reads the DRA devices' names again when a device of `node` has none (a new MIG layout).
+  void LearnDraNames(const NodeReading& node);
 
   // Held for a whole sample: the reader, the counters and the spare buffer are the sample's.
   std::mutex sampling_;
@@ -65,6 +71,10 @@ class Sampler {
   std::string driver_version_;
   uint64_t samples_ = 0;
   uint64_t nvml_errors_ = 0;
+  // The name of each GPU and MIG device in the DRA driver's pool, by UUID: PodResources names the
+  // devices held through claims that way.
+  std::map<std::string, std::string> dra_names_;
+  bool dra_names_failed_ = false;
   // Rendering reuses the capacity of the string no scrape holds any more.
   std::shared_ptr<std::string> spare_;
 

@@ -33,6 +33,17 @@ class KubeletPodResourcesDouble::Service final : public v1::PodResourcesLister::
         c->set_name(container.name);
         for (const FakeContainerDevices& devices : container.devices)
           FillDevices(devices, c->add_devices());
+        // One DynamicResource per claim device, as the kubelet lists a claim with one result.
+        for (const FakeClaimDevice& claim : container.claims) {
+          v1::DynamicResource* dynamic = c->add_dynamic_resources();
+          dynamic->set_claim_name(claim.claim_name);
+          dynamic->set_claim_namespace(claim.claim_namespace);
+          v1::ClaimResource* resource = dynamic->add_claim_resources();
+          resource->set_driver_name(claim.driver);
+          resource->set_pool_name(claim.pool);
+          resource->set_device_name(claim.device);
+          resource->add_cdi_devices()->set_name("k8s.gpu.nvidia.com/claim=c-" + claim.device);
+        }
       }
     }
     return grpc::Status::OK;

@@ -16,9 +16,19 @@ struct FakeContainerDevices {
   std::vector<std::string> device_ids;
 };
 
+// A device a container holds through a ResourceClaim (dynamic_resources).
+struct FakeClaimDevice {
+  std::string claim_name;
+  std::string claim_namespace;
+  std::string driver;  // "gpu.nvidia.com"
+  std::string pool;
+  std::string device;  // "gpu-0"
+};
+
 struct FakeContainer {
   std::string name;
   std::vector<FakeContainerDevices> devices;
+  std::vector<FakeClaimDevice> claims = {};
 };
 
 struct FakePod {

@@ -412,9 +412,21 @@ TEST_F(HelmChartTest, ValuesThatCannotWorkAreOneLineNamingTheKeyAndTheFix) {
               HasSubstr("upgrade.driverVersion: empty; set the driver version"));
   EXPECT_THAT(Refusal({"--set", "webhook.enabled=true", "--set", "webhook.tls.secretName=mine"}),
               HasSubstr("webhook.tls.caBundle: empty with webhook.tls.secretName set"));
-  EXPECT_THAT(
-      Refusal({"--set", "exporter.enabled=true", "--set", "exporter.kubernetesDRA.enabled=true"}),
-      HasSubstr("exporter.kubernetesDRA.enabled: gpunode's exporter does not attribute"));
+}
+
+// dcgm-exporter's kubernetesDRA.enabled turns on the same labels in gpunode's exporter.
+TEST_F(HelmChartTest, TheExportersDraLabelsFollowDcgmExportersKey) {
+  for (bool enabled : {false, true}) {
+    std::vector<json> objects =
+        Render({"--set", "exporter.enabled=true", "--set",
+                std::string("exporter.kubernetesDRA.enabled=") + (enabled ? "true" : "false")});
+    const json* exporter = Find(objects, "DaemonSet", "gpunode-exporter");
+    ASSERT_NE(exporter, nullptr);
+    const json& args = (*exporter)["spec"]["template"]["spec"]["containers"][0]["args"];
+    EXPECT_EQ(std::count(args.begin(), args.end(), json("--kubernetes-enable-dra")),
+              enabled ? 1 : 0)
+        << args.dump();
+  }
 }
 
 // A device plugin and a DRA plugin must never serve one node (NVIDIA's rule; gpunode's DRA plugin

@@ -1220,6 +1220,70 @@ TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPr
   DeletePod("dra-two");
 }
 
+TEST(DraPluginOnTheRealKubelet, AMigClaimIsPreparedAndTheExporterAttributesItToThePod) {
+  REQUIRE_NODE();
+  AwaitState(
+      Node,
+      [](const json& n) {
+        std::string gpus = Quantity(n, "allocatable", "nvidia.com/gpu");
+        return gpus.empty() || gpus == "0";
+      },
+      seconds(30));
+  testing::TempDir dir("gpunode-dra-mig");
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
+  ASSERT_FALSE(kubeconfig.empty());
+  DraPlugin plugin(dir, "a100-mig", kubeconfig);
+  ASSERT_TRUE(plugin.WaitForLog("registered with the kubelet as DRA driver gpu.nvidia.com"))
+      << plugin.Log();
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // NVIDIA's MIG class and a selector on the profile, as its documentation writes them.
+  json request = {
+      {"name", "mig"},
+      {"exactly",
+       {{"deviceClassName", "mig.nvidia.com"},
+        {"selectors",
+         {{{"cel",
+            {{"expression", "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"}}}}}}}}};
+  json claim_template = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaimTemplate"},
+      {"metadata", {{"name", "half-a100"}, {"namespace", "default"}}},
+      {"spec", {{"spec", {{"devices", {{"requests", json::array({request})}}}}}}}};
+  r = cluster->Kubectl({"apply", "-f", "-"}, claim_template.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CreateClaimPod("dra-mig", "half-a100");
+  json claim = ClaimOf("dra-mig");
+  EXPECT_EQ(AllocatedDevices(claim), std::set<std::string>{"gpu-1-mig-3g40gb-9-4"}) << claim.dump();
+  std::string uid = claim["metadata"]["uid"];
+  EXPECT_TRUE(std::filesystem::exists(plugin.SpecPath(uid))) << plugin.Log();
+
+  // The exporter finds the pod's MIG device through the real kubelet's dynamic_resources.
+  r = Gpunode({"--sim", "a100-mig", "exporter", "--once", "--kubernetes-enable-dra",
+               "--pod-resources-socket", cluster->pod_resources_socket()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> attributed;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("DCGM_FI_DEV_FB_USED{", 0) == 0 &&
+        line.find("pod=\"dra-mig\"") != std::string::npos) {
+      attributed.push_back(line);
+    }
+  }
+  ASSERT_EQ(attributed.size(), 1u) << r.out;
+  for (const std::string& label : std::vector<std::string>{
+           "GPU_I_PROFILE=\"3g.40gb\"", "namespace=\"default\"",
+           "dra_claim_name=\"" + claim["metadata"]["name"].get<std::string>() + "\"",
+           std::string("dra_device_name=\"gpu-1-mig-3g40gb-9-4\""),
+           std::string("dra_driver_name=\"gpu.nvidia.com\""),
+           std::string("dra_mig_profile=\"3g.40gb\""),
+           "dra_pool_name=\"" + cluster->node_name() + "\""}) {
+    EXPECT_THAT(attributed[0], HasSubstr(label));
+  }
+  DeletePod("dra-mig");
+}
+
 // The taints of the node's slice, by device: "key=value:effect".
 std::map<std::string, std::string> SliceTaints(const json& slices) {
   std::map<std::string, std::string> taints;

@@ -589,6 +589,46 @@ TEST_F(ZombieNode, AttributesPodsFindsZombiesAndFollowsTheKubelet) {
   EXPECT_EQ(served.process().Stop(SIGTERM), 0);
 }
 
+TEST_F(ZombieNode, AClaimsGpuIsAttributedToItsPodWithDcgmExportersDraLabels) {
+  // GPU 2's process (pid 1003) belongs to a pod that holds the GPU through a ResourceClaim of
+  // gpu.nvidia.com, which the device plugin's records know nothing of; a claim of another
+  // driver names nothing of ours.
+  testing::FakePod render = {"team-d",
+                             "render-3",
+                             {{"renderer",
+                               {},
+                               {{"render-gpu", "team-d", "gpu.nvidia.com", "node-a", "gpu-2"},
+                                {"nic", "team-d", "dra.net", "node-a", "gpu-3"}}}}};
+  kubelet_->SetPods({TrainPod(), InferPod(), NotebookPod(), render});
+  for (bool dra_labels : {false, true}) {
+    SCOPED_TRACE(dra_labels);
+    std::vector<std::string> args = Global();
+    for (const char* arg : {"exporter", "--once"}) args.push_back(arg);
+    if (dra_labels) args.push_back("--kubernetes-enable-dra");
+    testing::ProcessResult r = Gpunode(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> pod = {Label("gpu", "2"), Label("namespace", "team-d"),
+                                    Label("pod", "render-3"), Label("container", "renderer")};
+    std::vector<std::string> dra = pod;
+    for (const auto& [name, value] : {std::pair{"dra_claim_name", "render-gpu"},
+                                      {"dra_claim_namespace", "team-d"},
+                                      {"dra_device_name", "gpu-2"},
+                                      {"dra_driver_name", "gpu.nvidia.com"},
+                                      {"dra_pool_name", "node-a"}}) {
+      dra.push_back(Label(name, value));
+    }
+    EXPECT_EQ(testing::SampleCount(r.out, "DCGM_FI_DEV_GPU_TEMP", pod), 1) << r.out;
+    EXPECT_EQ(testing::SampleCount(r.out, "DCGM_FI_DEV_GPU_TEMP", dra), dra_labels ? 1 : 0);
+    EXPECT_EQ(testing::SampleCount(r.out, "DCGM_FI_DEV_GPU_TEMP", {Label("gpu", "3"), "pod="}), 0)
+        << "another driver's claim";
+    // Its process is the pod's, not a zombie.
+    EXPECT_EQ(testing::SampleCount(r.out, "gpunode_gpu_process_used_memory_bytes",
+                                   {Label("pid", "1003"), Label("pod", "render-3")}),
+              1);
+    EXPECT_EQ(testing::SampleValue(r.out, "gpunode_orphan_gpu_processes", {Label("gpu", "2")}), 0);
+  }
+}
+
 TEST_F(ZombieNode, WithoutTheKubeletNobodyIsAccused) {
   kubelet_.reset();  // no socket: attribution unavailable
   Served served(Global(), {});
