@@ -1089,6 +1089,8 @@ class DraPlugin {
         std::vector<std::string>{"KUBECONFIG=" + kubeconfig, "NODE_NAME=" + cluster->node_name()});
   }
   ~DraPlugin() { process_->Stop(SIGTERM); }
+  // As a crash or an OOM kill would end it: no clean-up of its own.
+  void Kill() { process_->Stop(SIGKILL); }
   std::string Log() const { return process_->Log(); }
   bool WaitForLog(const std::string& text) const {
     return process_->WaitForLog(text, milliseconds(30000));
@@ -1211,6 +1213,21 @@ TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPr
   ASSERT_EQ(second.size(), 2u);
   EXPECT_FALSE(second.contains(*first.begin())) << "a device allocated twice";
 
+  // An unchanged nvidia.com/gpu pod (KEP-5004): the DeviceClass's extendedResourceName makes the
+  // scheduler allocate one of our devices to a claim it makes for the pod, and the kubelet
+  // prepares that claim through the plugin, as it does a pod's own.
+  CreateGpuPod("legacy-gpu", 1);
+  json legacy = Get({"pod", "legacy-gpu"});
+  ASSERT_TRUE(legacy["status"].contains("extendedResourceClaimStatus")) << legacy["status"].dump();
+  json special =
+      Get({"resourceclaim", legacy["status"]["extendedResourceClaimStatus"]["resourceClaimName"]});
+  std::set<std::string> mapped = AllocatedDevices(special);
+  ASSERT_EQ(mapped.size(), 1u) << special.dump();
+  EXPECT_FALSE(first.contains(*mapped.begin()) || second.contains(*mapped.begin()))
+      << "a device allocated twice";
+  EXPECT_TRUE(std::filesystem::exists(plugin.SpecPath(special["metadata"]["uid"]))) << plugin.Log();
+  DeletePod("legacy-gpu");
+
   // The pod's end unprepares its claim: the spec goes.
   DeletePod("dra-one");
   bool removed = AwaitState([&] { return json(std::filesystem::exists(plugin.SpecPath(uid))); },
@@ -1282,6 +1299,77 @@ TEST(DraPluginOnTheRealKubelet, AMigClaimIsPreparedAndTheExporterAttributesItToT
     EXPECT_THAT(attributed[0], HasSubstr(label));
   }
   DeletePod("dra-mig");
+}
+
+TEST(DraPluginOnTheRealKubelet, AKilledPluginsClaimsArePreparedAndUnpreparedByTheNextOne) {
+  REQUIRE_NODE();
+  AwaitState(
+      Node,
+      [](const json& n) {
+        std::string gpus = Quantity(n, "allocatable", "nvidia.com/gpu");
+        return gpus.empty() || gpus == "0";
+      },
+      seconds(30));
+  testing::TempDir dir("gpunode-dra-restart");
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
+  ASSERT_FALSE(kubeconfig.empty());
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json one_gpu = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaimTemplate"},
+      {"metadata", {{"name", "any-gpu"}, {"namespace", "default"}}},
+      {"spec",
+       {{"spec",
+         {{"devices",
+           {{"requests",
+             json::array(
+                 {{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"}}}}})}}}}}}}};
+  r = cluster->Kubectl({"apply", "-f", "-"}, one_gpu.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  auto plugin = std::make_unique<DraPlugin>(dir, "dgx-h100", kubeconfig);
+  ASSERT_TRUE(plugin->WaitForLog("registered with the kubelet")) << plugin->Log();
+  CreateClaimPod("dra-before", "any-gpu");
+  std::string before_uid = ClaimOf("dra-before")["metadata"]["uid"];
+  ASSERT_TRUE(std::filesystem::exists(plugin->SpecPath(before_uid))) << plugin->Log();
+
+  // Killed: a pod made now cannot start, its claim's preparation fails at the kubelet.
+  plugin->Kill();
+  json pod = LocalPod("dra-after", json::object());
+  pod["spec"]["containers"][0]["resources"] = {{"claims", {{{"name", "gpu"}}}}};
+  pod["spec"]["resourceClaims"] = {{{"name", "gpu"}, {"resourceClaimTemplateName", "any-gpu"}}};
+  r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json events = AwaitState(
+      [] {
+        return Get({"events", "--field-selector", "involvedObject.name=dra-after"});
+      },
+      [](const json& e) {
+        for (const json& event : e.value("items", json::array())) {
+          if (event.value("type", "") == "Warning") return true;
+        }
+        return false;
+      },
+      seconds(60));
+  EXPECT_NE(Get({"pod", "dra-after"})["status"].value("phase", ""), "Running") << events.dump();
+
+  // The next plugin, from the same checkpoint: the kubelet's retry prepares the waiting claim...
+  plugin = std::make_unique<DraPlugin>(dir, "dgx-h100", kubeconfig);
+  r = cluster->Kubectl({"wait", "--for=condition=Ready", "pod/dra-after", "--timeout=90s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << plugin->Log();
+  std::string after_uid = ClaimOf("dra-after")["metadata"]["uid"];
+  EXPECT_TRUE(std::filesystem::exists(plugin->SpecPath(after_uid)));
+  EXPECT_NE(AllocatedDevices(ClaimOf("dra-after")), AllocatedDevices(ClaimOf("dra-before")));
+  // ...and the claim the killed one prepared is unprepared when its pod goes.
+  DeletePod("dra-before");
+  bool removed =
+      AwaitState([&] { return json(std::filesystem::exists(plugin->SpecPath(before_uid))); },
+                 [](const json& exists) { return !exists.get<bool>(); }, seconds(30))
+          .get<bool>() == false;
+  EXPECT_TRUE(removed) << plugin->Log();
+  DeletePod("dra-after");
 }
 
 // The taints of the node's slice, by device: "key=value:effect".
