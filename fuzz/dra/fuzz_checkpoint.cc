@@ -6,11 +6,11 @@
 #include <string>
 #include <string_view>
 
-#include "dra/checkpoint.h"
+#include "host/dra_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto checkpoint = gpunode::dra::ParseCheckpoint(text, "checkpoint.json");
+  auto checkpoint = gpunode::host::ParseDraCheckpoint(text, "checkpoint.json");
   if (!checkpoint.ok()) {
     std::string message(checkpoint.status().message());
     if (message.find('\n') != std::string::npos || !message.starts_with("checkpoint.json: ")) {
@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
-  auto again = gpunode::dra::ParseCheckpoint(gpunode::dra::RenderCheckpoint(*checkpoint), "again");
+  auto again =
+      gpunode::host::ParseDraCheckpoint(gpunode::host::RenderDraCheckpoint(*checkpoint), "again");
   if (!again.ok() || !(*again == *checkpoint)) std::abort();
   return 0;
 }

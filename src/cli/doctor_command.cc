@@ -23,6 +23,7 @@ struct DoctorFlags {
   std::string containerd_config = "/etc/containerd/config.toml";
   std::string containerd_socket;
   std::optional<std::string> mps_root;
+  std::string cdi_root = "/var/run/cdi";
 };
 
 std::optional<std::string> Environment(const char* name) {
@@ -47,6 +48,7 @@ int RunDoctor(const GlobalOptions& global, const DoctorFlags& flags) {
   options.kubelet_dir = flags.kubelet_root_dir;
   options.containerd_config = flags.containerd_config;
   options.containerd_socket = flags.containerd_socket;
+  options.cdi_root = flags.cdi_root;
   if (flags.mps_root) {
     options.mps_root = *flags.mps_root;
   } else if (std::optional<std::string> root = Environment("MPS_ROOT"); root && !root->empty()) {
@@ -100,6 +102,9 @@ void AddDoctorCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
   cmd->add_option("--kubelet-dir", flags->device_plugin_dir)->group("");
   cmd->add_option("--mps-root", flags->mps_root,
                   "the MPS control daemons' root (env MPS_ROOT; default /run/nvidia/mps)");
+  cmd->add_option("--cdi-root", flags->cdi_root,
+                  "where the DRA plugin writes its claims' CDI specs (its --cdi-root)")
+      ->capture_default_str();
   cmd->add_option("--containerd-config", flags->containerd_config, "containerd's config file")
       ->capture_default_str();
   cmd->add_option("--containerd-socket", flags->containerd_socket,

@@ -7,7 +7,7 @@ namespace gpunode::doctor {
 
 std::vector<Check> AllChecks() {
   std::vector<Check> all;
-  for (auto layer : {PciChecks, DriverChecks, RuntimeChecks, PluginChecks, KubeletChecks,
+  for (auto layer : {PciChecks, DriverChecks, RuntimeChecks, PluginChecks, DraChecks, KubeletChecks,
                      ImageGcChecks, ContainerChecks, TopologyChecks}) {
     for (Check& check : layer()) all.push_back(std::move(check));
   }

@@ -11,12 +11,13 @@ std::vector<Check> PciChecks();
 std::vector<Check> DriverChecks();
 std::vector<Check> RuntimeChecks();
 std::vector<Check> PluginChecks();
+std::vector<Check> DraChecks();
 std::vector<Check> KubeletChecks();
 std::vector<Check> ImageGcChecks();
 std::vector<Check> ContainerChecks();
 std::vector<Check> TopologyChecks();
 
-// Every check in report order: pci, driver, runtime, plugin, kubelet, container, topology.
+// Every check in report order: pci, driver, runtime, plugin, dra, kubelet, container, topology.
 std::vector<Check> AllChecks();
 
 }  // namespace gpunode::doctor

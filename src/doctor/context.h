@@ -34,6 +34,8 @@ struct DoctorOptions {
   std::chrono::milliseconds rpc_timeout{2000};
   // The MPS root the control daemons use (a host path; --mps-root or MPS_ROOT).
   std::string mps_root = "/run/nvidia/mps";
+  // Where the DRA plugin writes its claims' CDI specs (a host path; --cdi-root).
+  std::string cdi_root = "/var/run/cdi";
 };
 
 class Context {

@@ -14,7 +14,7 @@ enum class CheckStatus { kOk, kWarn, kFail, kSkip };
 absl::string_view StatusName(CheckStatus status);
 
 struct Finding {
-  std::string layer;  // pci, driver, runtime, plugin, kubelet, container, topology
+  std::string layer;  // pci, driver, runtime, plugin, dra, kubelet, container, topology
   std::string id;     // e.g. "driver.uvm"
   CheckStatus status = CheckStatus::kOk;
   std::string summary;

@@ -75,10 +75,11 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOpt
                                                                      cdi::DriverFiles driver,
                                                                      const host::HostRoot& host,
                                                                      ClaimReader read_claim) {
-  ASSIGN_OR_RETURN(std::optional<Checkpoint> loaded, ReadCheckpoint(options.checkpoint_path));
-  Checkpoint checkpoint = loaded.value_or(Checkpoint{});
+  ASSIGN_OR_RETURN(std::optional<host::DraCheckpoint> loaded,
+                   host::ReadDraCheckpoint(options.checkpoint_path));
+  host::DraCheckpoint checkpoint = loaded.value_or(host::DraCheckpoint{});
   std::unique_ptr<ClaimPreparer> preparer(new ClaimPreparer(
-      std::move(options), std::move(driver), host, std::move(read_claim), Checkpoint{}));
+      std::move(options), std::move(driver), host, std::move(read_claim), host::DraCheckpoint{}));
   preparer->checkpoint_ = checkpoint;
   bool changed = !loaded.has_value();
   if (loaded && checkpoint.boot_id != preparer->options_.boot_id) {
@@ -91,7 +92,7 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOpt
     changed = true;
   }
   for (auto it = preparer->checkpoint_.claims.begin(); it != preparer->checkpoint_.claims.end();) {
-    if (it->second.state == ClaimState::kPrepareStarted) {
+    if (it->second.state == host::ClaimState::kPrepareStarted) {
       RETURN_IF_ERROR(preparer->RemoveSpec(it->first));
       spdlog::info(
           "claim {}/{} ({}): preparation had not completed; rolled back, the kubelet "
@@ -105,7 +106,8 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOpt
   }
   preparer->checkpoint_.boot_id = preparer->options_.boot_id;
   if (changed) {
-    RETURN_IF_ERROR(WriteCheckpoint(preparer->options_.checkpoint_path, preparer->checkpoint_));
+    RETURN_IF_ERROR(
+        host::WriteDraCheckpoint(preparer->options_.checkpoint_path, preparer->checkpoint_));
   }
   return preparer;
 }
@@ -130,9 +132,9 @@ absl::Status ClaimPreparer::RemoveSpec(const std::string& uid) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<PreparedDevice>> ClaimPreparer::Prepare(const ClaimRef& claim) {
+absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::Prepare(const ClaimRef& claim) {
   std::lock_guard lock(mutex_);
-  absl::StatusOr<std::vector<PreparedDevice>> prepared = PrepareLocked(claim);
+  absl::StatusOr<std::vector<host::PreparedDevice>> prepared = PrepareLocked(claim);
   if (!prepared.ok()) {
     spdlog::warn("claim {}: not prepared: {}", ClaimName(claim),
                  std::string(prepared.status().message()));
@@ -140,16 +142,17 @@ absl::StatusOr<std::vector<PreparedDevice>> ClaimPreparer::Prepare(const ClaimRe
   return prepared;
 }
 
-absl::StatusOr<std::vector<PreparedDevice>> ClaimPreparer::PrepareLocked(const ClaimRef& claim) {
+absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
+    const ClaimRef& claim) {
   if (auto it = checkpoint_.claims.find(claim.uid);
-      it != checkpoint_.claims.end() && it->second.state == ClaimState::kPrepareCompleted) {
+      it != checkpoint_.claims.end() && it->second.state == host::ClaimState::kPrepareCompleted) {
     return it->second.devices;
   }
   ASSIGN_OR_RETURN(std::string body, read_claim_(claim));
   ASSIGN_OR_RETURN(std::vector<AllocatedDevice> allocated,
                    ReadAllocation(body, claim.uid, gpu::kDriverName, options_.node_name));
   std::vector<const gpu::DraDevice*> devices;
-  std::vector<PreparedDevice> answer;
+  std::vector<host::PreparedDevice> answer;
   for (const AllocatedDevice& a : allocated) {
     const gpu::DraDevice* found = nullptr;
     for (const gpu::DraDevice& d : devices_) {
@@ -172,17 +175,17 @@ absl::StatusOr<std::vector<PreparedDevice>> ClaimPreparer::PrepareLocked(const C
   // roll back.
   checkpoint_.claims[claim.uid] = {.name_space = claim.name_space,
                                    .name = claim.name,
-                                   .state = ClaimState::kPrepareStarted,
+                                   .state = host::ClaimState::kPrepareStarted,
                                    .devices = {}};
-  RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint_));
+  RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
   if (!devices.empty()) {
     ASSIGN_OR_RETURN(cdi::Spec spec, ClaimSpec(claim.uid, devices, driver_, host_, options_));
     RETURN_IF_ERROR(cdi::WriteSpecFile(SpecPath(claim.uid), spec, cdi::SpecFormat::kJson));
   }
-  PreparedClaim& record = checkpoint_.claims[claim.uid];
-  record.state = ClaimState::kPrepareCompleted;
+  host::PreparedClaim& record = checkpoint_.claims[claim.uid];
+  record.state = host::ClaimState::kPrepareCompleted;
   record.devices = answer;
-  RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint_));
+  RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
   spdlog::info("claim {}: prepared {} device(s)", ClaimName(claim), answer.size());
   return answer;
 }
@@ -194,7 +197,7 @@ absl::Status ClaimPreparer::Unprepare(const std::string& uid) {
   RETURN_IF_ERROR(RemoveSpec(uid));
   std::string name = core::StrCat(it->second.name_space, "/", it->second.name);
   checkpoint_.claims.erase(it);
-  RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint_));
+  RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
   spdlog::info("claim {} ({}): unprepared", name, uid);
   return absl::OkStatus();
 }

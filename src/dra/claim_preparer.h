@@ -16,8 +16,8 @@
 
 #include "absl/status/statusor.h"
 #include "cdi/driver_files.h"
-#include "dra/checkpoint.h"
 #include "gpu/dra_devices.h"
+#include "host/dra_checkpoint.h"
 #include "host/host_root.h"
 
 namespace gpunode::dra {
@@ -57,7 +57,7 @@ class ClaimPreparer {
   void SetDevices(std::vector<gpu::DraDevice> devices);
 
   // The claim's devices with their CDI IDs; the same answer again for a claim already prepared.
-  absl::StatusOr<std::vector<PreparedDevice>> Prepare(const ClaimRef& claim);
+  absl::StatusOr<std::vector<host::PreparedDevice>> Prepare(const ClaimRef& claim);
   // Removes the claim's spec and record; a claim not prepared here is already unprepared.
   absl::Status Unprepare(const std::string& uid);
 
@@ -68,14 +68,14 @@ class ClaimPreparer {
 
  private:
   ClaimPreparer(PreparerOptions options, cdi::DriverFiles driver, const host::HostRoot& host,
-                ClaimReader read_claim, Checkpoint checkpoint)
+                ClaimReader read_claim, host::DraCheckpoint checkpoint)
       : options_(std::move(options)),
         driver_(std::move(driver)),
         host_(host),
         read_claim_(std::move(read_claim)),
         checkpoint_(std::move(checkpoint)) {}
 
-  absl::StatusOr<std::vector<PreparedDevice>> PrepareLocked(const ClaimRef& claim);
+  absl::StatusOr<std::vector<host::PreparedDevice>> PrepareLocked(const ClaimRef& claim);
   absl::Status RemoveSpec(const std::string& uid);
 
   const PreparerOptions options_;
@@ -83,7 +83,7 @@ class ClaimPreparer {
   const host::HostRoot& host_;
   const ClaimReader read_claim_;
   mutable std::mutex mutex_;
-  Checkpoint checkpoint_;  // as on disk
+  host::DraCheckpoint checkpoint_;  // as on disk
   std::vector<gpu::DraDevice> devices_;
 };
 

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "cdi/driver_files.h"
+#include "core/file_io.h"
 #include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
@@ -18,6 +19,7 @@
 #include "dra/resource_slice.h"
 #include "gpu/dra_devices.h"
 #include "h2grpc/server.h"
+#include "host/dra_plugin_state.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -82,6 +84,29 @@ class DeviceWatch {
   std::vector<health::MonitoredGpu> watched_;
   std::unique_ptr<health::HealthMonitor> monitor_;  // writes board_: declared after it
 };
+
+// For doctor: what the slice announces now, or why the API server does not hold it.
+void WriteState(const std::string& path, const std::string& pool, const SlicePublisher& publisher,
+                const absl::Status& published, const std::vector<gpu::DraDevice>& devices) {
+  host::DraPluginState state;
+  state.pool = pool;
+  state.generation = publisher.generation();
+  if (!published.ok()) state.publish_error = std::string(published.message());
+  for (const gpu::DraDevice& device : devices) {
+    host::AnnouncedDevice& announced = state.devices.emplace_back();
+    announced.name = device.name;
+    announced.uuid = device.uuid;
+    for (const gpu::DeviceTaint& taint : device.taints) {
+      announced.taints.push_back(
+          core::StrCat(taint.key, taint.value.empty() ? "" : "=", taint.value, ":", taint.effect));
+    }
+  }
+  if (absl::Status st =
+          core::WriteFileAtomic(path, host::FormatDraPluginState(state), 0644, core::Backup::kNone);
+      !st.ok()) {
+    spdlog::warn("cannot write {}: {}", path, std::string(st.message()));
+  }
+}
 
 }  // namespace
 
@@ -160,7 +185,10 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
   uint64_t seen = watch.board().generation();
   ApplyTaints(watch.board(), lost, devices);
   SlicePublisher publisher(api.slices, options.node_name);
-  RETURN_IF_ERROR(publisher.Publish(devices));
+  std::string state_path = core::StrCat(plugin_dir, "/", host::kDraPluginStateFile);
+  absl::Status published = publisher.Publish(devices);
+  WriteState(state_path, options.node_name, publisher, published, devices);
+  RETURN_IF_ERROR(published);
   HealthFeed health(options.node_name);
   health.Set(HealthOf(watch.board(), lost, devices));
 
@@ -217,9 +245,11 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
     seen = watch.board().generation();
     ApplyTaints(watch.board(), lost, devices);
     health.Set(HealthOf(watch.board(), lost, devices));
-    if (absl::Status st = publisher.Publish(devices); !st.ok()) {
-      spdlog::warn("ResourceSlice not published: {}; trying again in {}", std::string(st.message()),
-                   absl::FormatDuration(options.rescan_interval));
+    absl::Status published = publisher.Publish(devices);
+    WriteState(state_path, options.node_name, publisher, published, devices);
+    if (!published.ok()) {
+      spdlog::warn("ResourceSlice not published: {}; trying again in {}",
+                   std::string(published.message()), absl::FormatDuration(options.rescan_interval));
     }
   }
   stopper.join();

@@ -25,13 +25,13 @@ absl::StatusOr<drav1::NodePrepareResourcesResponse> Prepare(
   drav1::NodePrepareResourcesResponse response;
   for (const drav1::Claim& claim : request.claims()) {
     drav1::NodePrepareResourceResponse& entry = (*response.mutable_claims())[claim.uid()];
-    absl::StatusOr<std::vector<PreparedDevice>> devices =
+    absl::StatusOr<std::vector<host::PreparedDevice>> devices =
         preparer.Prepare({claim.namespace_(), claim.name(), claim.uid()});
     if (!devices.ok()) {
       entry.set_error(std::string(devices.status().message()));
       continue;
     }
-    for (const PreparedDevice& device : *devices) {
+    for (const host::PreparedDevice& device : *devices) {
       drav1::Device* out = entry.add_devices();
       for (const std::string& request_name : device.requests) out->add_request_names(request_name);
       out->set_pool_name(device.pool);

@@ -187,7 +187,10 @@ absl::Status SlicePublisher::Publish(const std::vector<gpu::DraDevice>& devices)
         pool != nullptr &&
         core::JsonInteger(*pool, "resourceSliceCount", 0) == static_cast<long long>(wanted.size());
   }
-  if (same) return absl::OkStatus();
+  if (same) {
+    generation_ = generation;
+    return absl::OkStatus();
+  }
 
   wanted = BuildResourceSlices({node_name_, node_uid_}, devices, generation + 1);
   for (size_t i = 0; i < wanted.size(); ++i) {
@@ -223,8 +226,9 @@ absl::Status SlicePublisher::Publish(const std::vector<gpu::DraDevice>& devices)
     }
     ++writes_;
   }
+  generation_ = generation + 1;
   spdlog::info("ResourceSlice of pool {}: {} device(s) published at generation {}", node_name_,
-               devices.size(), generation + 1);
+               devices.size(), generation_);
   return absl::OkStatus();
 }
 

@@ -46,6 +46,8 @@ class SlicePublisher {
 
   // How many times Publish wrote to the API (for the log and the tests).
   int writes() const { return writes_; }
+  // The pool's generation the API server holds after the last successful Publish; 0 before.
+  int64_t generation() const { return generation_; }
 
  private:
   absl::Status ReadNodeUid();
@@ -54,6 +56,7 @@ class SlicePublisher {
   std::string node_name_;
   std::string node_uid_;
   int writes_ = 0;
+  int64_t generation_ = 0;
 };
 
 }  // namespace gpunode::dra

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "host/dra_checkpoint.h"
 #include "nlohmann/json.hpp"
 #include "process.h"
 #include "tmpfs_mount.h"
@@ -161,7 +162,8 @@ TEST_F(Doctor, HealthyTreeIsOkApartFromContainerd) {
       EXPECT_EQ(finding["status"], "skip") << finding.dump();
       EXPECT_EQ(finding["summary"], "not run inside a pod (give --in-container there)");
     } else if (id == "runtime.containerd-live" || id == "kubelet.image-gc" ||
-               id == "plugin.mps-daemon") {  // no MPS root on this node
+               id == "plugin.mps-daemon" ||  // no MPS root on this node
+               finding["layer"] == "dra") {  // the device plugin serves this node
       EXPECT_EQ(finding["status"], "skip") << finding.dump();
     } else if (id == "runtime.containerd-version") {
       EXPECT_EQ(finding["status"], "fail") << finding.dump();
@@ -171,11 +173,12 @@ TEST_F(Doctor, HealthyTreeIsOkApartFromContainerd) {
   }
   EXPECT_EQ(Find(report, "runtime.containerd-live")["summary"],
             "blocked by runtime.containerd-version");
-  EXPECT_EQ(report["findings"].size(), 31u);
+  EXPECT_EQ(report["findings"].size(), 35u);
   EXPECT_EQ(report["summary"]["ok"], 20);
   EXPECT_EQ(report["summary"]["fail"], 1);
-  // containerd-live, image-gc, plugin.mps-daemon (no MPS root) and the 7 container checks
-  EXPECT_EQ(report["summary"]["skip"], 10);
+  // containerd-live, image-gc, plugin.mps-daemon (no MPS root), the 4 DRA checks (a device
+  // plugin node) and the 7 container checks
+  EXPECT_EQ(report["summary"]["skip"], 14);
   EXPECT_EQ(exit_code, 1);
   EXPECT_THAT(Find(report, "runtime.containerd-config")["evidence"].get<std::string>(),
               HasSubstr("/etc/containerd/conf.d/99-nvidia.toml"));
@@ -282,6 +285,138 @@ TEST_F(Doctor, AStaleSocketIsAWarningAndKubeletSockIsLeftAlone) {
   EXPECT_THAT(finding["evidence"].get<std::string>(), ::testing::Not(HasSubstr("kubelet.sock")));
   EXPECT_TRUE(fs::exists(PluginDir() / "kubelet.sock"));
   EXPECT_EQ(Find(report, "plugin.socket")["status"], "ok");  // nvidia-gpu.sock answers
+}
+
+// A socket that accepts connections for as long as it lives, as a serving plugin's does.
+class ListeningSocket {
+ public:
+  explicit ListeningSocket(const fs::path& path) : fd_(::socket(AF_UNIX, SOCK_STREAM, 0)) {
+    fs::create_directories(path.parent_path());
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+  }
+  ~ListeningSocket() { ::close(fd_); }
+
+ private:
+  int fd_;
+};
+
+// A node served by gpunode's DRA plugin: its sockets answer, its state file announces the eight
+// GPUs under the names and UUIDs NVML gives them, and one claim is prepared with a valid spec.
+class DraDoctor : public Doctor {
+ protected:
+  void SetUp() override {
+    Doctor::SetUp();
+    plugin_.reset();
+    fs::remove(PluginDir() / "nvidia-gpu.sock");
+    fs::remove(PluginDir() / "gpunode-health.json");
+    registration_ = std::make_unique<ListeningSocket>(
+        root_ / "var/lib/kubelet/plugins_registry/gpu.nvidia.com-reg.sock");
+    service_ = std::make_unique<ListeningSocket>(DraDir() / "dra.sock");
+    testing::ProcessResult inventory =
+        testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "inventory", "-o", "json"});
+    json gpus = json::parse(inventory.out)["gpus"];
+    for (const json& gpu : gpus) uuids_.push_back(gpu["uuid"]);
+    WriteState(uuids_.size(), "");
+    Write(DraDir() / "checkpoint.json", Checkpoint("PrepareCompleted"));
+    Write(root_ / "var/run/cdi/k8s.gpu.nvidia.com-claim_c-1.json", R"({
+      "cdiVersion": "0.5.0", "kind": "k8s.gpu.nvidia.com/claim",
+      "devices": [{"name": "c-1-gpu-0",
+                   "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}}]})");
+  }
+
+  fs::path DraDir() const { return root_ / "var/lib/kubelet/plugins/gpu.nvidia.com"; }
+
+  // The state with the first `devices` GPUs announced, `taint` on gpu-0 when not empty.
+  void WriteState(size_t devices, const std::string& taint) {
+    json announced = json::array();
+    for (size_t i = 0; i < devices; ++i) {
+      json taints = i == 0 && !taint.empty() ? json::array({taint}) : json::array();
+      announced.push_back(
+          {{"name", "gpu-" + std::to_string(i)}, {"uuid", uuids_[i]}, {"taints", taints}});
+    }
+    Write(DraDir() / "gpunode-state.json",
+          json({{"pool", "node-a"}, {"generation", 3}, {"devices", announced}}).dump());
+  }
+
+  // The plugin's checkpoint with claim c-1 in `state`, checksummed as the plugin writes it.
+  static std::string Checkpoint(const std::string& state) {
+    host::DraCheckpoint checkpoint;
+    checkpoint.boot_id = "b";
+    host::PreparedClaim& claim = checkpoint.claims["c-1"];
+    claim.name_space = "team-a";
+    claim.name = "train-gpu";
+    claim.state = state == "PrepareStarted" ? host::ClaimState::kPrepareStarted
+                                            : host::ClaimState::kPrepareCompleted;
+    claim.devices.push_back({{"gpu"}, "node-a", "gpu-0", {"k8s.gpu.nvidia.com/claim=c-1-gpu-0"}});
+    return host::RenderDraCheckpoint(checkpoint);
+  }
+
+  std::unique_ptr<ListeningSocket> registration_;
+  std::unique_ptr<ListeningSocket> service_;
+  std::vector<std::string> uuids_;
+};
+
+TEST_F(DraDoctor, AServedNodeIsOk) {
+  json report = Run({});
+  for (const char* id : {"dra.registration", "dra.device-plugin-beside", "dra.slice", "dra.claims"})
+    EXPECT_EQ(Find(report, id)["status"], "ok") << Find(report, id).dump();
+  EXPECT_THAT(Find(report, "dra.slice")["summary"].get<std::string>(),
+              HasSubstr("generation 3 announces 8 device(s)"));
+  EXPECT_EQ(Find(report, "plugin.socket")["status"], "fail") << "no device plugin: expected";
+}
+
+TEST_F(DraDoctor, SocketsNobodyServesAreAFail) {
+  service_.reset();
+  EXPECT_EQ(Find(Run({}), "dra.registration")["status"], "fail");
+  registration_.reset();
+  json finding = Find(Run({}), "dra.registration");
+  EXPECT_EQ(finding["status"], "fail");
+  EXPECT_THAT(finding["summary"].get<std::string>(), HasSubstr("nobody answers"));
+}
+
+TEST_F(DraDoctor, ADevicePluginBesideTheDraPluginIsNamed) {
+  PluginServer device_plugin((PluginDir() / "nvidia-gpu.sock").string());
+  json finding = Find(Run({}), "dra.device-plugin-beside");
+  EXPECT_EQ(finding["status"], "fail");
+  EXPECT_THAT(finding["evidence"].get<std::string>(), HasSubstr("nvidia-gpu.sock"));
+}
+
+TEST_F(DraDoctor, ASliceThatDiffersFromNvmlOrTaintsADeviceIsNamed) {
+  WriteState(7, "");
+  json finding = Find(Run({}), "dra.slice");
+  EXPECT_EQ(finding["status"], "fail");
+  EXPECT_THAT(finding["evidence"].get<std::string>(),
+              HasSubstr("NVML sees, not announced: gpu-7 (" + uuids_[7] + ")"));
+  WriteState(8, "gpu.nvidia.com/xid=48:NoSchedule");
+  finding = Find(Run({}), "dra.slice");
+  EXPECT_EQ(finding["status"], "warn");
+  EXPECT_THAT(finding["evidence"].get<std::string>(),
+              HasSubstr("gpu-0: gpu.nvidia.com/xid=48:NoSchedule"));
+  Write(DraDir() / "gpunode-state.json",
+        R"({"pool": "node-a", "generation": 3, "devices": [],
+            "publish_error": "resourceslices is forbidden"})");
+  finding = Find(Run({}), "dra.slice");
+  EXPECT_EQ(finding["status"], "fail");
+  EXPECT_THAT(finding["evidence"].get<std::string>(), HasSubstr("forbidden"));
+}
+
+TEST_F(DraDoctor, APreparedClaimNeedsItsSpecOnDiskAndValid) {
+  fs::remove(root_ / "var/run/cdi/k8s.gpu.nvidia.com-claim_c-1.json");
+  json finding = Find(Run({}), "dra.claims");
+  EXPECT_EQ(finding["status"], "fail");
+  EXPECT_THAT(finding["evidence"].get<std::string>(), HasSubstr("team-a/train-gpu (c-1)"));
+  Write(root_ / "var/run/cdi/k8s.gpu.nvidia.com-claim_c-1.json",
+        R"({"cdiVersion": "0.5.0", "kind": "k8s.gpu.nvidia.com/claim",
+            "devices": [{"name": "c-1-gpu-0", "containerEdits": {"deviceNodes": [{"path": "dev"}]}}]})");
+  EXPECT_EQ(Find(Run({}), "dra.claims")["status"], "fail") << "a relative device path";
+  Write(DraDir() / "checkpoint.json", Checkpoint("PrepareStarted"));
+  EXPECT_EQ(Find(Run({}), "dra.claims")["status"], "warn");
+  Write(DraDir() / "checkpoint.json", "{\"edited\": true}");
+  EXPECT_EQ(Find(Run({}), "dra.claims")["status"], "fail");
 }
 
 TEST_F(Doctor, PluginSocketThatNobodyServes) {
@@ -429,7 +564,8 @@ TEST_F(DoctorContainerd, HealthyNodeIsAllOk) {
   json report = Run({"--cuda", "12.4"});
   for (const json& finding : report["findings"]) {
     // Container checks run only in a pod; the node shares nothing through MPS.
-    bool skipped = finding["layer"] == "container" || finding["id"] == "plugin.mps-daemon";
+    bool skipped = finding["layer"] == "container" || finding["layer"] == "dra" ||
+                   finding["id"] == "plugin.mps-daemon";
     EXPECT_EQ(finding["status"], skipped ? "skip" : "ok") << finding.dump();
   }
   EXPECT_EQ(report["summary"]["ok"], 23);

@@ -1,9 +1,10 @@
 // The DRA plugin's checkpoint: what it keeps, and that a torn or edited file is refused with one
 // line and nothing deleted.
+#include "host/dra_checkpoint.h"
+
 #include <filesystem>
 #include <fstream>
 
-#include "dra/checkpoint.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "temp_dir.h"
@@ -13,26 +14,26 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Checkpoint Sample() {
-  Checkpoint checkpoint;
+host::DraCheckpoint Sample() {
+  host::DraCheckpoint checkpoint;
   checkpoint.boot_id = "boot-1";
   checkpoint.claims["uid-1"] = {.name_space = "ml",
                                 .name = "train-gpu",
-                                .state = ClaimState::kPrepareCompleted,
+                                .state = host::ClaimState::kPrepareCompleted,
                                 .devices = {{.requests = {"gpu"},
                                              .pool = "node-a",
                                              .device = "gpu-3",
                                              .cdi_ids = {"k8s.gpu.nvidia.com/claim=uid-1-gpu-3"}}}};
   checkpoint.claims["uid-2"] = {
-      .name_space = "ml", .name = "half", .state = ClaimState::kPrepareStarted};
+      .name_space = "ml", .name = "half", .state = host::ClaimState::kPrepareStarted};
   return checkpoint;
 }
 
 TEST(DraCheckpoint, WhatIsWrittenReadsBack) {
   testing::TempDir dir("gpunode-dra-checkpoint");
   std::string path = dir.path() + "/checkpoint.json";
-  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
-  absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(path);
+  ASSERT_TRUE(host::WriteDraCheckpoint(path, Sample()).ok());
+  absl::StatusOr<std::optional<host::DraCheckpoint>> read = host::ReadDraCheckpoint(path);
   ASSERT_TRUE(read.ok()) << read.status();
   ASSERT_TRUE(read->has_value());
   EXPECT_EQ(**read, Sample());
@@ -41,7 +42,8 @@ TEST(DraCheckpoint, WhatIsWrittenReadsBack) {
 }
 
 TEST(DraCheckpoint, AMissingFileIsAFirstStart) {
-  absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint("/nonexistent/checkpoint.json");
+  absl::StatusOr<std::optional<host::DraCheckpoint>> read =
+      host::ReadDraCheckpoint("/nonexistent/checkpoint.json");
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_FALSE(read->has_value());
 }
@@ -49,12 +51,12 @@ TEST(DraCheckpoint, AMissingFileIsAFirstStart) {
 TEST(DraCheckpoint, AnEditedOrTornFileIsRefusedInOneLineAndKept) {
   testing::TempDir dir("gpunode-dra-checkpoint");
   std::string path = dir.path() + "/checkpoint.json";
-  std::string text = RenderCheckpoint(Sample());
+  std::string text = host::RenderDraCheckpoint(Sample());
   std::string edited = text;
   edited.replace(edited.find("gpu-3"), 5, "gpu-4");
   for (const std::string& bad : {edited, text.substr(0, text.size() / 2), std::string("[]")}) {
     std::ofstream(path) << bad;
-    absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(path);
+    absl::StatusOr<std::optional<host::DraCheckpoint>> read = host::ReadDraCheckpoint(path);
     ASSERT_FALSE(read.ok());
     std::string message(read.status().message());
     EXPECT_THAT(message, HasSubstr(path));
@@ -68,7 +70,7 @@ TEST(DraCheckpoint, TheFuzzersSeedIsACheckpointAsWritten) {
   // fuzz/dra's seed starts the fuzzer past the checksum; it must stay one the reader accepts.
   std::string path =
       std::string(GPUNODE_SOURCE_DIR) + "/fuzz/dra/corpus/checkpoint/two-claims.json";
-  absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(path);
+  absl::StatusOr<std::optional<host::DraCheckpoint>> read = host::ReadDraCheckpoint(path);
   ASSERT_TRUE(read.ok()) << read.status();
   ASSERT_TRUE(read->has_value());
   EXPECT_EQ((*read)->claims.size(), 2u);

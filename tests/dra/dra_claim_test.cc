@@ -170,7 +170,7 @@ class Preparer : public ::testing::Test {
 TEST_F(Preparer, AClaimBecomesACdiSpecNamedAsNvidiasAndTheSameAnswerTwice) {
   claims_["c1"] = Claim("u1", json::array({Result("gpu-0"), Result("gpu-1-mig-1g10gb-19-0")}));
   std::unique_ptr<ClaimPreparer> preparer = Make();
-  absl::StatusOr<std::vector<PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
+  absl::StatusOr<std::vector<host::PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
   ASSERT_TRUE(devices.ok()) << devices.status();
   ASSERT_EQ(devices->size(), 2u);
   EXPECT_THAT((*devices)[0].cdi_ids, ElementsAre("k8s.gpu.nvidia.com/claim=u1-gpu-0"));
@@ -186,7 +186,7 @@ TEST_F(Preparer, AClaimBecomesACdiSpecNamedAsNvidiasAndTheSameAnswerTwice) {
   EXPECT_TRUE(cdi::ValidateSpec(cdi::Spec::parse(spec.dump())).empty());
 
   // The kubelet asks again (it restarted): the same answer, without reading the claim again.
-  absl::StatusOr<std::vector<PreparedDevice>> again = preparer->Prepare({"ml", "c1", "u1"});
+  absl::StatusOr<std::vector<host::PreparedDevice>> again = preparer->Prepare({"ml", "c1", "u1"});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *devices);
   EXPECT_EQ(reads_, 1);
@@ -194,7 +194,7 @@ TEST_F(Preparer, AClaimBecomesACdiSpecNamedAsNvidiasAndTheSameAnswerTwice) {
   // A restarted plugin answers from its checkpoint.
   preparer.reset();
   std::unique_ptr<ClaimPreparer> restarted = Make();
-  absl::StatusOr<std::vector<PreparedDevice>> after = restarted->Prepare({"ml", "c1", "u1"});
+  absl::StatusOr<std::vector<host::PreparedDevice>> after = restarted->Prepare({"ml", "c1", "u1"});
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(*after, *devices);
   EXPECT_EQ(reads_, 1);
@@ -209,7 +209,7 @@ TEST_F(Preparer, AClaimBecomesACdiSpecNamedAsNvidiasAndTheSameAnswerTwice) {
 TEST_F(Preparer, ADeviceNotOnTheNodeIsRefusedAndNothingIsKept) {
   claims_["c1"] = Claim("u1", json::array({Result("gpu-7")}));
   std::unique_ptr<ClaimPreparer> preparer = Make();
-  absl::StatusOr<std::vector<PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
+  absl::StatusOr<std::vector<host::PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
   ASSERT_FALSE(devices.ok());
   EXPECT_THAT(devices.status().message(),
               HasSubstr("device gpu-7 is not on this node (it has gpu-0, gpu-1-mig-1g10gb-19-0)"));
@@ -220,11 +220,12 @@ TEST_F(Preparer, ADeviceNotOnTheNodeIsRefusedAndNothingIsKept) {
 TEST_F(Preparer, APreparationCutShortIsRolledBackAndAnotherBootsClaimsAreDropped) {
   // What a plugin stopped between its two checkpoint writes leaves: the claim started, its spec
   // written.
-  Checkpoint cut;
+  host::DraCheckpoint cut;
   cut.boot_id = "boot-1";
-  cut.claims["u1"] = {.name_space = "ml", .name = "c1", .state = ClaimState::kPrepareStarted};
-  cut.claims["u2"] = {.name_space = "ml", .name = "c2", .state = ClaimState::kPrepareCompleted};
-  ASSERT_TRUE(WriteCheckpoint(Options().checkpoint_path, cut).ok());
+  cut.claims["u1"] = {.name_space = "ml", .name = "c1", .state = host::ClaimState::kPrepareStarted};
+  cut.claims["u2"] = {
+      .name_space = "ml", .name = "c2", .state = host::ClaimState::kPrepareCompleted};
+  ASSERT_TRUE(host::WriteDraCheckpoint(Options().checkpoint_path, cut).ok());
   std::filesystem::create_directories(dir_.path() + "/cdi");
   std::ofstream(dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u1.json") << "{}";
   std::ofstream(dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u2.json") << "{}";
@@ -238,7 +239,8 @@ TEST_F(Preparer, APreparationCutShortIsRolledBackAndAnotherBootsClaimsAreDropped
   std::unique_ptr<ClaimPreparer> rebooted = Make("boot-2");
   EXPECT_TRUE(rebooted->PreparedClaims().empty());
   EXPECT_FALSE(std::filesystem::exists(rebooted->SpecPath("u2")));
-  absl::StatusOr<std::optional<Checkpoint>> on_disk = ReadCheckpoint(Options().checkpoint_path);
+  absl::StatusOr<std::optional<host::DraCheckpoint>> on_disk =
+      host::ReadDraCheckpoint(Options().checkpoint_path);
   ASSERT_TRUE(on_disk.ok() && on_disk->has_value());
   EXPECT_EQ((*on_disk)->boot_id, "boot-2");
 }

@@ -1098,6 +1098,18 @@ class DraPlugin {
   std::string SpecPath(const std::string& claim_uid) const {
     return cdi_root_ + "/k8s.gpu.nvidia.com-claim_" + claim_uid + ".json";
   }
+  // `gpunode doctor`'s dra.* findings for this node, by id.
+  std::map<std::string, json> Doctor(const std::string& sim) const {
+    testing::ProcessResult r = Gpunode({"--sim", sim, "doctor", "-o", "json", "--kubelet-root-dir",
+                                        cluster->kubelet_root(), "--cdi-root", cdi_root_});
+    json report = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(report.is_discarded()) << r.out << r.err;
+    std::map<std::string, json> findings;
+    for (const json& finding : report.value("findings", json::array())) {
+      if (finding["layer"] == "dra") findings[finding["id"]] = finding;
+    }
+    return findings;
+  }
 
  private:
   std::string cdi_root_;
@@ -1207,6 +1219,10 @@ TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPr
   EXPECT_EQ(spec["devices"][0]["name"], uid + "-" + *first.begin());
   EXPECT_THAT(plugin.Log(),
               HasSubstr("claim default/" + one["metadata"]["name"].get<std::string>()));
+  // doctor reads the same: the plugin answers, its slice is NVML's devices, the claim's spec valid.
+  std::map<std::string, json> doctor = plugin.Doctor("dgx-h100");
+  for (const char* id : {"dra.registration", "dra.device-plugin-beside", "dra.slice", "dra.claims"})
+    EXPECT_EQ(doctor[id]["status"], "ok") << doctor[id].dump();
 
   CreateClaimPod("dra-two", "two-gpus");
   std::set<std::string> second = AllocatedDevices(ClaimOf("dra-two"));
@@ -1426,6 +1442,10 @@ TEST(DraPluginOnTheRealKubelet, AnXidTaintsTheDeviceUntilItRecoversAndThePodStat
     EXPECT_EQ(SliceTaints(slices)["gpu-2"], "gpu.nvidia.com/xid=62:NoSchedule")
         << slices.dump() << plugin.Log();
     EXPECT_EQ(SliceTaints(slices).size(), 1u) << slices.dump();
+    json doctor_slice = plugin.Doctor(profile)["dra.slice"];
+    EXPECT_EQ(doctor_slice["status"], "warn") << doctor_slice.dump();
+    EXPECT_THAT(doctor_slice["evidence"].get<std::string>(),
+                HasSubstr("gpu-2: gpu.nvidia.com/xid=62:NoSchedule"));
 
     // A pod that needs all eight GPUs cannot be placed while one is tainted...
     json pod = LocalPod("dra-all", json::object());

@@ -1,4 +1,4 @@
-#include "dra/checkpoint.h"
+#include "host/dra_checkpoint.h"
 
 #include <filesystem>
 
@@ -9,7 +9,7 @@
 #include "core/text.h"
 #include "nlohmann/json.hpp"
 
-namespace gpunode::dra {
+namespace gpunode::host {
 namespace {
 
 using ordered = nlohmann::ordered_json;
@@ -66,7 +66,7 @@ absl::StatusOr<std::string> String(const ordered& object, const char* key, std::
 
 }  // namespace
 
-std::string RenderCheckpoint(const Checkpoint& checkpoint) {
+std::string RenderDraCheckpoint(const DraCheckpoint& checkpoint) {
   ordered claims = ordered::object();
   for (const auto& [uid, claim] : checkpoint.claims) {
     ordered devices = ordered::array();
@@ -87,7 +87,7 @@ std::string RenderCheckpoint(const Checkpoint& checkpoint) {
   return file.dump(2) + "\n";
 }
 
-absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text, std::string_view source) {
+absl::StatusOr<DraCheckpoint> ParseDraCheckpoint(std::string_view text, std::string_view source) {
   ordered file = ordered::parse(text, nullptr, false);
   if (file.is_discarded() || !file.is_object()) return Invalid(source, "not a JSON object");
   auto data = file.find("v1");
@@ -96,7 +96,7 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text, std::string_vi
   if (checksum == file.end() || !checksum->is_string() || *checksum != Checksum(*data)) {
     return Invalid(source, "its checksum does not match its content");
   }
-  Checkpoint checkpoint;
+  DraCheckpoint checkpoint;
   auto boot = data->find("nodeBootID");
   if (boot != data->end() && boot->is_string()) checkpoint.boot_id = boot->get<std::string>();
   auto claims = data->find("preparedClaims");
@@ -154,18 +154,18 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text, std::string_vi
   return checkpoint;
 }
 
-absl::StatusOr<std::optional<Checkpoint>> ReadCheckpoint(const std::string& path) {
+absl::StatusOr<std::optional<DraCheckpoint>> ReadDraCheckpoint(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return std::optional<Checkpoint>();
+  if (!std::filesystem::exists(path, ec)) return std::optional<DraCheckpoint>();
   absl::StatusOr<std::string> text = core::ReadFile(path);
   if (!text.ok()) return text.status();
-  absl::StatusOr<Checkpoint> checkpoint = ParseCheckpoint(*text, path);
+  absl::StatusOr<DraCheckpoint> checkpoint = ParseDraCheckpoint(*text, path);
   if (!checkpoint.ok()) return checkpoint.status();
-  return std::optional<Checkpoint>(std::move(*checkpoint));
+  return std::optional<DraCheckpoint>(std::move(*checkpoint));
 }
 
-absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
-  return core::WriteFileAtomic(path, RenderCheckpoint(checkpoint), 0600, core::Backup::kNone);
+absl::Status WriteDraCheckpoint(const std::string& path, const DraCheckpoint& checkpoint) {
+  return core::WriteFileAtomic(path, RenderDraCheckpoint(checkpoint), 0600, core::Backup::kNone);
 }
 
-}  // namespace gpunode::dra
+}  // namespace gpunode::host

@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace gpunode::dra {
+namespace gpunode::host {
 
 enum class ClaimState {
   kPrepareStarted,    // the CDI spec may be partly written; finish or roll back
@@ -40,20 +40,20 @@ struct PreparedClaim {
   friend bool operator==(const PreparedClaim&, const PreparedClaim&) = default;
 };
 
-struct Checkpoint {
+struct DraCheckpoint {
   std::string boot_id;
   std::map<std::string, PreparedClaim> claims;  // by claim UID
-  friend bool operator==(const Checkpoint&, const Checkpoint&) = default;
+  friend bool operator==(const DraCheckpoint&, const DraCheckpoint&) = default;
 };
 
-std::string RenderCheckpoint(const Checkpoint& checkpoint);
+std::string RenderDraCheckpoint(const DraCheckpoint& checkpoint);
 // One error line naming `source` and what is wrong (not JSON, a field of the wrong type, a
 // checksum that does not match) and how to recover.
-absl::StatusOr<Checkpoint> ParseCheckpoint(std::string_view text, std::string_view source);
+absl::StatusOr<DraCheckpoint> ParseDraCheckpoint(std::string_view text, std::string_view source);
 
 // nullopt when the file does not exist (a first start).
-absl::StatusOr<std::optional<Checkpoint>> ReadCheckpoint(const std::string& path);
+absl::StatusOr<std::optional<DraCheckpoint>> ReadDraCheckpoint(const std::string& path);
 // Atomically (core::WriteFileAtomic), mode 0600: it names the pods' claims.
-absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint);
+absl::Status WriteDraCheckpoint(const std::string& path, const DraCheckpoint& checkpoint);
 
-}  // namespace gpunode::dra
+}  // namespace gpunode::host
