@@ -35,6 +35,7 @@ struct DraPluginFlags {
   std::string dev_root;
   std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
   std::string rescan_interval = "30s";
+  std::string nvidia_smi = "nvidia-smi";
   std::optional<std::string> health_recovery_period;
   std::optional<std::string> health_flap_limit;
   bool dry_run = false;
@@ -113,6 +114,7 @@ int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
   options.dev_root = flags.dev_root.empty() ? options.driver_root : flags.dev_root;
   options.hook_path = flags.cdi_hook_path;
   options.rescan_interval = *rescan;
+  options.nvidia_smi = flags.nvidia_smi;
   options.health = *std::move(health);
 
   host::HostRoot host(global.host_root);
@@ -157,6 +159,11 @@ void AddDraPluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunn
                   "nvidia-cdi-hook on the host, named by the CDI specs' hooks; \"\" for none "
                   "(env NVIDIA_CDI_HOOK_PATH)")
       ->capture_default_str();
+  cmd->add_option("--nvidia-smi-path", flags->nvidia_smi,
+                  "nvidia-smi, which sets the time-slice interval a claim's GpuConfig asks for "
+                  "(compute-policy --set-timeslice); a path, or a name looked up on PATH (env "
+                  "NVIDIA_SMI_PATH)")
+      ->capture_default_str();
   cmd->add_option("--rescan-interval", flags->rescan_interval,
                   "how often the devices are read again and the ResourceSlice updated when they "
                   "changed")
@@ -180,6 +187,7 @@ void AddDraPluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunn
     FromEnvironment(flags->nvidia_driver_root, *cmd, "--nvidia-driver-root", "NVIDIA_DRIVER_ROOT");
     FromEnvironment(flags->dev_root, *cmd, "--dev-root", "NVIDIA_DEV_ROOT");
     FromEnvironment(flags->cdi_hook_path, *cmd, "--nvidia-cdi-hook-path", "NVIDIA_CDI_HOOK_PATH");
+    FromEnvironment(flags->nvidia_smi, *cmd, "--nvidia-smi-path", "NVIDIA_SMI_PATH");
     run = [&global, flags] { return RunDraPlugin(global, *flags); };
   });
 }

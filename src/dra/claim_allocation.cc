@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "core/json_field.h"
 #include "core/printable.h"
+#include "core/status_macros.h"
 #include "core/text.h"
 #include "nlohmann/json.hpp"
 
@@ -45,10 +46,9 @@ absl::Status ConfigError(std::string_view where, std::string_view what) {
 }
 
 // A GpuConfig or MigDeviceConfig: `sharing` is the only field beside the type's; of its
-// strategies gpunode's DRA plugin does what NVIDIA's does by default (TimeSlicing with the
-// Default interval) and refuses the rest, rather than hand out a device that is not shared the
-// way the claim says.
-absl::Status CheckOpaqueConfig(const json& parameters, std::string_view where) {
+// strategies gpunode's DRA plugin does TimeSlicing and refuses MPS, rather than hand out a device
+// that is not shared the way the claim says. Returns the interval it names, empty when none.
+absl::StatusOr<std::string> ReadOpaqueConfig(const json& parameters, std::string_view where) {
   if (!parameters.is_object()) return ConfigError(where, "parameters is not an object");
   const json& api_version = At(parameters, {"apiVersion"});
   const json& kind = At(parameters, {"kind"});
@@ -66,7 +66,7 @@ absl::Status CheckOpaqueConfig(const json& parameters, std::string_view where) {
     return ConfigError(where, core::StrCat(kind.get<std::string>(), " has no field(s) ",
                                            absl::StrJoin(unknown, ", ")));
   }
-  if (!parameters.contains("sharing")) return absl::OkStatus();
+  if (!parameters.contains("sharing")) return std::string();
   const json& sharing = At(parameters, {"sharing"});
   if (!sharing.is_object()) return ConfigError(where, "sharing is not an object");
   unknown = UnknownFields(sharing, {"strategy", "timeSlicingConfig", "mpsConfig"});
@@ -94,21 +94,14 @@ absl::Status CheckOpaqueConfig(const json& parameters, std::string_view where) {
     return ConfigError(where, core::StrCat("sharing.timeSlicingConfig has no field(s) ",
                                            absl::StrJoin(unknown, ", ")));
   }
-  const json& interval =
-      time_slicing.contains("interval") ? time_slicing["interval"] : json("Default");
-  if (interval != "Default") {
-    static const std::set<std::string> kIntervals = {"Short", "Medium", "Long"};
-    if (!interval.is_string() || !kIntervals.contains(interval.get<std::string>())) {
-      return ConfigError(where,
-                         core::StrCat("sharing.timeSlicingConfig.interval ", Quoted(interval),
-                                      " is not one of Default, Short, Medium, Long"));
-    }
-    return ConfigError(
-        where, core::StrCat("sharing.timeSlicingConfig.interval ", interval.get<std::string>(),
-                            " is not supported by gpunode's DRA plugin yet; "
-                            "leave it out or use Default"));
+  if (!time_slicing.contains("interval")) return std::string();
+  const json& interval = time_slicing["interval"];
+  static const std::set<std::string> kIntervals = {"Default", "Short", "Medium", "Long"};
+  if (!interval.is_string() || !kIntervals.contains(interval.get<std::string>())) {
+    return ConfigError(where, core::StrCat("sharing.timeSlicingConfig.interval ", Quoted(interval),
+                                           " is not one of Default, Short, Medium, Long"));
   }
-  return absl::OkStatus();
+  return interval.get<std::string>();
 }
 
 }  // namespace
@@ -157,8 +150,19 @@ absl::StatusOr<std::vector<AllocatedDevice>> ReadAllocation(std::string_view cla
       if (JsonString(opaque, "driver") != driver) continue;
       std::string where =
           core::StrCat(name, ": status.allocation.devices.config[", i, "].opaque.parameters");
-      if (absl::Status st = CheckOpaqueConfig(At(opaque, {"parameters"}), where); !st.ok()) {
-        return st;
+      ASSIGN_OR_RETURN(std::string interval, ReadOpaqueConfig(At(opaque, {"parameters"}), where));
+      if (interval.empty()) continue;
+      std::set<std::string> requests;
+      if (const json& listed = At(configs[i], {"requests"}); listed.is_array()) {
+        for (const json& request : listed) {
+          if (request.is_string()) requests.insert(request.get<std::string>());
+        }
+      }
+      for (AllocatedDevice& device : out) {
+        // "gpu/big" is configured through "gpu" as well as through itself.
+        std::string parent = device.request.substr(0, device.request.find('/'));
+        if (requests.empty() || requests.contains(device.request) || requests.contains(parent))
+          device.time_slice = interval;
       }
     }
   }

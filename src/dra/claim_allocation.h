@@ -15,6 +15,9 @@ struct AllocatedDevice {
   std::string request;  // the claim's request ("gpu", or "gpu/big" for a subrequest)
   std::string pool;
   std::string device;
+  // The time-slice interval a GpuConfig asks for the device ("Default", "Short", "Medium",
+  // "Long"); empty when no config names one.
+  std::string time_slice = {};
 };
 
 // The claim's devices for `driver` in `pool`. Errors (one line, naming the claim and the field,
@@ -23,8 +26,10 @@ struct AllocatedDevice {
 //  - the claim is not allocated;
 //  - a device of this driver is in another pool (allocated for another node);
 //  - an opaque config of this driver is not a GpuConfig or MigDeviceConfig of
-//    resource.nvidia.com/v1beta1, has fields these kinds do not have, or asks for sharing this
-//    plugin does not do (MPS, or a time-slice interval other than Default).
+//    resource.nvidia.com/v1beta1, has fields these kinds do not have, an interval that is not one
+//    of NVIDIA's, or asks for sharing this plugin does not do (MPS).
+// A config applies to the results of the requests it lists (all when it lists none); of several,
+// the last wins, as the API orders them (the class's, then the claim's).
 absl::StatusOr<std::vector<AllocatedDevice>> ReadAllocation(std::string_view claim_json,
                                                             std::string_view uid,
                                                             std::string_view driver,

@@ -10,6 +10,7 @@
 #include "cdi/spec_file.h"
 #include "cdi/validate.h"
 #include "core/printable.h"
+#include "core/spawn.h"
 #include "core/status_macros.h"
 #include "core/text.h"
 #include "dra/claim_allocation.h"
@@ -165,11 +166,18 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
           core::StrCat("device ", core::Printable(a.device), " is not on this node (it has ",
                        names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
     }
+    if (!a.time_slice.empty() && found->is_mig()) {
+      return absl::InvalidArgumentError(
+          core::StrCat("device ", a.device,
+                       " is a MIG device: a time-slice interval applies to "
+                       "a whole GPU; leave sharing.timeSlicingConfig out of its MigDeviceConfig"));
+    }
     devices.push_back(found);
     answer.push_back({.requests = {a.request},
                       .pool = a.pool,
                       .device = a.device,
-                      .cdi_ids = {core::StrCat(kClaimCdiKind, "=", claim.uid, "-", a.device)}});
+                      .cdi_ids = {core::StrCat(kClaimCdiKind, "=", claim.uid, "-", a.device)},
+                      .time_slice = a.time_slice});
   }
   // Recorded before the spec is written, so that a plugin stopped in between finds the spec to
   // roll back.
@@ -182,6 +190,10 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
     ASSIGN_OR_RETURN(cdi::Spec spec, ClaimSpec(claim.uid, devices, driver_, host_, options_));
     RETURN_IF_ERROR(cdi::WriteSpecFile(SpecPath(claim.uid), spec, cdi::SpecFormat::kJson));
   }
+  for (size_t i = 0; i < answer.size(); ++i) {
+    if (!answer[i].time_slice.empty())
+      RETURN_IF_ERROR(SetTimeSlice(devices[i]->gpu_uuid, answer[i].time_slice));
+  }
   host::PreparedClaim& record = checkpoint_.claims[claim.uid];
   record.state = host::ClaimState::kPrepareCompleted;
   record.devices = answer;
@@ -190,14 +202,54 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
   return answer;
 }
 
+absl::Status ClaimPreparer::SetTimeSlice(const std::string& gpu_uuid,
+                                         const std::string& interval) const {
+  // nvidia-smi's numbers for NVIDIA's intervals, as NVIDIA's DRA driver passes them.
+  static const std::map<std::string, int> kTimeSlice = {
+      {"Default", 0}, {"Short", 1}, {"Medium", 2}, {"Long", 3}};
+  std::vector<std::string> argv = {options_.nvidia_smi, "compute-policy", "-i", gpu_uuid,
+                                   core::StrCat("--set-timeslice=", kTimeSlice.at(interval))};
+  absl::StatusOr<core::SpawnResult> ran =
+      core::Spawn({.argv = argv, .stderr_to = core::SpawnOptions::Stream::kCapture});
+  if (!ran.ok() || !ran->Succeeded()) {
+    std::string why = ran.ok() ? core::StrCat(ran->Describe(), ": ", ran->output)
+                               : std::string(ran.status().message());
+    return absl::FailedPreconditionError(core::StrCat("cannot set the time-slice interval ",
+                                                      interval, " on ", gpu_uuid, ": ",
+                                                      absl::StrJoin(argv, " "), " ", why));
+  }
+  spdlog::info("GPU {}: time-slice interval {}", gpu_uuid, interval);
+  return absl::OkStatus();
+}
+
+std::string ClaimPreparer::GpuUuidOf(const std::string& device) const {
+  for (const gpu::DraDevice& d : devices_) {
+    if (d.name == device) return d.gpu_uuid;
+  }
+  return "";
+}
+
 absl::Status ClaimPreparer::Unprepare(const std::string& uid) {
   std::lock_guard lock(mutex_);
   auto it = checkpoint_.claims.find(uid);
   if (it == checkpoint_.claims.end()) return RemoveSpec(uid);
   RETURN_IF_ERROR(RemoveSpec(uid));
   std::string name = core::StrCat(it->second.name_space, "/", it->second.name);
+  std::vector<host::PreparedDevice> released = it->second.devices;
   checkpoint_.claims.erase(it);
   RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
+  for (const host::PreparedDevice& device : released) {
+    std::string gpu = GpuUuidOf(device.device);
+    if (device.time_slice.empty() || gpu.empty()) continue;
+    bool still_set = false;
+    for (const auto& [other_uid, other] : checkpoint_.claims) {
+      for (const host::PreparedDevice& held : other.devices)
+        still_set |= !held.time_slice.empty() && GpuUuidOf(held.device) == gpu;
+    }
+    // The claim is gone either way: a GPU left at its interval is said, not an error.
+    if (absl::Status st = still_set ? absl::OkStatus() : SetTimeSlice(gpu, "Default"); !st.ok())
+      spdlog::warn("claim {} ({}): {}", name, uid, std::string(st.message()));
+  }
   spdlog::info("claim {} ({}): unprepared", name, uid);
   return absl::OkStatus();
 }

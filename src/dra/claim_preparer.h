@@ -38,6 +38,9 @@ struct PreparerOptions {
   std::string dev_root = "/";  // prefix of the device nodes' host paths
   std::string hook_path;       // nvidia-cdi-hook for the spec's hooks; empty: none
   std::string boot_id;         // the node's, from /proc/sys/kernel/random/boot_id
+  // nvidia-smi, which sets a GPU's time-slice interval (`compute-policy --set-timeslice`; NVML
+  // has no call for it); a path, or a name looked up on PATH.
+  std::string nvidia_smi = "nvidia-smi";
 };
 
 class ClaimPreparer {
@@ -57,8 +60,10 @@ class ClaimPreparer {
   void SetDevices(std::vector<gpu::DraDevice> devices);
 
   // The claim's devices with their CDI IDs; the same answer again for a claim already prepared.
+  // A time-slice interval its config asks for is set on the GPUs before the answer is given.
   absl::StatusOr<std::vector<host::PreparedDevice>> Prepare(const ClaimRef& claim);
-  // Removes the claim's spec and record; a claim not prepared here is already unprepared.
+  // Removes the claim's spec and record; a claim not prepared here is already unprepared. A GPU
+  // whose interval the claim set goes back to Default when no other prepared claim set one.
   absl::Status Unprepare(const std::string& uid);
 
   // The UIDs of the prepared claims, for doctor and the tests.
@@ -77,6 +82,10 @@ class ClaimPreparer {
 
   absl::StatusOr<std::vector<host::PreparedDevice>> PrepareLocked(const ClaimRef& claim);
   absl::Status RemoveSpec(const std::string& uid);
+  // Sets the time-slice interval of the GPU `gpu_uuid` through nvidia-smi.
+  absl::Status SetTimeSlice(const std::string& gpu_uuid, const std::string& interval) const;
+  // The GPU of a prepared device of this node, by the device's name; empty when not known.
+  std::string GpuUuidOf(const std::string& device) const;
 
   const PreparerOptions options_;
   const cdi::DriverFiles driver_;

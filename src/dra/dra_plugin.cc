@@ -170,7 +170,8 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
                              .cdi_root = options.cdi_root,
                              .dev_root = options.dev_root,
                              .hook_path = hook_path,
-                             .boot_id = boot_id},
+                             .boot_id = boot_id,
+                             .nvidia_smi = options.nvidia_smi},
                             std::move(driver), host, [&api](const ClaimRef& claim) {
                               return api.claims.Get(
                                   core::StrCat("/apis/resource.k8s.io/v1/namespaces/",

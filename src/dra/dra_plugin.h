@@ -31,6 +31,7 @@ struct DraPluginOptions {
   std::string driver_root = "/";
   std::string dev_root = "/";
   std::string hook_path = "/usr/bin/nvidia-cdi-hook";  // empty: no hooks
+  std::string nvidia_smi = "nvidia-smi";  // sets the time-slice intervals claims ask for
   absl::Duration rescan_interval = absl::Seconds(30);
   // The XID policy, recovery period and flap limit, as the device plugin's (src/health).
   health::HealthOptions health;

@@ -71,10 +71,12 @@ std::string RenderDraCheckpoint(const DraCheckpoint& checkpoint) {
   for (const auto& [uid, claim] : checkpoint.claims) {
     ordered devices = ordered::array();
     for (const PreparedDevice& device : claim.devices) {
-      devices.push_back({{"requests", device.requests},
-                         {"poolName", device.pool},
-                         {"deviceName", device.device},
-                         {"cdiDeviceIDs", device.cdi_ids}});
+      ordered entry = {{"requests", device.requests},
+                       {"poolName", device.pool},
+                       {"deviceName", device.device},
+                       {"cdiDeviceIDs", device.cdi_ids}};
+      if (!device.time_slice.empty()) entry["timeSliceInterval"] = device.time_slice;
+      devices.push_back(std::move(entry));
     }
     claims[uid] = {
         {"checkpointState", claim.state == ClaimState::kPrepareCompleted ? kCompleted : kStarted},
@@ -146,6 +148,11 @@ absl::StatusOr<DraCheckpoint> ParseDraCheckpoint(std::string_view text, std::str
         if (!ids.ok()) return ids.status();
         device.requests = *requests;
         device.cdi_ids = *ids;
+        if (d.contains("timeSliceInterval")) {
+          absl::StatusOr<std::string> interval = String(d, "timeSliceInterval", source, where);
+          if (!interval.ok()) return interval.status();
+          device.time_slice = *interval;
+        }
         claim.devices.push_back(std::move(device));
       }
     }

@@ -29,6 +29,9 @@ struct PreparedDevice {
   std::string pool;
   std::string device;
   std::vector<std::string> cdi_ids;
+  // The time-slice interval the claim set on the device's GPU ("Short", "Medium", "Long",
+  // "Default"); empty when it set none. Unprepare puts the GPU back to Default from it.
+  std::string time_slice = {};
   friend bool operator==(const PreparedDevice&, const PreparedDevice&) = default;
 };
 

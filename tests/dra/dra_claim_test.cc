@@ -111,6 +111,30 @@ TEST(DraClaim, WhatCannotBePreparedIsNamed) {
   EXPECT_TRUE(ReadAllocation(defaults.dump(), "u1", "gpu.nvidia.com", "node-a").ok());
 }
 
+TEST(DraClaim, AnIntervalAppliesToTheRequestsItsConfigNamesAndTheLastConfigWins) {
+  json long_slices = {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                      {"kind", "GpuConfig"},
+                      {"sharing", {{"timeSlicingConfig", {{"interval", "Long"}}}}}};
+  json short_slices = long_slices;
+  short_slices["sharing"]["timeSlicingConfig"]["interval"] = "Short";
+  json results = json::array({Result("gpu-0"), Result("gpu-1")});
+  results[1]["request"] = "infer";
+  json configs =
+      json::array({{{"source", "FromClass"},
+                    {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", long_slices}}}},
+                   {{"source", "FromClaim"},
+                    {"requests", {"infer"}},
+                    {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", short_slices}}}}});
+  absl::StatusOr<std::vector<AllocatedDevice>> devices =
+      ReadAllocation(Claim("u1", results, configs).dump(), "u1", "gpu.nvidia.com", "node-a");
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ((*devices)[0].time_slice, "Long");   // the class's config, for every request
+  EXPECT_EQ((*devices)[1].time_slice, "Short");  // the claim's, for its request, after it
+  devices = ReadAllocation(Claim("u1", results).dump(), "u1", "gpu.nvidia.com", "node-a");
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ((*devices)[0].time_slice, "") << "no config: the GPU is left as it is";
+}
+
 // A node of two GPUs, one with a MIG device, and a driver with its two required libraries.
 class Preparer : public ::testing::Test {
  protected:
@@ -166,6 +190,78 @@ class Preparer : public ::testing::Test {
   std::map<std::string, json> claims_;
   int reads_ = 0;
 };
+
+// nvidia-smi's stand-in: records its arguments, one call a line, and fails when asked to.
+std::string FakeNvidiaSmi(const std::string& dir, bool fails = false) {
+  std::string path = dir + "/nvidia-smi";
+  std::ofstream(path) << "#!/bin/sh\necho \"$*\" >> " << dir << "/nvidia-smi.calls\n"
+                      << (fails ? "echo 'Insufficient Permissions' >&2; exit 4\n" : "");
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+std::vector<std::string> Calls(const std::string& dir) {
+  std::ifstream in(dir + "/nvidia-smi.calls");
+  std::vector<std::string> calls;
+  for (std::string line; std::getline(in, line);) calls.push_back(line);
+  return calls;
+}
+
+TEST_F(Preparer, AClaimsIntervalIsSetOnItsGpuAndPutBackToDefaultWhenTheLastClaimGoes) {
+  json medium = Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                        {"kind", "GpuConfig"},
+                        {"sharing", {{"timeSlicingConfig", {{"interval", "Medium"}}}}}});
+  claims_["a"] = Claim("u-a", json::array({Result("gpu-0")}), medium);
+  claims_["a"]["metadata"]["name"] = "a";
+  claims_["b"] = Claim("u-b", json::array({Result("gpu-0")}), medium);
+  claims_["b"]["metadata"]["name"] = "b";
+  PreparerOptions options = Options();
+  options.nvidia_smi = FakeNvidiaSmi(dir_.path());
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer =
+      ClaimPreparer::Create(options, driver_, host_, [this](const ClaimRef& ref) {
+        return absl::StatusOr<std::string>(claims_.at(ref.name).dump());
+      });
+  ASSERT_TRUE(preparer.ok()) << preparer.status();
+  (*preparer)->SetDevices(devices_);
+  ASSERT_TRUE((*preparer)->Prepare({"ml", "a", "u-a"}).ok());
+  ASSERT_TRUE((*preparer)->Prepare({"ml", "b", "u-b"}).ok());
+  EXPECT_THAT(Calls(dir_.path()), ElementsAre("compute-policy -i GPU-aaaa --set-timeslice=2",
+                                              "compute-policy -i GPU-aaaa --set-timeslice=2"));
+  // Recorded, so that a restarted plugin knows what to put back.
+  std::ifstream checkpoint(dir_.path() + "/checkpoint.json");
+  EXPECT_THAT(std::string(std::istreambuf_iterator<char>(checkpoint), {}),
+              HasSubstr("\"timeSliceInterval\": \"Medium\""));
+  ASSERT_TRUE((*preparer)->Unprepare("u-a").ok());
+  EXPECT_EQ(Calls(dir_.path()).size(), 2u) << "claim b still runs on the interval";
+  ASSERT_TRUE((*preparer)->Unprepare("u-b").ok());
+  EXPECT_EQ(Calls(dir_.path()).back(), "compute-policy -i GPU-aaaa --set-timeslice=0");
+}
+
+TEST_F(Preparer, AnIntervalThatCannotBeSetOrOnAMigDeviceFailsThePreparation) {
+  json long_slices = Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                             {"kind", "GpuConfig"},
+                             {"sharing", {{"timeSlicingConfig", {{"interval", "Long"}}}}}});
+  claims_["train-gpu"] = Claim("u1", json::array({Result("gpu-0")}), long_slices);
+  PreparerOptions options = Options();
+  options.nvidia_smi = FakeNvidiaSmi(dir_.path(), /*fails=*/true);
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer =
+      ClaimPreparer::Create(options, driver_, host_, [this](const ClaimRef& ref) {
+        return absl::StatusOr<std::string>(claims_.at(ref.name).dump());
+      });
+  ASSERT_TRUE(preparer.ok());
+  (*preparer)->SetDevices(devices_);
+  absl::StatusOr<std::vector<host::PreparedDevice>> prepared =
+      (*preparer)->Prepare({"ml", "train-gpu", "u1"});
+  ASSERT_FALSE(prepared.ok());
+  EXPECT_THAT(prepared.status().message(),
+              HasSubstr("cannot set the time-slice interval Long on GPU-aaaa"));
+  EXPECT_THAT(prepared.status().message(), HasSubstr("Insufficient Permissions"));
+
+  claims_["train-gpu"] = Claim("u2", json::array({Result("gpu-1-mig-1g10gb-19-0")}), long_slices);
+  prepared = (*preparer)->Prepare({"ml", "train-gpu", "u2"});
+  ASSERT_FALSE(prepared.ok());
+  EXPECT_THAT(prepared.status().message(), HasSubstr("is a MIG device"));
+}
 
 TEST_F(Preparer, AClaimBecomesACdiSpecNamedAsNvidiasAndTheSameAnswerTwice) {
   claims_["c1"] = Claim("u1", json::array({Result("gpu-0"), Result("gpu-1-mig-1g10gb-19-0")}));

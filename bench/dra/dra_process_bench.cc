@@ -1,0 +1,232 @@
+// `gpunode dra-plugin` against the real kube-apiserver of the pinned release, with gRPC's C++
+// client in the kubelet's place on the plugin's socket:
+//  - NodePrepareResources and NodeUnprepareResources round trips, one claim per call as the
+//    kubelet sends them for a pod, each claim new (allocated by writing its status, as the
+//    scheduler does), of one GPU and of eight;
+//  - from an XID (the simulator's timeline) to the ResourceSlice with the taint accepted by the
+//    API server, from the plugin's own log lines;
+//  - resident memory, idle after the claims are gone.
+// Usage: dra_process_bench [GPUNODE_BINARY]   (build-dist/gpunode for the shipped build)
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dra/v1/api.grpc.pb.h"
+#include "local_cluster.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+#include "temp_dir.h"
+
+namespace gpunode {
+namespace {
+
+namespace fs = std::filesystem;
+namespace drav1 = k8s::io::kubelet::pkg::apis::dra::v1;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kNode[] = "bench-node";
+
+struct Percentiles {
+  double p50, p99, max;
+};
+
+Percentiles Of(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
+  };
+  return {at(0.5), at(0.99), ms.back()};
+}
+
+std::map<std::string, std::string> Status(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::map<std::string, std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string value = line.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    out[line.substr(0, colon)] = value;
+  }
+  return out;
+}
+
+// Milliseconds since midnight of a log line "2026-12-05T16:36:54.719Z info ..." (UTC).
+double LogTime(const std::string& line) {
+  int h = 0, m = 0;
+  double s = 0;
+  if (std::sscanf(line.c_str(), "%*d-%*d-%*dT%d:%d:%lfZ", &h, &m, &s) != 3) return -1;
+  return ((h * 60 + m) * 60 + s) * 1000;
+}
+
+bool Check(const testing::ProcessResult& r, const std::string& what) {
+  if (r.exit_code == 0) return true;
+  std::cerr << what << ": " << r.err << "\n";
+  return false;
+}
+
+// `count` claims of `gpus` GPUs each, created and allocated from the node's pool; their UIDs.
+std::vector<std::pair<std::string, std::string>> AllocatedClaims(
+    const testing::LocalCluster& cluster, const std::string& prefix, int count, int gpus) {
+  json claims = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+  for (int i = 0; i < count; ++i) {
+    claims["items"].push_back(
+        {{"apiVersion", "resource.k8s.io/v1"},
+         {"kind", "ResourceClaim"},
+         {"metadata", {{"name", prefix + std::to_string(i)}, {"namespace", "default"}}},
+         {"spec",
+          {{"devices",
+            {{"requests", json::array({{{"name", "gpu"},
+                                        {"exactly",
+                                         {{"deviceClassName", "gpu.nvidia.com"},
+                                          {"allocationMode", "ExactCount"},
+                                          {"count", gpus}}}}})}}}}}});
+  }
+  if (!Check(cluster.Kubectl({"create", "-f", "-"}, claims.dump()), "create claims")) return {};
+  for (json& claim : claims["items"]) {
+    json results = json::array();
+    for (int g = 0; g < gpus; ++g) {
+      results.push_back({{"request", "gpu"},
+                         {"driver", "gpu.nvidia.com"},
+                         {"pool", kNode},
+                         {"device", "gpu-" + std::to_string(g)}});
+    }
+    claim["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
+  }
+  if (!Check(cluster.Kubectl({"apply", "--server-side", "--subresource=status",
+                              "--field-manager=bench-scheduler", "-f", "-"},
+                             claims.dump()),
+             "allocate claims")) {
+    return {};
+  }
+  testing::ProcessResult listed =
+      cluster.Kubectl({"get", "resourceclaims", "-n", "default", "-o", "json"});
+  std::vector<std::pair<std::string, std::string>> out;
+  json items = json::parse(listed.out)["items"];
+  for (const json& item : items) {
+    std::string name = item["metadata"]["name"];
+    if (name.rfind(prefix, 0) == 0) out.emplace_back(name, item["metadata"]["uid"]);
+  }
+  return out;
+}
+
+void PrepareRoundTrips(const testing::LocalCluster& cluster, drav1::DRAPlugin::Stub& stub,
+                       const std::string& prefix, int count, int gpus) {
+  std::vector<std::pair<std::string, std::string>> claims =
+      AllocatedClaims(cluster, prefix, count, gpus);
+  if (claims.size() != static_cast<size_t>(count)) {
+    std::cerr << "expected " << count << " claims named " << prefix << "*, the API has "
+              << claims.size() << "\n";
+    return;
+  }
+  std::vector<double> prepare, unprepare;
+  for (const auto& [name, uid] : claims) {
+    drav1::Claim claim;
+    claim.set_namespace_("default");
+    claim.set_name(name);
+    claim.set_uid(uid);
+    drav1::NodePrepareResourcesRequest request;
+    *request.add_claims() = claim;
+    drav1::NodePrepareResourcesResponse response;
+    grpc::ClientContext context;
+    auto start = Clock::now();
+    grpc::Status status = stub.NodePrepareResources(&context, request, &response);
+    prepare.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    const auto& answer = response.claims().at(uid);
+    if (!status.ok() || !answer.error().empty() || answer.devices_size() != gpus) {
+      std::cerr << "prepare " << name << ": " << status.error_message() << answer.error() << "\n";
+      return;
+    }
+    drav1::NodeUnprepareResourcesRequest undo;
+    *undo.add_claims() = claim;
+    drav1::NodeUnprepareResourcesResponse undone;
+    grpc::ClientContext undo_context;
+    start = Clock::now();
+    status = stub.NodeUnprepareResources(&undo_context, undo, &undone);
+    unprepare.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  Percentiles p = Of(prepare), u = Of(unprepare);
+  std::printf(
+      "NodePrepareResources, %d GPU(s) per claim, %zu claims: p50 %.2f ms, p99 %.2f ms, "
+      "max %.2f ms\n",
+      gpus, claims.size(), p.p50, p.p99, p.max);
+  std::printf(
+      "NodeUnprepareResources, same claims:                 p50 %.2f ms, p99 %.2f ms, "
+      "max %.2f ms\n",
+      u.p50, u.p99, u.max);
+}
+
+int Run(const std::string& binary) {
+  testing::LocalCluster cluster;
+  if (!cluster.running()) {
+    std::cerr << cluster.missing() << cluster.error() << "\n";
+    return 1;
+  }
+  testing::TempDir dir("gpunode-dra-bench");
+  std::string kubelet = dir.path() + "/kubelet";
+  for (const char* sub : {"/plugins_registry", "/plugins", "/device-plugins"})
+    fs::create_directories(kubelet + sub);
+  json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}};
+  if (!Check(cluster.Kubectl({"create", "-f", "-"}, node.dump()), "create node")) return 1;
+  std::string classes = std::string(GPUNODE_FIXTURES_DIR) + "/../../deploy/dra/deviceclasses.yaml";
+  if (!Check(cluster.Kubectl({"apply", "-f", classes}), "device classes")) return 1;
+
+  // dgx-h100 whose timeline has XID 79 on GPU 3 1.7 s after start (tests/fixtures/plugin).
+  std::string profile = std::string(GPUNODE_FIXTURES_DIR) + "/plugin/dgx-h100-xids.yaml";
+  testing::ProcessResult inventory =
+      testing::RunProcess({binary, "--sim", profile, "inventory", "-o", "json"});
+  std::string version = json::parse(inventory.out)["driver_version"];
+  std::string lib = dir.path() + "/driver/usr/lib/x86_64-linux-gnu";
+  fs::create_directories(lib);
+  for (const char* name : {"libcuda.so.", "libnvidia-ml.so."})
+    std::ofstream(lib + "/" + name + version);
+
+  testing::BackgroundProcess plugin(
+      {binary, "--log-level", "info", "--sim", profile, "dra-plugin", "--kubelet-dir", kubelet,
+       "--cdi-root", dir.path() + "/cdi", "--nvidia-driver-root", dir.path() + "/driver",
+       "--nvidia-cdi-hook-path", "", "--health-recovery-period", "0"},
+      {"KUBECONFIG=" + cluster.admin_kubeconfig(), std::string("NODE_NAME=") + kNode});
+  if (!plugin.WaitForLog("published at generation 2", std::chrono::seconds(30))) {
+      return 1;
+  }
+  // The XID's log line, then the publication that carries its taint.
+  std::istringstream log(plugin.Log());
+  double xid_at = -1, published_at = -1;
+  for (std::string line; std::getline(log, line);) {
+    if (xid_at < 0 && line.find("is Unhealthy: XID 79") != std::string::npos)
+      xid_at = LogTime(line);
+    if (xid_at >= 0 && line.find("published at generation 2") != std::string::npos)
+      published_at = LogTime(line);
+  }
+  std::printf("XID -> ResourceSlice with the taint accepted by the API server: %.0f ms\n",
+              published_at - xid_at);
+
+  auto channel = grpc::CreateChannel("unix:" + kubelet + "/plugins/gpu.nvidia.com/dra.sock",
+                                     grpc::InsecureChannelCredentials());
+  auto stub = drav1::DRAPlugin::NewStub(channel);
+  PrepareRoundTrips(cluster, *stub, "one-", 200, 1);
+  PrepareRoundTrips(cluster, *stub, "eight-", 50, 8);
+
+  std::map<std::string, std::string> status = Status(plugin.pid());
+  std::printf(
+      "idle after the claims (dgx-h100, 8 devices published, 0 prepared): VmRSS %s, "
+      "RssAnon %s, RssFile %s, threads %s\n",
+      status["VmRSS"].c_str(), status["RssAnon"].c_str(), status["RssFile"].c_str(),
+      status["Threads"].c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace gpunode
+
+int main(int argc, char** argv) { return gpunode::Run(argc > 1 ? argv[1] : GPUNODE_BINARY); }
