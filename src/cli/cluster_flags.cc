@@ -81,6 +81,12 @@ void AddSmokePodOptions(CLI::App* cmd, VerifyFlags& f) {
                   "json`, any other its entrypoint (or --command)")
       ->capture_default_str();
   cmd->add_option("--command", f.command, "the smoke pod's command, split at spaces");
+  cmd->add_option("--workload-image", f.verify.workload_image,
+                  "a GPU workload run after the smoke pod passed, in a pod of its own with the "
+                  "same GPUs (e.g. nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0); its "
+                  "exit code and log are part of the verdict");
+  cmd->add_option("--workload-command", f.workload_command,
+                  "the workload's command, split at spaces (default: the image's entrypoint)");
   cmd->add_option("--runtime-class", f.verify.runtime_class,
                   "runtimeClassName of the smoke pod (e.g. nvidia; default: none)");
   cmd->add_option("--require-label", f.verify.require_labels,
@@ -104,6 +110,13 @@ absl::Status VerifyOptionsFromFlags(VerifyFlags& f) {
   if (v.poll_interval <= absl::ZeroDuration()) v.poll_interval = absl::Milliseconds(100);
   for (absl::string_view word : absl::StrSplit(f.command, ' ', absl::SkipEmpty())) {
     v.command.emplace_back(word);
+  }
+  for (absl::string_view word : absl::StrSplit(f.workload_command, ' ', absl::SkipEmpty())) {
+    v.workload_command.emplace_back(word);
+  }
+  if (!v.workload_command.empty() && v.workload_image.empty()) {
+    return absl::InvalidArgumentError(
+        "--workload-command: given without --workload-image; name the workload's image too");
   }
   if (!v.device_plugin.empty() && v.device_plugin.find('/') == std::string::npos) {
     return absl::InvalidArgumentError(core::StrCat("--device-plugin ", v.device_plugin,

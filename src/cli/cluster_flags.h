@@ -60,7 +60,8 @@ absl::Status FromSnapshotOrCluster(const ConnectionOptions& o, const absl::Statu
 
 struct VerifyFlags {
   cluster::VerifyOptions verify;
-  std::string command;  // split at spaces
+  std::string command;           // split at spaces
+  std::string workload_command;  // split at spaces
   std::string timeout = "5m";
   std::string poll_interval = "2s";
   // The flags' names: `upgrade` has timeouts and an interval of its own.

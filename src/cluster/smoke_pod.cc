@@ -1,6 +1,7 @@
 #include "cluster/smoke_pod.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "core/json_field.h"
 #include "core/status_macros.h"
@@ -15,6 +16,7 @@ using core::StrCat;
 namespace {
 
 constexpr std::string_view kContainer = "smoke";
+constexpr std::string_view kWorkloadContainer = "workload";
 // Label values are at most 63 characters; longer node names are only in the pod's name.
 constexpr size_t kMaxLabelValue = 63;
 // Enough of a log for any doctor report; a chatty custom image is cut.
@@ -88,6 +90,42 @@ absl::Status WaitGone(kube::Client& client, const std::string& ns, std::string_v
 }  // namespace
 
 std::string SmokePodName(std::string_view node) { return StrCat(kSmokePodPrefix, node); }
+
+std::string WorkloadPodName(std::string_view node) {
+  return StrCat(kSmokePodPrefix, node, "-workload");
+}
+
+json WorkloadPodManifest(const kube::NodeView& node, int64_t gpus, const VerifyOptions& options) {
+  json pod = SmokePodManifest(node, gpus, options);
+  pod["metadata"]["name"] = WorkloadPodName(node.name);
+  json& container = pod["spec"]["containers"][0];
+  container["name"] = std::string(kWorkloadContainer);
+  container["image"] = options.workload_image;
+  container.erase("command");
+  if (!options.workload_command.empty()) container["command"] = options.workload_command;
+  // A CUDA program needs more than the smoke pod's 64Mi, and may write its scratch files.
+  container["resources"]["limits"]["memory"] = "1Gi";
+  container["resources"]["requests"]["memory"] = "256Mi";
+  container["securityContext"]["readOnlyRootFilesystem"] = false;
+  return pod;
+}
+
+void JudgeWorkload(std::string_view phase, std::string_view exit_detail, std::string_view log,
+                   int64_t gpus, VerifyStep& step) {
+  if (phase == "Succeeded") {
+    step.result = StepResult::kPass;
+    step.evidence =
+        StrCat("the workload succeeded with ", gpus, " GPU(s); last line: ", LastLine(log));
+    return;
+  }
+  step.result = StepResult::kFail;
+  step.evidence = StrCat("the workload pod ", phase, exit_detail.empty() ? "" : " (", exit_detail,
+                         exit_detail.empty() ? "" : ")", "; last line of its log: ", LastLine(log));
+  step.fix =
+      "the GPUs are visible but the workload fails on them: read its log (CUDA's error names "
+      "the cause, e.g. \"CUDA driver version is insufficient\"), then `gpunode doctor` on the "
+      "node";
+}
 
 json SmokePodManifest(const kube::NodeView& node, int64_t gpus, const VerifyOptions& options) {
   json labels = {{"app.kubernetes.io/name", std::string(kSmokePodAppLabel)},
@@ -221,33 +259,50 @@ void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, in
       "plugin's DEVICE_LIST_STRATEGY; docs/DOCTOR.md explains each check";
 }
 
-absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeView& node,
-                                       int64_t gpus, const VerifyOptions& options,
-                                       const VerifyClock& clock, std::ostream& progress) {
+namespace {
+
+// "exit code 1 (Error)" from the terminated container's state; empty when not there.
+std::string ExitDetail(const json& pod) {
+  const json* statuses = core::JsonAt(pod, {"status", "containerStatuses"});
+  if (statuses == nullptr || !statuses->is_array() || statuses->empty()) return "";
+  const json* terminated = core::JsonAt((*statuses)[0], {"state", "terminated"});
+  if (terminated == nullptr) return "";
+  std::string reason = core::JsonStringAt(*terminated, {"reason"});
+  return StrCat("exit code ", core::JsonInteger(*terminated, "exitCode", -1),
+                reason.empty() ? "" : " (" + reason + ")");
+}
+
+// Creates the pod `manifest` names, waits for it to end, judges it with `judge` and deletes it.
+absl::StatusOr<VerifyStep> RunPod(
+    kube::Client& client, const kube::NodeView& node, const json& manifest, int64_t gpus,
+    std::string_view image, std::string_view container, VerifyCheck check,
+    const VerifyOptions& options, const VerifyClock& clock, std::ostream& progress,
+    const std::function<void(std::string_view phase, const json& pod,
+                             const absl::StatusOr<std::string>& log, VerifyStep& step)>& judge) {
   VerifyStep step;
-  step.step = VerifyCheck::kSmokePod;
-  const std::string name = SmokePodName(node.name);
+  step.step = check;
+  const std::string name = core::JsonStringAt(manifest, {"metadata", "name"});
   const std::string& ns = options.ns;
   // A leftover of a run that was killed: delete it and wait until it is gone.
   RETURN_IF_ERROR(DeletePod(client, ns, name));
   RETURN_IF_ERROR(WaitGone(client, ns, name, options, clock));
 
-  json manifest = SmokePodManifest(node, gpus, options);
   kube::HttpRequest create{"POST", StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods"),
                            "application/json", manifest.dump()};
   ASSIGN_OR_RETURN(kube::HttpResponse created, client.Send(create));
   if (created.status != 201 && created.status != 200) {
     return kube::StatusFromResponse(create, created);
   }
-  progress << "  smoke pod " << ns << "/" << name << " created (" << gpus << " GPU(s), "
-           << options.image << ")\n"
+  const std::string what = check == VerifyCheck::kWorkload ? "workload pod" : "smoke pod";
+  progress << "  " << what << " " << ns << "/" << name << " created (" << gpus << " GPU(s), "
+           << image << ")\n"
            << std::flush;
 
   // From here on the pod is deleted whatever happens.
   auto finish = [&](absl::StatusOr<VerifyStep> result) -> absl::StatusOr<VerifyStep> {
     absl::Status deleted = DeletePod(client, ns, name);
     if (deleted.ok()) {
-      progress << "  smoke pod " << ns << "/" << name << " deleted\n" << std::flush;
+      progress << "  " << what << " " << ns << "/" << name << " deleted\n" << std::flush;
     }
     if (!result.ok()) return result;
     if (!deleted.ok()) return deleted;
@@ -281,18 +336,44 @@ absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeVie
     clock.sleep(std::min(options.poll_interval, deadline - clock.now()));
   }
   std::string log_path =
-      StrCat(PodPath(ns, name), "/log?container=", kContainer, "&limitBytes=", kLogLimitBytes);
-  absl::StatusOr<std::string> log = client.Get(log_path);
-  bool doctor = options.image == kGpunodeImage && options.command.empty();
-  if (!log.ok()) {
-    // The API server reads logs from the kubelet, a path of its own that can fail where the rest
-    // works (a node address it cannot reach, a kubelet port that is closed to it): the pod's end
-    // is still known, and the step says what could not be read instead of ending the command.
-    JudgeSmokePodWithoutLog(phase, log.status(), doctor, gpus, step);
-    return finish(step);
-  }
-  JudgeSmokePod(phase, *log, doctor, gpus, step);
+      StrCat(PodPath(ns, name), "/log?container=", container, "&limitBytes=", kLogLimitBytes);
+  judge(phase, pod, client.Get(log_path), step);
   return finish(step);
+}
+
+}  // namespace
+
+absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeView& node,
+                                       int64_t gpus, const VerifyOptions& options,
+                                       const VerifyClock& clock, std::ostream& progress) {
+  bool doctor = options.image == kGpunodeImage && options.command.empty();
+  return RunPod(client, node, SmokePodManifest(node, gpus, options), gpus, options.image,
+                kContainer, VerifyCheck::kSmokePod, options, clock, progress,
+                [&](std::string_view phase, const json&, const absl::StatusOr<std::string>& log,
+                    VerifyStep& step) {
+                  if (!log.ok()) {
+                    // The API server reads logs from the kubelet, a path of its own that can fail
+                    // where the rest works (a node address it cannot reach, a kubelet port closed
+                    // to it): the pod's end is still known, and the step says what could not be
+                    // read instead of ending the command.
+                    JudgeSmokePodWithoutLog(phase, log.status(), doctor, gpus, step);
+                  } else {
+                    JudgeSmokePod(phase, *log, doctor, gpus, step);
+                  }
+                });
+}
+
+absl::StatusOr<VerifyStep> RunWorkloadPod(kube::Client& client, const kube::NodeView& node,
+                                          int64_t gpus, const VerifyOptions& options,
+                                          const VerifyClock& clock, std::ostream& progress) {
+  return RunPod(
+      client, node, WorkloadPodManifest(node, gpus, options), gpus, options.workload_image,
+      kWorkloadContainer, VerifyCheck::kWorkload, options, clock, progress,
+      [&](std::string_view phase, const json& pod, const absl::StatusOr<std::string>& log,
+          VerifyStep& step) {
+        std::string text = log.ok() ? *log : StrCat("(not read: ", log.status().message(), ")");
+        JudgeWorkload(phase, ExitDetail(pod), text, gpus, step);
+      });
 }
 
 }  // namespace gpunode::cluster

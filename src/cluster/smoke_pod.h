@@ -34,10 +34,25 @@ void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, in
 void JudgeSmokePodWithoutLog(std::string_view phase, const absl::Status& why, bool doctor,
                              int64_t gpus, VerifyStep& step);
 
+// The workload pod's name for a node, and its manifest: the smoke pod's with the workload's
+// image and command in a container named "workload".
+std::string WorkloadPodName(std::string_view node);
+nlohmann::json WorkloadPodManifest(const kube::NodeView& node, int64_t gpus,
+                                   const VerifyOptions& options);
+
+// The workload's end: passed when the pod succeeded; otherwise its exit code (and reason) and the
+// last line of its log.
+void JudgeWorkload(std::string_view phase, std::string_view exit_detail, std::string_view log,
+                   int64_t gpus, VerifyStep& step);
+
 // Creates the pod, waits for it to end (or the timeout, or an interruption), judges it and
 // deletes it. An error Status only for API failures; the pod is deleted then too.
 absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeView& node,
                                        int64_t gpus, const VerifyOptions& options,
                                        const VerifyClock& clock, std::ostream& progress);
+// The same for the workload pod (VerifyOptions::workload_image).
+absl::StatusOr<VerifyStep> RunWorkloadPod(kube::Client& client, const kube::NodeView& node,
+                                          int64_t gpus, const VerifyOptions& options,
+                                          const VerifyClock& clock, std::ostream& progress);
 
 }  // namespace gpunode::cluster

@@ -402,7 +402,20 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
         ASSIGN_OR_RETURN(smoke, RunSmokePod(client, node, gpus, options, clock, progress));
       }
       Progress(progress, smoke);
+      bool smoke_passed = smoke.result == StepResult::kPass;
       verdict.steps.push_back(std::move(smoke));
+      if (!options.workload_image.empty() && !clock.interrupted()) {
+        VerifyStep workload;
+        workload.step = VerifyCheck::kWorkload;
+        if (!smoke_passed) {
+          workload.evidence = "not run: smoke-pod did not pass";
+          workload.fix = "fix the smoke pod's step first";
+        } else {
+          ASSIGN_OR_RETURN(workload, RunWorkloadPod(client, node, gpus, options, clock, progress));
+        }
+        Progress(progress, workload);
+        verdict.steps.push_back(std::move(workload));
+      }
       report.nodes.push_back(std::move(verdict));
       if (clock.interrupted()) {
         report.interrupted = true;

@@ -29,9 +29,14 @@ struct VerifyOptions {
   // Empty: `gpunode doctor --in-container -o json` for gpunode's image, the image's own
   // entrypoint for any other.
   std::vector<std::string> command;
-  std::string runtime_class;                // the smoke pod's runtimeClassName, if set
-  std::vector<std::string> require_labels;  // KEY or KEY=VALUE the node must carry
-  std::string device_plugin;                // NAMESPACE/NAME of its DaemonSet; empty: found
+  // A GPU workload run after a smoke pod that passed, in a pod of its own with the same GPUs
+  // (NVIDIA's CUDA vectorAdd sample, say): its exit code and log are part of the verdict. Empty:
+  // none.
+  std::string workload_image;
+  std::vector<std::string> workload_command;  // empty: the image's entrypoint
+  std::string runtime_class;                  // the smoke pod's runtimeClassName, if set
+  std::vector<std::string> require_labels;    // KEY or KEY=VALUE the node must carry
+  std::string device_plugin;                  // NAMESPACE/NAME of its DaemonSet; empty: found
   CountLabel count_label;
   absl::Duration timeout = absl::Minutes(5);  // per smoke pod, from creation to its end
   absl::Duration poll_interval = absl::Seconds(2);
@@ -50,11 +55,12 @@ struct VerifyClock {
 enum class StepResult { kPass, kFail, kSkip };
 
 // What verify checks on each node, in the order it checks and prints them.
-enum class VerifyCheck { kReady, kLabels, kDevicePlugin, kCapacity, kSmokePod };
+// kWorkload is reported only when a workload image is given.
+enum class VerifyCheck { kReady, kLabels, kDevicePlugin, kCapacity, kSmokePod, kWorkload };
 inline constexpr VerifyCheck kVerifyChecks[] = {VerifyCheck::kReady, VerifyCheck::kLabels,
                                                 VerifyCheck::kDevicePlugin, VerifyCheck::kCapacity,
                                                 VerifyCheck::kSmokePod};
-// ready, labels, device-plugin, capacity, smoke-pod: the report's and the JSON's names.
+// ready, labels, device-plugin, capacity, smoke-pod, workload: the report's and the JSON's names.
 std::string_view VerifyCheckName(VerifyCheck check);
 
 struct VerifyStep {

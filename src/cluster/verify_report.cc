@@ -46,6 +46,8 @@ std::string_view VerifyCheckName(VerifyCheck check) {
       return "capacity";
     case VerifyCheck::kSmokePod:
       return "smoke-pod";
+    case VerifyCheck::kWorkload:
+      return "workload";
   }
   return "ready";
 }
@@ -54,7 +56,16 @@ void PrintVerifyTable(const VerifyReport& report, std::ostream& out) {
   size_t name_width = 4;
   for (const NodeVerdict& n : report.nodes) name_width = std::max(name_width, n.node.size());
   std::string header = Pad("NODE", name_width + 3) + Pad("RESULT", 9);
-  for (VerifyCheck check : kVerifyChecks) {
+  std::vector<VerifyCheck> columns(std::begin(kVerifyChecks), std::end(kVerifyChecks));
+  for (const NodeVerdict& n : report.nodes) {
+    for (const VerifyStep& step : n.steps) {
+      if (step.step == VerifyCheck::kWorkload &&
+          std::find(columns.begin(), columns.end(), step.step) == columns.end()) {
+        columns.push_back(step.step);
+      }
+    }
+  }
+  for (VerifyCheck check : columns) {
     std::string_view s = VerifyCheckName(check);
     std::string upper(s);
     std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
@@ -65,7 +76,7 @@ void PrintVerifyTable(const VerifyReport& report, std::ostream& out) {
   for (const NodeVerdict& n : report.nodes) {
     passed += n.Passed() ? 1 : 0;
     std::string row = Pad(n.node, name_width + 3) + Pad(n.Passed() ? "pass" : "FAIL", 9);
-    for (VerifyCheck check : kVerifyChecks) {
+    for (VerifyCheck check : columns) {
       std::string_view result = "-";
       for (const VerifyStep& step : n.steps) {
         if (step.step == check) result = ResultName(step.result);

@@ -161,6 +161,56 @@ TEST_F(VerifyCliTest, HealthyNodesPassAndEverySmokePodIsDeleted) {
   EXPECT_FALSE(server_->Pod("ml", "gpunode-verify-gpu-one").has_value());
 }
 
+// --workload-image: a pod of its own after the smoke pod, with the same GPUs; its end is a step.
+TEST_F(VerifyCliTest, AWorkloadRunsAfterTheSmokePodAndItsEndIsPartOfTheVerdict) {
+  for (const char* name : {"gpu-a", "gpu-b", "gpu-c"}) {
+    server_->AddObject(GpuNode(name, 8, 8));
+    server_->AddObject(DevicePluginPod(name));
+  }
+  Finishes("gpu-a", "Succeeded", SmokeDoctorReport("ok"));
+  Finishes("gpu-a-workload", "Succeeded", "[Vector addition of 50000 elements]\nTest PASSED\n");
+  Finishes("gpu-b", "Succeeded", SmokeDoctorReport("ok"));
+  Finishes("gpu-b-workload", "Failed", "Failed to allocate device vector A (error code "
+                                       "CUDA driver version is insufficient)!\n");
+  Finishes("gpu-c", "Failed", SmokeDoctorReport("fail"));
+  ProcessResult r = Live({"cluster", "verify", "gpu-a", "gpu-b", "gpu-c", "-o", "json",
+                          "--poll-interval", "10ms", "--workload-image",
+                          "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
+                          "--workload-command", "/cuda-samples/vectorAdd"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  json report = json::parse(r.out);
+  const json* passed = StepOf(report, "gpu-a", "workload");
+  ASSERT_NE(passed, nullptr) << r.out;
+  EXPECT_EQ((*passed)["result"], "pass");
+  EXPECT_NE((*passed)["evidence"].get<std::string>().find("last line: Test PASSED"),
+            std::string::npos);
+  const json* failed = StepOf(report, "gpu-b", "workload");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ((*failed)["result"], "fail");
+  EXPECT_NE((*failed)["evidence"].get<std::string>().find("CUDA driver version is insufficient"),
+            std::string::npos);
+  EXPECT_EQ((*StepOf(report, "gpu-c", "workload"))["result"], "skip") << "the smoke pod failed";
+
+  // The workload pod: the same GPUs as the smoke pod, the image and command asked for.
+  std::vector<json> created = Created();
+  ASSERT_EQ(created.size(), 5u);
+  const json& workload = created[1];
+  EXPECT_EQ(workload["metadata"]["name"], "gpunode-verify-gpu-a-workload");
+  const json& container = workload["spec"]["containers"][0];
+  EXPECT_EQ(container["image"], "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0");
+  EXPECT_EQ(container["command"], json::array({"/cuda-samples/vectorAdd"}));
+  EXPECT_EQ(container["resources"]["limits"]["nvidia.com/gpu"],
+            created[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]);
+  EXPECT_FALSE(server_->Pod("ml", "gpunode-verify-gpu-a-workload").has_value()) << "deleted";
+
+  // The table grows a WORKLOAD column only when a workload runs.
+  r = Live({"cluster", "verify", "gpu-a", "--poll-interval", "10ms"});
+  EXPECT_EQ(r.out.find("WORKLOAD"), std::string::npos) << r.out;
+  r = Live({"cluster", "verify", "gpu-a", "--workload-command", "x"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--workload-command: given without --workload-image"), std::string::npos);
+}
+
 TEST_F(VerifyCliTest, EachBrokenLinkIsItsOwnFailure) {
   server_->AddObject(GpuNode("gpu-uncovered", 8, 8, /*plugin_label=*/false));
   server_->AddObject(GpuNode("gpu-xid", 8, 7));

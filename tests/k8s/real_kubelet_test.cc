@@ -911,9 +911,12 @@ TEST(VerifyOnTheRealNode, TheSmokePodRunsWithTwoGpus) {
   ASSERT_FALSE(kubeconfig.empty());
   testing::ProcessResult r;
 
+  // The workload, a pod of its own after the smoke pod: the same program, which exits 0 only
+  // with exactly the two GPUs, stands in for a CUDA sample.
   r = Gpunode({"cluster", "verify", node, "-n", "gpunode-system", "--image",
-               testing::LocalCluster::kLocalImage, "--command", "/visible-gpus 2", "--timeout",
-               "60s", "-o", "json", "--kubeconfig", kubeconfig});
+               testing::LocalCluster::kLocalImage, "--command", "/visible-gpus 2",
+               "--workload-image", testing::LocalCluster::kLocalImage, "--workload-command",
+               "/visible-gpus 2", "--timeout", "60s", "-o", "json", "--kubeconfig", kubeconfig});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   json report = json::parse(r.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << r.out << r.err;
@@ -925,15 +928,18 @@ TEST(VerifyOnTheRealNode, TheSmokePodRunsWithTwoGpus) {
       if (step["step"] == "smoke-pod") smoke_evidence = step.dump();
     }
   }
-  for (const char* step : {"ready", "labels", "device-plugin", "capacity", "smoke-pod"}) {
+  for (const char* step :
+       {"ready", "labels", "device-plugin", "capacity", "smoke-pod", "workload"}) {
     EXPECT_EQ(results[step], "pass") << step << "\n" << r.out;
   }
   // The apiserver cannot read this node's logs (the kubelet has no address it can reach), so the
   // pod's end is the evidence: /visible-gpus exits 0 only when it was given exactly 2 GPUs.
   EXPECT_THAT(smoke_evidence, HasSubstr("the pod succeeded with 2 GPU(s)")) << r.out;
   EXPECT_THAT(smoke_evidence, HasSubstr("its log could not be read")) << r.out;
-  // The smoke pod is gone afterwards.
+  // The smoke pod and the workload's are gone afterwards.
   EXPECT_TRUE(Get({"pod", "gpunode-verify-" + node, "-n", "gpunode-system"}).is_null());
+  EXPECT_TRUE(
+      Get({"pod", "gpunode-verify-" + node + "-workload", "-n", "gpunode-system"}).is_null());
 }
 
 // The MIG manager under deploy/mig-manager/rbac.yaml's grants, following the real Node's
