@@ -11,9 +11,11 @@ fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-5}
 bash scripts/install-deps.sh
 start=$(date +%s)
 
-echo "== the real Kubernetes components and helm (scripts/build-k8s.sh, scripts/build-helm.sh: cached after the first build)"
+echo "== the real Kubernetes components, helm and NVIDIA's programs (scripts/build-k8s.sh, scripts/build-helm.sh,
+   scripts/build-nvidia-tools.sh: cached after the first build)"
 bash scripts/build-k8s.sh
 bash scripts/build-helm.sh
+bash scripts/build-nvidia-tools.sh
 
 echo "== release build and tests"
 bash scripts/build.sh release
