@@ -297,6 +297,21 @@ nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profile
   });
 }
 
+// NVIDIA's device plugin and GFD reach a MIG device's instances by id (go-nvlib's MIG profile of a
+// device), not by listing them.
+nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
+                                          nvmlGpuInstance_t* gpuInstance) {
+  return on_mig_gpu(device, [&](NodeState&, unsigned, MigLayout& layout) -> nvmlReturn_t {
+    if (gpuInstance == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    for (const GpuInstanceState& gi : layout.gpu_instances()) {
+      if (gi.id != id) continue;
+      *gpuInstance = gi.handle.get();
+      return NVML_SUCCESS;
+    }
+    return NVML_ERROR_NOT_FOUND;
+  });
+}
+
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t* info) {
   return on_gpu_instance(
       gpuInstance,
@@ -379,6 +394,20 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
         std::copy(found.begin(), found.end(), computeInstances);
         *count = static_cast<unsigned>(found.size());
         return NVML_SUCCESS;
+      });
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance, unsigned int id,
+                                                   nvmlComputeInstance_t* computeInstance) {
+  return on_gpu_instance(
+      gpuInstance, [&](NodeState&, unsigned, MigLayout&, GpuInstanceState& gi) -> nvmlReturn_t {
+        if (computeInstance == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        for (const ComputeInstanceState& ci : gi.compute_instances) {
+          if (ci.id != id) continue;
+          *computeInstance = ci.handle.get();
+          return NVML_SUCCESS;
+        }
+        return NVML_ERROR_NOT_FOUND;
       });
 }
 

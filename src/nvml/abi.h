@@ -659,6 +659,9 @@ nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsig
 nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance);
 nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
                                        nvmlGpuInstance_t* gpuInstances, unsigned int* count);
+// Not called by gpunode; the simulator exports it for NVIDIA's programs (go-nvlib).
+nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
+                                          nvmlGpuInstance_t* gpuInstance);
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t* info);
 nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance,
                                                           unsigned int profile,
@@ -677,6 +680,9 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
                                                 unsigned int* count);
 nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance,
                                            nvmlComputeInstanceInfo_t* info);
+// Not called by gpunode; the simulator exports it for NVIDIA's programs (go-nvlib).
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance, unsigned int id,
+                                                   nvmlComputeInstance_t* computeInstance);
 
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
                                       nvmlEnableState_t* isActive);
