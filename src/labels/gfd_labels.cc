@@ -158,10 +158,11 @@ void VersionLabels(const NodeFacts& facts, Labels& labels) {
       // The deprecated keys GFD still sets, which older selectors use.
       labels["nvidia.com/cuda.driver.major"] = SanitizeLabelValue(parts[0]);
       labels["nvidia.com/cuda.driver.minor"] = SanitizeLabelValue(parts[1]);
-      if (parts.size() == 3) {
-        labels["nvidia.com/cuda.driver-version.revision"] = SanitizeLabelValue(parts[2]);
-        labels["nvidia.com/cuda.driver.rev"] = SanitizeLabelValue(parts[2]);
-      }
+      // A two-part version (Windows drivers, 456.71) has an empty revision, which GFD still
+      // writes: a selector on the key matches the same nodes under both labellers.
+      std::string revision = parts.size() == 3 ? SanitizeLabelValue(parts[2]) : "";
+      labels["nvidia.com/cuda.driver-version.revision"] = revision;
+      labels["nvidia.com/cuda.driver.rev"] = revision;
     }
   }
   // GFD's "runtime" version is the CUDA version the driver supports
@@ -224,6 +225,9 @@ Labels GfdLabels(const NodeFacts& facts, const GfdOptions& options) {
     bool mig_enabled = false;
     for (const GpuFacts& gpu : facts.gpus) mig_enabled |= gpu.mig_enabled;
     labels["nvidia.com/mps.capable"] = mig_enabled ? "false" : "true";
+  } else {
+    // GFD says so outright when the config does not share through MPS.
+    labels["nvidia.com/mps.capable"] = "false";
   }
   switch (options.mig_strategy) {
     case plugin_config::MigStrategy::kNone:

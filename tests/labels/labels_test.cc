@@ -208,8 +208,8 @@ TEST(Labels, TimeSlicingMarksTheProductShared) {
       LabelsOf({"--sim", "a10-pcie-4"}, {"--config-file", kConfigs + "/time-slicing-renamed.json"});
   EXPECT_EQ(labels.at("nvidia.com/gpu.product"), "NVIDIA-A10");
   EXPECT_EQ(labels.at("nvidia.com/gpu.replicas"), "2");
-  // No MPS config, no mps.capable label.
-  EXPECT_EQ(labels.count("nvidia.com/mps.capable"), 0u);
+  // No MPS config: not MPS-capable, as GFD says.
+  EXPECT_EQ(labels.at("nvidia.com/mps.capable"), "false");
   // The same file through the environment, as GFD reads it.
   labels =
       LabelsOf({"--sim", "a10-pcie-4"}, {}, {"CONFIG_FILE=" + kConfigs + "/time-slicing.yaml"});
