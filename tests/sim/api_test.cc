@@ -293,5 +293,48 @@ TEST_F(ApiTest, BadEnvironmentSpecFailsInitWithTheReason) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// gpunode does not call these, but NVIDIA's device plugin and GFD (go-nvlib) reach every MIG
+// device's instances through them.
+TEST_F(ApiTest, InstancesAreFoundByTheirIds) {
+  auto gpu_instance_by_id = reinterpret_cast<decltype(&::nvmlDeviceGetGpuInstanceById)>(
+      dlsym(api().handle, "nvmlDeviceGetGpuInstanceById"));
+  auto compute_instance_by_id =
+      reinterpret_cast<decltype(&::nvmlGpuInstanceGetComputeInstanceById)>(
+          dlsym(api().handle, "nvmlGpuInstanceGetComputeInstanceById"));
+  ASSERT_NE(gpu_instance_by_id, nullptr);
+  ASSERT_NE(compute_instance_by_id, nullptr);
+  start("a100-mig");
+  // GPU 1 holds 3g.40gb, 2g.20gb and 1g.10gb: look up the second MIG device's instances.
+  nvmlDevice_t mig = nullptr;
+  ASSERT_EQ(api().device_get_mig_device_handle_by_index(gpu(1), 1, &mig), NVML_SUCCESS);
+  unsigned gpu_instance_id = 0, compute_instance_id = 0;
+  ASSERT_EQ(api().device_get_gpu_instance_id(mig, &gpu_instance_id), NVML_SUCCESS);
+  ASSERT_EQ(api().device_get_compute_instance_id(mig, &compute_instance_id), NVML_SUCCESS);
+
+  nvmlGpuInstance_t gpu_instance = nullptr;
+  ASSERT_EQ(gpu_instance_by_id(gpu(1), gpu_instance_id, &gpu_instance), NVML_SUCCESS);
+  nvmlGpuInstanceInfo_t gpu_instance_info{};
+  ASSERT_EQ(api().gpu_instance_get_info(gpu_instance, &gpu_instance_info), NVML_SUCCESS);
+  EXPECT_EQ(gpu_instance_info.id, gpu_instance_id);
+  EXPECT_EQ(gpu_instance_info.device, gpu(1));
+  nvmlComputeInstance_t compute_instance = nullptr;
+  ASSERT_EQ(compute_instance_by_id(gpu_instance, compute_instance_id, &compute_instance),
+            NVML_SUCCESS);
+  nvmlComputeInstanceInfo_t compute_instance_info{};
+  ASSERT_EQ(api().compute_instance_get_info(compute_instance, &compute_instance_info),
+            NVML_SUCCESS);
+  EXPECT_EQ(compute_instance_info.id, compute_instance_id);
+  EXPECT_EQ(compute_instance_info.gpuInstance, gpu_instance);
+
+  // nvml.h's answers: an id with no instance, MIG off (GPU 5), a missing output, a MIG handle.
+  EXPECT_EQ(gpu_instance_by_id(gpu(1), 99, &gpu_instance), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(compute_instance_by_id(gpu_instance, 99, &compute_instance), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(gpu_instance_by_id(gpu(5), 0, &gpu_instance), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(gpu_instance_by_id(gpu(1), gpu_instance_id, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(compute_instance_by_id(gpu_instance, compute_instance_id, nullptr),
+            NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpu_instance_by_id(mig, gpu_instance_id, &gpu_instance), NVML_ERROR_INVALID_ARGUMENT);
+}
+
 }  // namespace
 }  // namespace gpunode::sim::testing
