@@ -1019,38 +1019,77 @@ TEST(ChartOnTheRealNode, TheDaemonSetsRunOnTheGpuNodeUntilUninstalled) {
   LabelLikeGpuFeatureDiscovery("dgx-h100");
   const std::string image = testing::LocalCluster::kLocalImage;
   const std::string ns = "gpunode-helm-node";
-  testing::ProcessResult r =
-      helm.Run({"install", "gpunode", testing::HelmRunner::Chart(), "-n", ns, "--create-namespace",
-                "--set", "image.repository=" + image.substr(0, image.find(':')), "--set",
-                "image.tag=" + image.substr(image.find(':') + 1), "--set", "image.pullPolicy=Never",
-                "--set", "exporter.enabled=true", "--set", "exporter.runtimeClassName=null"},
-               {"KUBECONFIG=" + cluster->admin_kubeconfig()});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  // Running, not ready: the stand-in image answers no probe (the exporter's /healthz).
-  for (const std::string set : {"gpunode-device-plugin", "gpunode-exporter"}) {
-    json pods = AwaitState(
+  // The device plugin with the exporter; then, on the same node moved to DRA by its label, the DRA
+  // plugin with the exporter (the chart refuses both plugins on one node).
+  struct Install {
+    std::vector<std::string> values;
+    std::vector<std::string> daemon_sets;
+  };
+  const std::vector<Install> installs = {
+      {{"--set", "exporter.enabled=true"}, {"gpunode-device-plugin", "gpunode-exporter"}},
+      {{"--set", "exporter.enabled=true", "--set", "devicePlugin.enabled=false", "--set",
+        "draPlugin.enabled=true"},
+       {"gpunode-dra-plugin", "gpunode-exporter"}}};
+  for (const Install& install : installs) {
+    SCOPED_TRACE(install.daemon_sets[0]);
+    bool dra = install.daemon_sets[0] == "gpunode-dra-plugin";
+    if (dra) {
+      testing::ProcessResult labelled =
+          cluster->Kubectl({"label", "node", cluster->node_name(), "--overwrite",
+                            "nvidia.com/gpu.deploy.dra-plugin=true"});
+      ASSERT_EQ(labelled.exit_code, 0) << labelled.err;
+    }
+    std::vector<std::string> args = {"install",
+                                     "gpunode",
+                                     testing::HelmRunner::Chart(),
+                                     "-n",
+                                     ns,
+                                     "--create-namespace",
+                                     "--set",
+                                     "image.repository=" + image.substr(0, image.find(':')),
+                                     "--set",
+                                     "image.tag=" + image.substr(image.find(':') + 1),
+                                     "--set",
+                                     "image.pullPolicy=Never",
+                                     "--set",
+                                     "exporter.runtimeClassName=null"};
+    args.insert(args.end(), install.values.begin(), install.values.end());
+    testing::ProcessResult r = helm.Run(args, {"KUBECONFIG=" + cluster->admin_kubeconfig()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    // Running, not ready: the stand-in image answers no probe (the exporter's /healthz).
+    for (const std::string& set : install.daemon_sets) {
+      json pods = AwaitState(
+          [&] {
+            return Get({"pods", "-n", ns, "-l", "app.kubernetes.io/name=" + set});
+          },
+          [](const json& pods) {
+            const json items = pods.value("items", json::array());
+            return items.size() == 1 && items[0]["status"].value("phase", "") == "Running";
+          },
+          seconds(60));
+      ASSERT_EQ(pods.value("items", json::array()).size(), 1u) << set << ": " << pods.dump();
+      const json& pod = pods["items"][0];
+      EXPECT_EQ(pod["spec"]["nodeName"], cluster->node_name()) << set;
+      EXPECT_EQ(pod["status"]["phase"], "Running") << set << ": " << pod["status"].dump();
+    }
+    if (dra) {
+      // NVIDIA's DeviceClasses came with it.
+      EXPECT_FALSE(Get({"deviceclass", "gpu.nvidia.com"}).is_null());
+    }
+    r = helm.Run({"uninstall", "gpunode", "-n", ns, "--wait"},
+                 {"KUBECONFIG=" + cluster->admin_kubeconfig()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json left = AwaitState(
         [&] {
-          return Get({"pods", "-n", ns, "-l", "app.kubernetes.io/name=" + set});
+          return Get({"pods", "-n", ns});
         },
-        [](const json& pods) {
-          const json items = pods.value("items", json::array());
-          return items.size() == 1 && items[0]["status"].value("phase", "") == "Running";
-        },
-        seconds(60));
-    ASSERT_EQ(pods.value("items", json::array()).size(), 1u) << set << ": " << pods.dump();
-    const json& pod = pods["items"][0];
-    EXPECT_EQ(pod["spec"]["nodeName"], cluster->node_name()) << set;
-    EXPECT_EQ(pod["status"]["phase"], "Running") << set << ": " << pod["status"].dump();
+        [](const json& pods) { return pods.value("items", json::array()).empty(); }, seconds(60));
+    EXPECT_TRUE(left.value("items", json::array()).empty()) << left.dump();
+    if (dra) {
+      cluster->Kubectl(
+          {"label", "node", cluster->node_name(), "nvidia.com/gpu.deploy.dra-plugin-"});
+    }
   }
-  r = helm.Run({"uninstall", "gpunode", "-n", ns, "--wait"},
-               {"KUBECONFIG=" + cluster->admin_kubeconfig()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  json left = AwaitState(
-      [&] {
-        return Get({"pods", "-n", ns});
-      },
-      [](const json& pods) { return pods.value("items", json::array()).empty(); }, seconds(60));
-  EXPECT_TRUE(left.value("items", json::array()).empty()) << left.dump();
   cluster->Kubectl({"delete", "namespace", ns, "--wait=false"});
 }
 
@@ -1156,20 +1195,46 @@ std::set<std::string> AllocatedDevices(const json& claim) {
   return devices;
 }
 
-TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPreparesThroughIt) {
-  REQUIRE_NODE();
-  // NVIDIA's rule, which the plugin enforces: no device plugin may serve the node's GPUs. The
-  // earlier tests' plugins are gone; the kubelet takes their GPUs out of allocatable at once.
-  json node = AwaitState(
+// The start of every DRA test: no device plugin left serving the node (NVIDIA's rule, which the
+// plugin enforces; the kubelet takes an ended plugin's GPUs out of allocatable at once), NVIDIA's
+// DeviceClasses applied, and a kubeconfig with deploy/dra's grants, returned (empty on failure,
+// which is recorded).
+std::string StartDraTest() {
+  AwaitState(
       Node,
       [](const json& n) {
         std::string gpus = Quantity(n, "allocatable", "nvidia.com/gpu");
         return gpus.empty() || gpus == "0";
       },
       seconds(30));
-  testing::TempDir dir("gpunode-dra-node");
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
+  EXPECT_FALSE(kubeconfig.empty());
+  return r.exit_code == 0 ? kubeconfig : "";
+}
+
+// A ResourceClaimTemplate in `default` with one request, `name`'s `exactly` as given.
+void ApplyClaimTemplate(const std::string& template_name, const std::string& request,
+                        const json& exactly) {
+  json claim_template = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaimTemplate"},
+      {"metadata", {{"name", template_name}, {"namespace", "default"}}},
+      {"spec",
+       {{"spec",
+         {{"devices",
+           {{"requests", json::array({{{"name", request}, {"exactly", exactly}}})}}}}}}}};
+  testing::ProcessResult r = cluster->Kubectl({"apply", "-f", "-"}, claim_template.dump());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPreparesThroughIt) {
+  REQUIRE_NODE();
+  std::string kubeconfig = StartDraTest();
   ASSERT_FALSE(kubeconfig.empty());
+  testing::TempDir dir("gpunode-dra-node");
   DraPlugin plugin(dir, "dgx-h100", kubeconfig);
   ASSERT_TRUE(plugin.WaitForLog("registered with the kubelet as DRA driver gpu.nvidia.com"))
       << plugin.Log();
@@ -1188,29 +1253,19 @@ TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPr
   EXPECT_EQ(slice["spec"]["devices"][0]["attributes"]["productName"]["string"],
             "NVIDIA H100 80GB HBM3");
 
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
   // A claim template as NVIDIA's DRA documentation writes them: the class and a CEL selector.
   for (const auto& [name, count] : {std::pair{"one-h100", 1}, std::pair{"two-gpus", 2}}) {
-    json request = {{"name", "gpu"},
-                    {"exactly",
-                     {{"deviceClassName", "gpu.nvidia.com"},
-                      {"count", count},
-                      {"selectors",
-                       {{{"cel",
-                          {{"expression",
-                            "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA "
-                            "H100') && device.capacity['gpu.nvidia.com'].memory.compareTo("
-                            "quantity('40Gi')) >= 0"}}}}}}}}};
-    json claim_template = {
-        {"apiVersion", "resource.k8s.io/v1"},
-        {"kind", "ResourceClaimTemplate"},
-        {"metadata", {{"name", name}, {"namespace", "default"}}},
-        {"spec", {{"spec", {{"devices", {{"requests", json::array({request})}}}}}}}};
-    r = cluster->Kubectl({"apply", "-f", "-"}, claim_template.dump());
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ApplyClaimTemplate(name, "gpu",
+                       {{"deviceClassName", "gpu.nvidia.com"},
+                        {"count", count},
+                        {"selectors",
+                         {{{"cel",
+                            {{"expression",
+                              "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA "
+                              "H100') && device.capacity['gpu.nvidia.com'].memory.compareTo("
+                              "quantity('40Gi')) >= 0"}}}}}}});
   }
+  testing::ProcessResult r;
 
   CreateClaimPod("dra-one", "one-h100");
   json one = ClaimOf("dra-one");
@@ -1261,37 +1316,20 @@ TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPr
 
 TEST(DraPluginOnTheRealKubelet, AMigClaimIsPreparedAndTheExporterAttributesItToThePod) {
   REQUIRE_NODE();
-  AwaitState(
-      Node,
-      [](const json& n) {
-        std::string gpus = Quantity(n, "allocatable", "nvidia.com/gpu");
-        return gpus.empty() || gpus == "0";
-      },
-      seconds(30));
-  testing::TempDir dir("gpunode-dra-mig");
-  std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
+  std::string kubeconfig = StartDraTest();
   ASSERT_FALSE(kubeconfig.empty());
+  testing::TempDir dir("gpunode-dra-mig");
   DraPlugin plugin(dir, "a100-mig", kubeconfig);
   ASSERT_TRUE(plugin.WaitForLog("registered with the kubelet as DRA driver gpu.nvidia.com"))
       << plugin.Log();
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
   // NVIDIA's MIG class and a selector on the profile, as its documentation writes them.
-  json request = {
-      {"name", "mig"},
-      {"exactly",
-       {{"deviceClassName", "mig.nvidia.com"},
-        {"selectors",
-         {{{"cel",
-            {{"expression", "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"}}}}}}}}};
-  json claim_template = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaimTemplate"},
-      {"metadata", {{"name", "half-a100"}, {"namespace", "default"}}},
-      {"spec", {{"spec", {{"devices", {{"requests", json::array({request})}}}}}}}};
-  r = cluster->Kubectl({"apply", "-f", "-"}, claim_template.dump());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ApplyClaimTemplate(
+      "half-a100", "mig",
+      {{"deviceClassName", "mig.nvidia.com"},
+       {"selectors",
+        {{{"cel",
+           {{"expression", "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"}}}}}}});
+  testing::ProcessResult r;
   CreateClaimPod("dra-mig", "half-a100");
   json claim = ClaimOf("dra-mig");
   EXPECT_EQ(AllocatedDevices(claim), std::set<std::string>{"gpu-1-mig-3g40gb-9-4"}) << claim.dump();
@@ -1325,31 +1363,11 @@ TEST(DraPluginOnTheRealKubelet, AMigClaimIsPreparedAndTheExporterAttributesItToT
 
 TEST(DraPluginOnTheRealKubelet, AKilledPluginsClaimsArePreparedAndUnpreparedByTheNextOne) {
   REQUIRE_NODE();
-  AwaitState(
-      Node,
-      [](const json& n) {
-        std::string gpus = Quantity(n, "allocatable", "nvidia.com/gpu");
-        return gpus.empty() || gpus == "0";
-      },
-      seconds(30));
-  testing::TempDir dir("gpunode-dra-restart");
-  std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
+  std::string kubeconfig = StartDraTest();
   ASSERT_FALSE(kubeconfig.empty());
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  json one_gpu = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaimTemplate"},
-      {"metadata", {{"name", "any-gpu"}, {"namespace", "default"}}},
-      {"spec",
-       {{"spec",
-         {{"devices",
-           {{"requests",
-             json::array(
-                 {{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu.nvidia.com"}}}}})}}}}}}}};
-  r = cluster->Kubectl({"apply", "-f", "-"}, one_gpu.dump());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  testing::TempDir dir("gpunode-dra-restart");
+  ApplyClaimTemplate("any-gpu", "gpu", {{"deviceClassName", "gpu.nvidia.com"}});
+  testing::ProcessResult r;
 
   auto plugin = std::make_unique<DraPlugin>(dir, "dgx-h100", kubeconfig);
   ASSERT_TRUE(plugin->WaitForLog("registered with the kubelet")) << plugin->Log();
@@ -1410,32 +1428,11 @@ std::map<std::string, std::string> SliceTaints(const json& slices) {
 
 TEST(DraPluginOnTheRealKubelet, AnXidTaintsTheDeviceUntilItRecoversAndThePodStatusShowsIt) {
   REQUIRE_NODE();
-  AwaitState(
-      Node,
-      [](const json& n) {
-        std::string gpus = Quantity(n, "allocatable", "nvidia.com/gpu");
-        return gpus.empty() || gpus == "0";
-      },
-      seconds(30));
-  testing::TempDir dir("gpunode-dra-health");
-  std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
+  std::string kubeconfig = StartDraTest();
   ASSERT_FALSE(kubeconfig.empty());
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  json every_gpu = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaimTemplate"},
-      {"metadata", {{"name", "every-gpu"}, {"namespace", "default"}}},
-      {"spec",
-       {{"spec",
-         {{"devices",
-           {{"requests",
-             json::array(
-                 {{{"name", "gpu"},
-                   {"exactly", {{"deviceClassName", "gpu.nvidia.com"}, {"count", 8}}}}})}}}}}}}};
-  r = cluster->Kubectl({"apply", "-f", "-"}, every_gpu.dump());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  testing::TempDir dir("gpunode-dra-health");
+  ApplyClaimTemplate("every-gpu", "gpu", {{"deviceClassName", "gpu.nvidia.com"}, {"count", 8}});
+  testing::ProcessResult r;
 
   {
     // XID 62 on GPU 2 a second after start; the GPU answers NVML all along, so the taint lifts
