@@ -96,9 +96,9 @@ struct Miss {
   enum Kind { kSelector, kRequirement, kEmptyTerm, kNoTerms } kind;
   size_t term = 0;                                     // 1-based, for kRequirement and kEmptyTerm
   const kube::NodeSelectorRequirement* req = nullptr;  // kRequirement
-  std::string_view key;                                // kSelector and kRequirement
-  std::string_view value;                              // kSelector
-  std::optional<std::string_view> have;                // the node's value of `key`
+  std::string_view key = {};                           // kSelector and kRequirement
+  std::string_view value = {};                         // kSelector
+  std::optional<std::string_view> have = {};           // the node's value of `key`
 };
 
 // What of spec.nodeSelector and the required node affinity `node` fails, as kube-scheduler

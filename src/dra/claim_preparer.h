@@ -36,8 +36,8 @@ struct PreparerOptions {
   std::string checkpoint_path;  // <plugins>/gpu.nvidia.com/checkpoint.json
   std::string cdi_root = "/var/run/cdi";
   std::string dev_root = "/";  // prefix of the device nodes' host paths
-  std::string hook_path;       // nvidia-cdi-hook for the spec's hooks; empty: none
-  std::string boot_id;         // the node's, from /proc/sys/kernel/random/boot_id
+  std::string hook_path = {};  // nvidia-cdi-hook for the spec's hooks; empty: none
+  std::string boot_id = {};    // the node's, from /proc/sys/kernel/random/boot_id
   // nvidia-smi, which sets a GPU's time-slice interval (`compute-policy --set-timeslice`; NVML
   // has no call for it); a path, or a name looked up on PATH.
   std::string nvidia_smi = "nvidia-smi";

@@ -22,7 +22,7 @@ namespace gpunode::dra {
 struct DeviceHealth {
   std::string device;  // the device's name in the pool
   bool healthy = true;
-  std::string message;  // why not, at most 1024 characters
+  std::string message = {};  // why not, at most 1024 characters
   friend bool operator==(const DeviceHealth&, const DeviceHealth&) = default;
 };
 

@@ -39,7 +39,7 @@ struct PreparedClaim {
   std::string name_space;
   std::string name;
   ClaimState state = ClaimState::kPrepareStarted;
-  std::vector<PreparedDevice> devices;
+  std::vector<PreparedDevice> devices = {};
   friend bool operator==(const PreparedClaim&, const PreparedClaim&) = default;
 };
 

@@ -32,7 +32,7 @@ struct ListedDevices {
   std::string container;
   std::vector<std::string> device_ids;
   // Set for a device from a ResourceClaim; then device_ids is empty.
-  std::optional<DraClaimDevice> dra;
+  std::optional<DraClaimDevice> dra = {};
 };
 
 // One device ID handed to one container of an active pod.

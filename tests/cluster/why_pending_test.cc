@@ -172,9 +172,10 @@ TEST(SchedulingTest, NodeSelectionMatchesAndSaysWhatFails) {
   std::vector<kube::NodeView> nodes = {node};
   kube::PodDetails pod;
   pod.has_required_node_affinity = true;
-  kube::NodeSelectorTerm other_zone{.match_expressions = {{"zone", "In", {"b"}}}};
+  kube::NodeSelectorTerm other_zone{.match_expressions = {{"zone", "In", {"b"}}},
+                                    .match_fields = {}};
   kube::NodeSelectorTerm many_gpus{
-      .match_expressions = {{"zone", "Exists", {}}, {"gpus", "Gt", {"4"}}}};
+      .match_expressions = {{"zone", "Exists", {}}, {"gpus", "Gt", {"4"}}}, .match_fields = {}};
   pod.required_node_affinity = {other_zone, many_gpus};
   EXPECT_TRUE(MatchesNodeSelectorAndAffinity(pod, node));
   EXPECT_EQ(NodeSelectionMismatch(pod, node, nodes), "");
@@ -184,8 +185,8 @@ TEST(SchedulingTest, NodeSelectionMatchesAndSaysWhatFails) {
   EXPECT_EQ(NodeSelectionMismatch(pod, node, nodes),
             "affinity term 1: zone In [b]: the node has \"a\"; affinity term 2: an empty term "
             "matches no node");
-  pod.required_node_affinity = {
-      kube::NodeSelectorTerm{.match_fields = {{"metadata.name", "NotIn", {"gpu-a"}}}}};
+  pod.required_node_affinity = {kube::NodeSelectorTerm{
+      .match_expressions = {}, .match_fields = {{"metadata.name", "NotIn", {"gpu-a"}}}}};
   EXPECT_FALSE(MatchesNodeSelectorAndAffinity(pod, node));
   EXPECT_EQ(NodeSelectionMismatch(pod, node, nodes),
             "affinity term 1: metadata.name NotIn [gpu-a]: the node has \"gpu-a\"");

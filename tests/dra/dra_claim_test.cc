@@ -99,7 +99,9 @@ TEST(DraClaim, WhatCannotBePreparedIsNamed) {
                            "\"config\":[1,{\"opaque\":3}]}}}}"}) {
     absl::StatusOr<std::vector<AllocatedDevice>> devices =
         ReadAllocation(body, "u1", "gpu.nvidia.com", "node-a");
-    if (devices.ok()) EXPECT_TRUE(devices->empty()) << body;
+    if (devices.ok()) {
+      EXPECT_TRUE(devices->empty()) << body;
+    }
   }
   // The default sharing is what NVIDIA's driver does without a config.
   json defaults = Claim(

@@ -24,6 +24,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
+kube::HttpResponse Answer(int status, std::string body) {
+  kube::HttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
 // Holds the slices the publisher wrote and answers its node GET, list, PUT, POST and DELETE as the
 // API server does; records each request as "METHOD path".
 class SliceApi : public kube::HttpTransport {
@@ -32,14 +39,13 @@ class SliceApi : public kube::HttpTransport {
   absl::StatusOr<kube::HttpResponse> Send(const kube::HttpRequest& request) override {
     requests_->push_back(request.method + " " + request.path.substr(0, request.path.find('?')));
     if (request.path == "/api/v1/nodes/node-a") {
-      return kube::HttpResponse{200,
-                                json{{"metadata", {{"name", "node-a"}, {"uid", "n-uid"}}}}.dump()};
+      return Answer(200, json{{"metadata", {{"name", "node-a"}, {"uid", "n-uid"}}}}.dump());
     }
     const std::string base = "/apis/resource.k8s.io/v1/resourceslices";
     if (request.method == "GET") {
       json items = json::array();
       for (const auto& [name, slice] : slices) items.push_back(slice);
-      return kube::HttpResponse{200, json{{"items", items}}.dump()};
+      return Answer(200, json{{"items", items}}.dump());
     }
     if (request.method == "POST") {
       json slice = StampTaints(json::parse(request.body));
@@ -49,20 +55,20 @@ class SliceApi : public kube::HttpTransport {
       slice["metadata"]["name"] = name;
       slice["metadata"]["resourceVersion"] = "1";
       slices[name] = slice;
-      return kube::HttpResponse{201, slice.dump()};
+      return Answer(201, slice.dump());
     }
     std::string name = request.path.substr(base.size() + 1);
     if (request.method == "PUT") {
       json slice = StampTaints(json::parse(request.body));
       if (slice["metadata"]["resourceVersion"] != slices[name]["metadata"]["resourceVersion"]) {
-        return kube::HttpResponse{409, "{}"};
+        return Answer(409, "{}");
       }
       slice["metadata"]["resourceVersion"] = "2";
       slices[name] = slice;
-      return kube::HttpResponse{200, slice.dump()};
+      return Answer(200, slice.dump());
     }
     slices.erase(name);
-    return kube::HttpResponse{200, "{}"};
+    return Answer(200, "{}");
   }
 
   std::map<std::string, json> slices;

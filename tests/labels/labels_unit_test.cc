@@ -150,7 +150,12 @@ TEST(StableLabels, KeysWithPrefixTheFirstModelAndThePhysicalCount) {
   facts.physical_count = 4;
   EXPECT_EQ(StableLabels(facts, "").at("gpu.count"), "4");
   // None answers: the count alone, so the node still reads as short of nothing it had.
-  EXPECT_EQ(StableLabels(NodeFacts{.physical_count = 2}, ""), (Labels{{"gpu.count", "2"}}));
+  EXPECT_EQ(
+      StableLabels(
+          NodeFacts{
+              .driver_version = {}, .cuda_driver_version = {}, .gpus = {}, .physical_count = 2},
+          ""),
+      (Labels{{"gpu.count", "2"}}));
   EXPECT_TRUE(StableLabels(NodeFacts{}, "").empty());
 }
 
