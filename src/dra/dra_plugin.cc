@@ -64,7 +64,8 @@ class DeviceWatch {
 
   void Watch(const std::vector<gpu::DraDevice>& devices) {
     std::vector<health::MonitoredGpu> gpus = MonitoredGpus(devices);
-    if (monitor_ && gpus == watched_) return;
+    if (watching_ && gpus == watched_) return;
+    watching_ = true;
     monitor_.reset();
     board_.Reset();
     watched_ = gpus;
@@ -81,6 +82,7 @@ class DeviceWatch {
   const nvml::Library& library_;
   const health::HealthOptions options_;
   health::HealthBoard board_;
+  bool watching_ = false;  // Watch() ran: a monitor runs for watched_, or health checks are off
   std::vector<health::MonitoredGpu> watched_;
   std::unique_ptr<health::HealthMonitor> monitor_;  // writes board_: declared after it
 };
