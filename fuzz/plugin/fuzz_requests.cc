@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Shape shapes[3] = {MakeShape(0), MakeShape(1), MakeShape(2)};
   if (size == 0) return 0;
   const Shape& shape = shapes[data[0] % 3];
-  health::HealthBoard board;
+  gpunode::health::HealthBoard board;
   board.SetGpu(data[0] % 8, false);
   RequestHandler handler(shape.resource, shape.state, board);
   if ((data[0] / 3) % 2 == 0) {
