@@ -197,7 +197,7 @@ int Run(const std::string& binary) {
        "--nvidia-cdi-hook-path", "", "--health-recovery-period", "0"},
       {"KUBECONFIG=" + cluster.admin_kubeconfig(), std::string("NODE_NAME=") + kNode});
   if (!plugin.WaitForLog("published at generation 2", std::chrono::seconds(30))) {
-      return 1;
+    return 1;
   }
   // The XID's log line, then the publication that carries its taint.
   std::istringstream log(plugin.Log());

@@ -170,13 +170,14 @@ TEST_F(VerifyCliTest, AWorkloadRunsAfterTheSmokePodAndItsEndIsPartOfTheVerdict) 
   Finishes("gpu-a", "Succeeded", SmokeDoctorReport("ok"));
   Finishes("gpu-a-workload", "Succeeded", "[Vector addition of 50000 elements]\nTest PASSED\n");
   Finishes("gpu-b", "Succeeded", SmokeDoctorReport("ok"));
-  Finishes("gpu-b-workload", "Failed", "Failed to allocate device vector A (error code "
-                                       "CUDA driver version is insufficient)!\n");
+  Finishes("gpu-b-workload", "Failed",
+           "Failed to allocate device vector A (error code "
+           "CUDA driver version is insufficient)!\n");
   Finishes("gpu-c", "Failed", SmokeDoctorReport("fail"));
-  ProcessResult r = Live({"cluster", "verify", "gpu-a", "gpu-b", "gpu-c", "-o", "json",
-                          "--poll-interval", "10ms", "--workload-image",
-                          "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-                          "--workload-command", "/cuda-samples/vectorAdd"});
+  ProcessResult r =
+      Live({"cluster", "verify", "gpu-a", "gpu-b", "gpu-c", "-o", "json", "--poll-interval", "10ms",
+            "--workload-image", "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
+            "--workload-command", "/cuda-samples/vectorAdd"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   json report = json::parse(r.out);
   const json* passed = StepOf(report, "gpu-a", "workload");
