@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/proc_status.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "local_cluster.h"
 #include "nlohmann/json.hpp"
@@ -46,19 +47,6 @@ Percentiles Of(std::vector<double> ms) {
     return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
   };
   return {at(0.5), at(0.99), ms.back()};
-}
-
-std::map<std::string, std::string> Status(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::map<std::string, std::string> out;
-  for (std::string line; std::getline(in, line);) {
-    size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(" \t"));
-    out[line.substr(0, colon)] = value;
-  }
-  return out;
 }
 
 // Milliseconds since midnight of a log line "2026-12-05T16:36:54.719Z info ..." (UTC).
@@ -217,7 +205,7 @@ int Run(const std::string& binary) {
   PrepareRoundTrips(cluster, *stub, "one-", 200, 1);
   PrepareRoundTrips(cluster, *stub, "eight-", 50, 8);
 
-  std::map<std::string, std::string> status = Status(plugin.pid());
+  std::map<std::string, std::string> status = bench::ProcStatus(plugin.pid());
   std::printf(
       "idle after the claims (dgx-h100, 8 devices published, 0 prepared): VmRSS %s, "
       "RssAnon %s, RssFile %s, threads %s\n",

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/proc_status.h"
 #include "gpunode_sim.h"
 #include "harness/apiserver_double.h"
 #include "health/health_monitor.h"
@@ -56,20 +57,6 @@ Stats Summarize(std::vector<double> v) {
 std::string TempDir() {
   char pattern[] = "/tmp/gpunode-bench-XXXXXX";
   return mkdtemp(pattern);
-}
-
-std::map<std::string, std::string> Status(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::map<std::string, std::string> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(" \t"));
-    out[line.substr(0, colon)] = value;
-  }
-  return out;
 }
 
 // Resident kB per mapping of /proc/PID/smaps, largest first: the file's name, or "[anonymous]"
@@ -221,7 +208,7 @@ void IdleAndRoundTrips(ConfigSource source) {
   }
   // Let start-up work settle before reading the idle footprint.
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  auto status = Status(plugin->pid());
+  auto status = bench::ProcStatus(plugin->pid());
   std::printf(
       "idle (dgx-h100, 4 replicas, registered, ListAndWatch open): VmRSS %s, RssAnon %s, "
       "RssFile %s, threads %s\n",
@@ -247,7 +234,7 @@ void IdleAndRoundTrips(ConfigSource source) {
       "Allocate round trip over the socket (2000 calls): p50 %.3f ms, p99 %.3f ms, max "
       "%.3f ms\n",
       a.p50, a.p99, a.max);
-  status = Status(plugin->pid());
+  status = bench::ProcStatus(plugin->pid());
   std::printf("after 2000 Allocate calls: VmRSS %s, RssAnon %s\n", status["VmRSS"].c_str(),
               status["RssAnon"].c_str());
   plugin->Signal(SIGTERM);

@@ -87,28 +87,40 @@ class DeviceWatch {
   std::unique_ptr<health::HealthMonitor> monitor_;  // writes board_: declared after it
 };
 
-// For doctor: what the slice announces now, or why the API server does not hold it.
-void WriteState(const std::string& path, const std::string& pool, const SlicePublisher& publisher,
-                const absl::Status& published, const std::vector<gpu::DraDevice>& devices) {
-  host::DraPluginState state;
-  state.pool = pool;
-  state.generation = publisher.generation();
-  if (!published.ok()) state.publish_error = std::string(published.message());
-  for (const gpu::DraDevice& device : devices) {
-    host::AnnouncedDevice& announced = state.devices.emplace_back();
-    announced.name = device.name;
-    announced.uuid = device.uuid;
-    for (const gpu::DeviceTaint& taint : device.taints) {
-      announced.taints.push_back(
-          core::StrCat(taint.key, taint.value.empty() ? "" : "=", taint.value, ":", taint.effect));
+// For doctor: what the slice announces now, or why the API server does not hold it. Written when
+// that changes, not at every rescan.
+class StateFile {
+ public:
+  explicit StateFile(std::string path) : path_(std::move(path)) {}
+
+  void Write(const std::string& pool, const SlicePublisher& publisher,
+             const absl::Status& published, const std::vector<gpu::DraDevice>& devices) {
+    host::DraPluginState state;
+    state.pool = pool;
+    state.generation = publisher.generation();
+    if (!published.ok()) state.publish_error = std::string(published.message());
+    for (const gpu::DraDevice& device : devices) {
+      host::AnnouncedDevice& announced = state.devices.emplace_back();
+      announced.name = device.name;
+      announced.uuid = device.uuid;
+      for (const gpu::DeviceTaint& taint : device.taints) {
+        announced.taints.push_back(core::StrCat(taint.key, taint.value.empty() ? "" : "=",
+                                                taint.value, ":", taint.effect));
+      }
     }
+    std::string text = host::FormatDraPluginState(state);
+    if (text == written_) return;
+    if (absl::Status st = core::WriteFileAtomic(path_, text, 0644, core::Backup::kNone); !st.ok()) {
+      spdlog::warn("cannot write {}: {}", path_, std::string(st.message()));
+      return;
+    }
+    written_ = std::move(text);
   }
-  if (absl::Status st =
-          core::WriteFileAtomic(path, host::FormatDraPluginState(state), 0644, core::Backup::kNone);
-      !st.ok()) {
-    spdlog::warn("cannot write {}: {}", path, std::string(st.message()));
-  }
-}
+
+ private:
+  const std::string path_;
+  std::string written_;  // what the file holds
+};
 
 }  // namespace
 
@@ -188,9 +200,9 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
   uint64_t seen = watch.board().generation();
   ApplyTaints(watch.board(), lost, devices);
   SlicePublisher publisher(api.slices, options.node_name);
-  std::string state_path = core::StrCat(plugin_dir, "/", host::kDraPluginStateFile);
+  StateFile state(core::StrCat(plugin_dir, "/", host::kDraPluginStateFile));
   absl::Status published = publisher.Publish(devices);
-  WriteState(state_path, options.node_name, publisher, published, devices);
+  state.Write(options.node_name, publisher, published, devices);
   RETURN_IF_ERROR(published);
   HealthFeed health(options.node_name);
   health.Set(HealthOf(watch.board(), lost, devices));
@@ -249,7 +261,7 @@ absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& ho
     ApplyTaints(watch.board(), lost, devices);
     health.Set(HealthOf(watch.board(), lost, devices));
     absl::Status published = publisher.Publish(devices);
-    WriteState(state_path, options.node_name, publisher, published, devices);
+    state.Write(options.node_name, publisher, published, devices);
     if (!published.ok()) {
       spdlog::warn("ResourceSlice not published: {}; trying again in {}",
                    std::string(published.message()), absl::FormatDuration(options.rescan_interval));

@@ -1110,7 +1110,8 @@ std::string DriverRootFor(const testing::TempDir& dir, const std::string& sim) {
 class DraPlugin {
  public:
   DraPlugin(const testing::TempDir& dir, const std::string& sim, const std::string& kubeconfig,
-            const std::vector<std::string>& extra = {})
+            const std::vector<std::string>& extra = {},
+            const std::vector<std::string>& extra_env = {})
       : cdi_root_(dir.path() + "/cdi") {
     std::vector<std::string> args = {GPUNODE_BINARY,
                                      "--log-level",
@@ -1129,9 +1130,10 @@ class DraPlugin {
                                      "--rescan-interval",
                                      "1s"};
     args.insert(args.end(), extra.begin(), extra.end());
-    process_ = std::make_unique<testing::BackgroundProcess>(
-        args,
-        std::vector<std::string>{"KUBECONFIG=" + kubeconfig, "NODE_NAME=" + cluster->node_name()});
+    std::vector<std::string> env = {"KUBECONFIG=" + kubeconfig,
+                                    "NODE_NAME=" + cluster->node_name()};
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    process_ = std::make_unique<testing::BackgroundProcess>(args, env);
   }
   ~DraPlugin() { process_->Stop(SIGTERM); }
   // As a crash or an OOM kill would end it: no clean-up of its own.
@@ -1230,6 +1232,20 @@ void ApplyClaimTemplate(const std::string& template_name, const std::string& req
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// The taints of the node's slice, by device: "key=value:effect".
+std::map<std::string, std::string> SliceTaints(const json& slices) {
+  std::map<std::string, std::string> taints;
+  for (const json& slice : slices.value("items", json::array())) {
+    for (const json& device : slice["spec"].value("devices", json::array())) {
+      for (const json& taint : device.value("taints", json::array())) {
+        taints[device["name"]] = taint["key"].get<std::string>() + "=" + taint.value("value", "") +
+                                 ":" + taint["effect"].get<std::string>();
+      }
+    }
+  }
+  return taints;
+}
+
 TEST(DraPluginOnTheRealKubelet, TheSchedulerAllocatesFromItsSliceAndTheKubeletPreparesThroughIt) {
   REQUIRE_NODE();
   std::string kubeconfig = StartDraTest();
@@ -1319,7 +1335,8 @@ TEST(DraPluginOnTheRealKubelet, AMigClaimIsPreparedAndTheExporterAttributesItToT
   std::string kubeconfig = StartDraTest();
   ASSERT_FALSE(kubeconfig.empty());
   testing::TempDir dir("gpunode-dra-mig");
-  DraPlugin plugin(dir, "a100-mig", kubeconfig);
+  // With NVIDIA's switch for the health checks off: nothing is watched, nothing tainted.
+  DraPlugin plugin(dir, "a100-mig", kubeconfig, {}, {"DP_DISABLE_HEALTHCHECKS=all"});
   ASSERT_TRUE(plugin.WaitForLog("registered with the kubelet as DRA driver gpu.nvidia.com"))
       << plugin.Log();
   // NVIDIA's MIG class and a selector on the profile, as its documentation writes them.
@@ -1358,6 +1375,12 @@ TEST(DraPluginOnTheRealKubelet, AMigClaimIsPreparedAndTheExporterAttributesItToT
            "dra_pool_name=\"" + cluster->node_name() + "\""}) {
     EXPECT_THAT(attributed[0], HasSubstr(label));
   }
+  // Said once, though the devices were read again every second (--rescan-interval 1s).
+  std::string log = plugin.Log();
+  const std::string off = "health checks are disabled";
+  ASSERT_NE(log.find(off), std::string::npos) << log;
+  EXPECT_EQ(log.find(off, log.find(off) + 1), std::string::npos) << log;
+  EXPECT_TRUE(SliceTaints(NodeSlices()).empty());
   DeletePod("dra-mig");
 }
 
@@ -1410,20 +1433,6 @@ TEST(DraPluginOnTheRealKubelet, AKilledPluginsClaimsArePreparedAndUnpreparedByTh
           .get<bool>() == false;
   EXPECT_TRUE(removed) << plugin->Log();
   DeletePod("dra-after");
-}
-
-// The taints of the node's slice, by device: "key=value:effect".
-std::map<std::string, std::string> SliceTaints(const json& slices) {
-  std::map<std::string, std::string> taints;
-  for (const json& slice : slices.value("items", json::array())) {
-    for (const json& device : slice["spec"].value("devices", json::array())) {
-      for (const json& taint : device.value("taints", json::array())) {
-        taints[device["name"]] = taint["key"].get<std::string>() + "=" + taint.value("value", "") +
-                                 ":" + taint["effect"].get<std::string>();
-      }
-    }
-  }
-  return taints;
 }
 
 TEST(DraPluginOnTheRealKubelet, AnXidTaintsTheDeviceUntilItRecoversAndThePodStatusShowsIt) {
