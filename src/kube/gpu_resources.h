@@ -25,6 +25,11 @@ inline constexpr std::string_view kGpunodeAnnotationPrefix = "gpunode.io/";
 // "true" when `gpunode cluster drain --cordon` cordoned a schedulable node, so `restore` undoes
 // that cordon and no other (one a person set stays).
 inline constexpr std::string_view kDrainCordonedAnnotation = "gpunode.io/drain-cordoned";
+// The pod annotations a drain or an upgrade leaves on each GPU pod of the node it takes out of
+// service (cluster/drain_notice.h): the node's name, and the RFC 3339 time from which the pod
+// is evicted when the operator set a deadline (absent: the pod is waited for until it ends).
+inline constexpr std::string_view kDrainNoticeNodeAnnotation = "gpunode.io/node-draining";
+inline constexpr std::string_view kDrainNoticeDeadlineAnnotation = "gpunode.io/eviction-deadline";
 
 // The taint GPU nodes carry so that only pods which tolerate it (GPU pods) land there.
 inline constexpr std::string_view kGpuTaintKey = "nvidia.com/gpu";

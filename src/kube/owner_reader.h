@@ -11,8 +11,10 @@ namespace gpunode::kube {
 
 struct ControllerRef {
   bool found = false;  // some reference has controller: true
+  std::string_view api_version;
   std::string_view kind;
   std::string_view name;
+  std::string_view uid;
 };
 
 // Reads the ownerReferences array `refs` (null: none) into `out`; with several controllers (which

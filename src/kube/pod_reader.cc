@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/text.h"
+#include "kube/gpu_resources.h"
 #include "kube/owner_reader.h"
 #include "kube/pod_spec_reader.h"
 #include "kube/view_copy.h"
@@ -39,8 +40,12 @@ absl::Status PodReader::Read(od::object& obj, const JsonWalk& walk, ClusterSnaps
   details_.tolerations_present = false;
   details_.tolerations.clear();
   details_.containers.clear();
+  details_.controller_api_version = {};
   details_.controller_kind = {};
   details_.controller_name = {};
+  details_.controller_uid = {};
+  details_.drain_notice_node = {};
+  details_.drain_notice_deadline = {};
   details_.unschedulable_message = {};
   RETURN_IF_ERROR(walk.ForEachField(obj, "", [&](const FieldKey& key, od::value& val) {
     if (key == "metadata") return ReadMetadata(val, walk);
@@ -77,10 +82,20 @@ absl::Status PodReader::ReadMetadata(od::value& metadata, const JsonWalk& walk) 
       RETURN_IF_ERROR(walk.ReadString(val, "metadata.deletionTimestamp", pod_.deletion_timestamp));
       pod_.terminating = !pod_.deletion_timestamp.empty();
     } else if (key == "annotations") {
-      return walk.ForEachField(val, "metadata.annotations", [&](const FieldKey& key, od::value&) {
-        if (key == "kubernetes.io/config.mirror") pod_.mirror = true;
-        return absl::OkStatus();
-      });
+      return walk.ForEachField(val, "metadata.annotations",
+                               [&](const FieldKey& key, od::value& annotation) {
+                                 if (key == "kubernetes.io/config.mirror") pod_.mirror = true;
+                                 if (!details_wanted_) return absl::OkStatus();
+                                 if (key == kDrainNoticeNodeAnnotation) {
+                                   return walk.ReadString(annotation, "metadata.annotations",
+                                                          details_.drain_notice_node);
+                                 }
+                                 if (key == kDrainNoticeDeadlineAnnotation) {
+                                   return walk.ReadString(annotation, "metadata.annotations",
+                                                          details_.drain_notice_deadline);
+                                 }
+                                 return absl::OkStatus();
+                               });
     } else if (key == "ownerReferences") {
       ControllerRef controller;
       RETURN_IF_ERROR(ReadControllerRef(val, walk, controller));
@@ -88,8 +103,10 @@ absl::Status PodReader::ReadMetadata(od::value& metadata, const JsonWalk& walk) 
         pod_.has_controller = true;
         pod_.daemonset = controller.kind == "DaemonSet";
         if (controller.kind == "Job") pod_.job = controller.name;
+        details_.controller_api_version = controller.api_version;
         details_.controller_kind = controller.kind;
         details_.controller_name = controller.name;
+        details_.controller_uid = controller.uid;
       }
     } else if (details_wanted_ && key == "labels") {
       return walk.ReadStringMap(val, "metadata.labels", details_.labels);
@@ -205,8 +222,12 @@ void PodReader::Commit(ClusterSnapshot& snap) const {
     d->containers.push_back({a.Copy(c.name), c.init, c.sidecar, CopyResources(a, c.requests),
                              CopyResources(a, c.limits)});
   }
+  d->controller_api_version = a.Intern(details_.controller_api_version);
   d->controller_kind = a.Intern(details_.controller_kind);
   d->controller_name = a.Copy(details_.controller_name);
+  d->controller_uid = a.Copy(details_.controller_uid);
+  d->drain_notice_node = a.Copy(details_.drain_notice_node);
+  d->drain_notice_deadline = a.Copy(details_.drain_notice_deadline);
   d->unschedulable_message = a.Copy(details_.unschedulable_message);
   out.details = std::move(d);
 }

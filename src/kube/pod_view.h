@@ -57,8 +57,14 @@ struct PodDetails {
   bool tolerations_present = false;  // spec.tolerations exists and is not null
   std::vector<Toleration> tolerations;
   std::vector<ContainerResources> containers;  // init containers first, in spec order
-  std::string_view controller_kind;            // ownerReferences[controller=true].kind
+  std::string_view controller_api_version;     // ownerReferences[controller=true]
+  std::string_view controller_kind;
   std::string_view controller_name;
+  std::string_view controller_uid;
+  // The drain notice gpunode left on the pod (cluster/drain_notice.h): the draining node's name
+  // and the eviction deadline, when one was set.
+  std::string_view drain_notice_node;
+  std::string_view drain_notice_deadline;
   // The scheduler's verdict from the PodScheduled condition, when it is False.
   std::string_view unschedulable_message;
 };
