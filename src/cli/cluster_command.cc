@@ -199,7 +199,7 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
 
 struct DrainFlags {
   cluster::DrainOptions drain;
-  std::string timeout = "10m";
+  std::string evict_after;  // empty: GPU pods are waited for until they end
   std::string eviction_timeout = "5m";
   std::string poll_interval = "5s";
   std::string eviction_retry_interval = "5s";
@@ -207,9 +207,13 @@ struct DrainFlags {
 
 int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
   cluster::DrainOptions& d = flags.drain;
+  if (!flags.evict_after.empty()) {
+    absl::StatusOr<absl::Duration> parsed = core::ParseDuration("--evict-after", flags.evict_after);
+    if (!parsed.ok()) return ReportError(AsInputError(parsed.status()));
+    d.evict_after = *parsed;
+  }
   for (auto [flag, text, out] :
-       {std::tuple{"--timeout", &flags.timeout, &d.timeout},
-        std::tuple{"--eviction-timeout", &flags.eviction_timeout, &d.eviction_timeout},
+       {std::tuple{"--eviction-timeout", &flags.eviction_timeout, &d.eviction_timeout},
         std::tuple{"--poll-interval", &flags.poll_interval, &d.poll_interval},
         std::tuple{"--eviction-retry-interval", &flags.eviction_retry_interval,
                    &d.eviction_retry_interval}}) {
@@ -450,7 +454,9 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
 
   auto drain = std::make_shared<std::pair<ConnectionOptions, DrainFlags>>();
   CLI::App* drain_cmd = cluster->add_subcommand(
-      "drain", "label a GPU node draining, let GPU pods finish, then evict what remains");
+      "drain",
+      "label a GPU node draining, tell the GPU pods' owners and wait for the pods to finish "
+      "(evicting only after --evict-after)");
   DrainFlags& df = drain->second;
   drain_cmd->add_option("NODE", df.drain.node, "the node")->required();
   drain_cmd->add_flag("--cordon", df.drain.cordon, "also mark the node unschedulable");
@@ -460,10 +466,9 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   drain_cmd->add_flag("--force", df.drain.force, "evict pods that no controller will recreate");
   drain_cmd->add_flag("--all-pods", df.drain.all_pods,
                       "evict every pod except DaemonSet and static pods, not just GPU pods");
-  drain_cmd
-      ->add_option("--timeout", df.timeout,
-                   "how long GPU pods get to finish on their own before eviction")
-      ->capture_default_str();
+  drain_cmd->add_option("--evict-after,--timeout", df.evict_after,
+                        "evict the GPU pods still running this long after the drain began "
+                        "(default: none; they are waited for until they end)");
   drain_cmd
       ->add_option("--eviction-timeout", df.eviction_timeout,
                    "how long to keep retrying evictions a PodDisruptionBudget blocks")

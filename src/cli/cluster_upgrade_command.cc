@@ -25,7 +25,7 @@ struct UpgradeFlags {
   cluster::UpgradeOptions upgrade;
   std::string pools;  // comma-separated
   std::string max_unavailable = "1";
-  std::string wait_for_jobs_timeout = "10m";
+  std::string wait_for_jobs_timeout;  // empty: jobs are waited for until they end
   std::string drain_timeout = "10m";
   std::string maintenance_job;
   std::string maintenance_timeout = "30m";
@@ -60,9 +60,7 @@ absl::Status OptionsFromFlags(UpgradeFlags& f) {
   u.ignore_xids = f.ignore_xids;
   const core::DurationRange positive{.min = absl::Milliseconds(1)};
   for (auto [flag, text, out, range] :
-       {std::tuple{"--wait-for-jobs-timeout", &f.wait_for_jobs_timeout, &u.wait_for_jobs_timeout,
-                   core::DurationRange{}},
-        std::tuple{"--drain-timeout", &f.drain_timeout, &u.drain_timeout, core::DurationRange{}},
+       {std::tuple{"--drain-timeout", &f.drain_timeout, &u.drain_timeout, core::DurationRange{}},
         std::tuple{"--maintenance-timeout", &f.maintenance_timeout, &u.maintenance_timeout,
                    positive},
         std::tuple{"--soak", &f.soak, &u.soak, core::DurationRange{}},
@@ -72,6 +70,10 @@ absl::Status OptionsFromFlags(UpgradeFlags& f) {
         std::tuple{"--lease-duration", &f.lease_duration, &u.lease.duration,
                    core::DurationRange{.min = absl::Seconds(3)}}}) {
     ASSIGN_OR_RETURN(*out, core::ParseDuration(flag, *text, range));
+  }
+  if (!f.wait_for_jobs_timeout.empty()) {
+    ASSIGN_OR_RETURN(u.wait_for_jobs_timeout,
+                     core::ParseDuration("--wait-for-jobs-timeout", f.wait_for_jobs_timeout));
   }
   if (!f.maintenance_job.empty()) {
     ASSIGN_OR_RETURN(u.maintenance_job, cluster::ReadMaintenanceJob(f.maintenance_job));
@@ -143,8 +145,8 @@ void AddClusterUpgradeCommand(CLI::App* cluster, CommandRunner& run) {
                   "a pod label selector: the node waits for these pods to finish before "
                   "evictions (default: its GPU pods)");
   cmd->add_option("--wait-for-jobs-timeout", f.wait_for_jobs_timeout,
-                  "how long jobs get to finish before their pods are evicted")
-      ->capture_default_str();
+                  "evict the pods still running this long after the node began waiting for "
+                  "them (default: none; they are waited for until they end)");
   cmd->add_option("--drain-timeout", f.drain_timeout,
                   "how long evictions may take (PodDisruptionBudgets) before the node fails")
       ->capture_default_str();

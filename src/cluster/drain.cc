@@ -1,10 +1,12 @@
 #include "cluster/drain.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "absl/strings/numbers.h"
+#include "cluster/drain_notice.h"
 #include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
@@ -18,8 +20,6 @@ namespace {
 
 using core::StrCat;
 
-constexpr absl::Duration kProgressEvery = absl::Seconds(30);
-
 std::string Names(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size() && i < 5; ++i) core::StrAppend(&out, i ? ", " : "", names[i]);
@@ -28,7 +28,8 @@ std::string Names(const std::vector<std::string>& names) {
 }
 
 std::string Dur(absl::Duration d) {
-  return absl::FormatDuration(absl::Trunc(std::max(d, absl::ZeroDuration()), absl::Seconds(1)));
+  d = absl::Trunc(std::max(d, absl::ZeroDuration()), absl::Seconds(1));
+  return d == absl::ZeroDuration() ? "0s" : absl::FormatDuration(d);
 }
 
 bool ShouldDrain(const kube::PodView& pod, const DrainOptions& options) {
@@ -138,6 +139,143 @@ EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const Drain
   return answer;
 }
 
+// What the evictions of a drain did, pod by pod ("namespace/name", with the reason where one is
+// kept).
+struct EvictionRound {
+  std::vector<std::string> evicted;
+  std::vector<std::string> blocked;            // a PodDisruptionBudget's 429, past the timeout
+  std::vector<std::string> failed;             // the API server's error after the retries
+  std::vector<std::string> still_terminating;  // evicted, not gone by the eviction timeout
+  std::vector<std::string> refused;            // emptyDir or no controller, without the flag
+
+  bool Clean() const {
+    return blocked.empty() && failed.empty() && still_terminating.empty() && refused.empty();
+  }
+  void Add(EvictionRound other) {
+    for (auto [to, from] : {std::pair{&evicted, &other.evicted},
+                            {&blocked, &other.blocked},
+                            {&failed, &other.failed},
+                            {&still_terminating, &other.still_terminating},
+                            {&refused, &other.refused}}) {
+      to->insert(to->end(), from->begin(), from->end());
+    }
+  }
+};
+
+// Evicts the pods whose time is up through the Eviction API, respecting PodDisruptionBudgets
+// (retried until the eviction timeout), and waits until the evicted pods are gone (their grace
+// period runs after the eviction).
+absl::StatusOr<EvictionRound> EvictDue(kube::Client& client, const DrainOptions& options,
+                                       const DrainClock& clock, std::ostream& out,
+                                       const std::vector<const kube::PodView*>& due) {
+  struct Target {
+    const kube::PodView* pod;
+    std::string uid;
+    bool evicted = false;
+    std::string blocked;  // last 429 message
+    std::string failed;   // the API server's error after the retries: not tried again
+  };
+  EvictionRound round;
+  std::vector<Target> targets;
+  for (const kube::PodView* pod : due) {
+    // Pods that arrived during the wait get the same checks as the plan.
+    if ((pod->uses_empty_dir && !options.delete_emptydir_data) ||
+        (!pod->has_controller && !options.force)) {
+      round.refused.push_back(kube::NamespacedName(*pod));
+      continue;
+    }
+    targets.push_back({pod, pod->details ? std::string(pod->details->uid) : "", false, "", ""});
+  }
+  absl::Time eviction_deadline = clock.now() + options.eviction_timeout;
+  for (;;) {
+    absl::Duration wait = options.eviction_retry_interval;
+    bool pending = false;
+    for (Target& t : targets) {
+      if (t.evicted || !t.failed.empty()) continue;
+      EvictionAnswer answer = Evict(client, *t.pod, clock);
+      if (answer.kind == EvictionAnswer::kEvicted || answer.kind == EvictionAnswer::kGone) {
+        t.evicted = true;
+        out << (answer.kind == EvictionAnswer::kEvicted ? "evicted " : "already gone: ")
+            << kube::NamespacedName(*t.pod) << "\n";
+      } else if (answer.kind == EvictionAnswer::kBlocked) {
+        pending = true;
+        t.blocked = answer.message;
+        wait = std::max(wait, answer.retry_after);
+        out << "cannot evict " << kube::NamespacedName(*t.pod) << " yet: " << answer.message
+            << " (will retry)\n";
+      } else {
+        // The other pods still get their eviction: a drain that stops here would leave the node
+        // labelled with no word on what was done.
+        t.failed = answer.message;
+        out << "cannot evict " << kube::NamespacedName(*t.pod) << ": " << answer.message << "\n";
+      }
+    }
+    absl::Time now = clock.now();
+    if (!pending || now >= eviction_deadline) break;
+    clock.sleep(std::min(wait, eviction_deadline - now));
+  }
+  for (const Target& t : targets) {
+    if (t.evicted) {
+      round.evicted.push_back(kube::NamespacedName(*t.pod));
+    } else if (!t.failed.empty()) {
+      round.failed.push_back(StrCat(kube::NamespacedName(*t.pod), ": ", t.failed));
+    } else {
+      round.blocked.push_back(StrCat(kube::NamespacedName(*t.pod), ": ", t.blocked));
+    }
+  }
+  if (round.evicted.empty()) return round;
+  // The node's pods are read, not the first read's pointers: those point into the caller's
+  // snapshot, which stays as it was.
+  const std::string node(due.front()->node_name);
+  for (;;) {
+    ASSIGN_OR_RETURN(kube::ClusterSnapshot now_pods, ReadNodePods(client, node, false, false));
+    round.still_terminating.clear();
+    for (const Target& t : targets) {
+      if (!t.evicted) continue;
+      for (const kube::PodView& pod : now_pods.pods) {
+        bool same = pod.ns == t.pod->ns && pod.name == t.pod->name &&
+                    (!pod.details || t.uid.empty() || pod.details->uid == t.uid);
+        if (same && pod.Active()) round.still_terminating.push_back(kube::NamespacedName(pod));
+      }
+    }
+    absl::Time now = clock.now();
+    if (round.still_terminating.empty() || now >= eviction_deadline) break;
+    clock.sleep(std::min(options.poll_interval, eviction_deadline - now));
+  }
+  return round;
+}
+
+// One line of the wait: how many pods, how long waited, the oldest and how long it has run, and
+// when (if ever) eviction comes.
+std::string ProgressLine(const DrainOptions& options,
+                         const std::vector<const kube::PodView*>& remaining,
+                         const std::vector<std::string>& names, absl::Duration waited,
+                         absl::Time gpu_deadline, absl::Time other_deadline, absl::Time now) {
+  const kube::PodView* oldest = nullptr;
+  bool without_gpu = false;
+  for (const kube::PodView* pod : remaining) {
+    without_gpu |= !pod->RequestsGpus();
+    if (pod->created_unix > 0 && (oldest == nullptr || pod->created_unix < oldest->created_unix)) {
+      oldest = pod;
+    }
+  }
+  std::string line = StrCat("waiting for ", remaining.size(), " pod(s) on ", options.node,
+                            " to finish: waited ", Dur(waited));
+  if (oldest != nullptr) {
+    core::StrAppend(&line, ", oldest ", kube::NamespacedName(*oldest), " (running ",
+                    Dur(now - absl::FromUnixSeconds(oldest->created_unix)), ")");
+  }
+  if (options.evict_after) {
+    core::StrAppend(&line, ", evicting in ", Dur(gpu_deadline - now));
+  } else {
+    core::StrAppend(&line, ", GPU pods are not evicted (--evict-after sets a deadline)");
+    if (without_gpu) {
+      core::StrAppend(&line, ", pods without a GPU evicted in ", Dur(other_deadline - now));
+    }
+  }
+  core::StrAppend(&line, ": ", Names(names), "\n");
+  return line;
+}
 }  // namespace
 
 nlohmann::json DrainNodePatch(const kube::NodeView& node, bool cordon, absl::Time now) {
@@ -218,9 +356,18 @@ void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream&
     switch (p.action) {
       case PodAction::kDrain:
         ++to_drain;
-        out << "  wait up to " << Dur(options.timeout) << " for " << name
-            << " to finish, then evict it";
-        if (!p.blocking_budget.empty()) {
+        if (!p.pod->RequestsGpus()) {
+          out << "  wait up to " << Dur(options.evict_after.value_or(options.other_pods_timeout))
+              << " for " << name << " (holds no GPU) to finish, then evict it";
+        } else if (options.evict_after) {
+          out << "  wait up to " << Dur(*options.evict_after) << " for " << name
+              << " to finish, then evict it";
+        } else {
+          out << "  wait for " << name
+              << " to finish; it is not evicted (--evict-after sets a deadline)";
+        }
+        // A budget matters only to a pod that is to be evicted.
+        if (!p.blocking_budget.empty() && (options.evict_after || !p.pod->RequestsGpus())) {
           out << " (PodDisruptionBudget " << p.blocking_budget << " blocks eviction now)";
         }
         out << "\n";
@@ -251,6 +398,16 @@ void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream&
     }
   }
   if (to_drain == 0) out << "  no GPU pods to wait for\n";
+  int gpu_pods =
+      static_cast<int>(std::count_if(plan.pods.begin(), plan.pods.end(), [](const PlannedPod& p) {
+        return p.action == PodAction::kDrain && p.pod->RequestsGpus();
+      }));
+  if (gpu_pods > 0 && options.tell_owners) {
+    out << "  tell the owners of " << gpu_pods << " GPU pod(s): Event NodeDraining on each pod "
+        << "and its controllers, pod annotation " << kube::kDrainNoticeNodeAnnotation
+        << (options.evict_after ? StrCat(" and ", kube::kDrainNoticeDeadlineAnnotation) : "")
+        << "\n";
+  }
   if (!plan.budgets_known) {
     out << "  (no PodDisruptionBudgets in the input: add them to the snapshot with `kubectl get "
            "nodes,pods,pdb -A -o json` to see which would block)\n";
@@ -310,147 +467,109 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   out << "node " << options.node << " labelled " << kube::kGpuStateLabel << "="
       << kube::kGpuStateDraining << (options.cordon ? " and cordoned" : "") << "\n";
 
-  // Phase 1: let GPU pods finish on their own.
-  absl::Time deadline = clock.now() + options.timeout;
-  std::set<std::string> first_seen;
-  std::set<std::string> finished;
+  const absl::Time start = clock.now();
+  const absl::Time gpu_deadline =
+      options.evict_after ? start + *options.evict_after : absl::InfiniteFuture();
+  const absl::Time other_deadline =
+      start + options.evict_after.value_or(options.other_pods_timeout);
+  DrainNotice notice{
+      .node = options.node,
+      .why = options.why,
+      .component = options.component,
+      .deadline = options.evict_after ? std::optional<absl::Time>(gpu_deadline) : std::nullopt};
+  DrainNotifier notifier;
+  std::set<std::string> seen, evicted_seen;
+  EvictionRound evictions;
   std::vector<std::string> last_remaining;
   absl::Time last_progress = absl::InfinitePast();
   kube::ClusterSnapshot current = std::move(*first);
+  bool incomplete = false;
   for (;;) {
-    std::vector<std::string> remaining;
+    const absl::Time now = clock.now();
+    std::vector<const kube::PodView*> remaining, gpu_pods, due;
+    absl::Time next_due = absl::InfiniteFuture();
     for (const kube::PodView& pod : current.pods) {
-      if (ShouldDrain(pod, options)) remaining.push_back(kube::NamespacedName(pod));
-    }
-    for (const std::string& name : remaining) first_seen.insert(name);
-    for (const std::string& name : first_seen) {
-      if (std::find(remaining.begin(), remaining.end(), name) == remaining.end()) {
-        finished.insert(name);
+      if (!ShouldDrain(pod, options)) continue;
+      remaining.push_back(&pod);
+      seen.insert(kube::NamespacedName(pod));
+      if (pod.RequestsGpus()) gpu_pods.push_back(&pod);
+      absl::Time deadline = pod.RequestsGpus() ? gpu_deadline : other_deadline;
+      if (deadline <= now) {
+        due.push_back(&pod);
+      } else {
+        next_due = std::min(next_due, deadline);
       }
     }
-    absl::Time now = clock.now();
-    if (remaining.empty() || now >= deadline) break;
-    if (remaining != last_remaining || now - last_progress >= kProgressEvery) {
-      out << "waiting for " << remaining.size() << " pod(s) on " << options.node
-          << " to finish (evicting in " << Dur(deadline - now) << "): " << Names(remaining) << "\n"
-          << std::flush;
-      last_remaining = remaining;
-      last_progress = now;
+    if (options.tell_owners) {
+      for (const std::string& problem : notifier.Tell(client, gpu_pods, notice, now)) {
+        out << "cannot tell every owner that " << options.node << " is draining: " << problem
+            << "\n";
+      }
     }
-    clock.sleep(std::min(options.poll_interval, deadline - now));
-    ASSIGN_OR_RETURN(current, ReadNodePods(client, options.node, false, false));
-  }
-
-  // Phase 2: evict what remains, respecting PodDisruptionBudgets.
-  struct Target {
-    const kube::PodView* pod;
-    std::string uid;
-    bool evicted = false;
-    std::string blocked;  // last 429 message
-    std::string failed;   // the API server's error after the retries: not tried again
-  };
-  std::vector<Target> targets;
-  std::vector<std::string> refused;
-  for (const kube::PodView& pod : current.pods) {
-    if (!ShouldDrain(pod, options)) continue;
-    // Pods that arrived during the wait get the same checks as the plan.
-    if ((pod.uses_empty_dir && !options.delete_emptydir_data) ||
-        (!pod.has_controller && !options.force)) {
-      refused.push_back(kube::NamespacedName(pod));
+    if (remaining.empty()) break;
+    if (!due.empty()) {
+      ASSIGN_OR_RETURN(EvictionRound round, EvictDue(client, options, clock, out, due));
+      for (const std::string& name : round.evicted) evicted_seen.insert(name);
+      evictions.Add(std::move(round));
+      if (!evictions.Clean()) {
+        incomplete = true;
+        break;
+      }
+      ASSIGN_OR_RETURN(current, ReadNodePods(client, options.node, false, false));
       continue;
     }
-    targets.push_back({&pod, pod.details ? std::string(pod.details->uid) : "", false, "", ""});
-  }
-  absl::Time eviction_deadline = clock.now() + options.eviction_timeout;
-  for (;;) {
-    absl::Duration wait = options.eviction_retry_interval;
-    bool pending = false;
-    for (Target& t : targets) {
-      if (t.evicted || !t.failed.empty()) continue;
-      EvictionAnswer answer = Evict(client, *t.pod, clock);
-      if (answer.kind == EvictionAnswer::kEvicted || answer.kind == EvictionAnswer::kGone) {
-        t.evicted = true;
-        out << (answer.kind == EvictionAnswer::kEvicted ? "evicted " : "already gone: ")
-            << kube::NamespacedName(*t.pod) << "\n";
-      } else if (answer.kind == EvictionAnswer::kBlocked) {
-        pending = true;
-        t.blocked = answer.message;
-        wait = std::max(wait, answer.retry_after);
-        out << "cannot evict " << kube::NamespacedName(*t.pod) << " yet: " << answer.message
-            << " (will retry)\n";
-      } else {
-        // The other pods still get their eviction: a drain that stops here would leave the node
-        // labelled with no word on what was done.
-        t.failed = answer.message;
-        out << "cannot evict " << kube::NamespacedName(*t.pod) << ": " << answer.message << "\n";
-      }
+    std::vector<std::string> names;
+    for (const kube::PodView* pod : remaining) names.push_back(kube::NamespacedName(*pod));
+    if (names != last_remaining || now - last_progress >= options.progress_every) {
+      out << ProgressLine(options, remaining, names, now - start, gpu_deadline, other_deadline, now)
+          << std::flush;
+      last_remaining = names;
+      last_progress = now;
     }
-    absl::Time now = clock.now();
-    if (!pending || now >= eviction_deadline) break;
-    clock.sleep(std::min(wait, eviction_deadline - now));
+    clock.sleep(std::min(options.poll_interval, next_due - now));
+    ASSIGN_OR_RETURN(current, ReadNodePods(client, options.node, false, false));
+  }
+  int finished = 0;
+  for (const std::string& name : seen) {
+    bool still_there =
+        std::any_of(current.pods.begin(), current.pods.end(), [&](const kube::PodView& pod) {
+          return ShouldDrain(pod, options) && kube::NamespacedName(pod) == name;
+        });
+    finished += !still_there && !evicted_seen.count(name);
   }
 
-  // Phase 3: wait until evicted pods are really gone (their grace period runs after eviction).
-  std::vector<std::string> blocked, failed, evicted_names;
-  for (const Target& t : targets) {
-    if (t.evicted) {
-      evicted_names.push_back(kube::NamespacedName(*t.pod));
-    } else if (!t.failed.empty()) {
-      failed.push_back(StrCat(kube::NamespacedName(*t.pod), ": ", t.failed));
-    } else {
-      blocked.push_back(StrCat(kube::NamespacedName(*t.pod), ": ", t.blocked));
-    }
-  }
-  std::vector<std::string> still_there;
-  for (;;) {
-    ASSIGN_OR_RETURN(kube::ClusterSnapshot now_pods,
-                     ReadNodePods(client, options.node, false, false));
-    still_there.clear();
-    for (const Target& t : targets) {
-      if (!t.evicted) continue;
-      for (const kube::PodView& pod : now_pods.pods) {
-        bool same = pod.ns == t.pod->ns && pod.name == t.pod->name &&
-                    (!pod.details || t.uid.empty() || pod.details->uid == t.uid);
-        if (same && pod.Active()) still_there.push_back(kube::NamespacedName(pod));
-      }
-    }
-    absl::Time now = clock.now();
-    if (still_there.empty() || now >= eviction_deadline) break;
-    clock.sleep(std::min(options.poll_interval, eviction_deadline - now));
-  }
-
-  int evicted = static_cast<int>(
-      std::count_if(targets.begin(), targets.end(), [](const Target& t) { return t.evicted; }));
-  if (blocked.empty() && failed.empty() && still_there.empty() && refused.empty()) {
+  if (!incomplete) {
     outcome.end = DrainOutcome::End::kDrained;
-    outcome.summary = StrCat("node ", options.node, " drained: ", finished.size(),
-                             " pod(s) finished on their own, ", evicted, " evicted, ", skipped,
-                             " DaemonSet/static pod(s) left in place; run `gpunode cluster "
-                             "restore ",
-                             options.node, "` after maintenance");
+    outcome.summary =
+        StrCat("node ", options.node, " drained: ", finished, " pod(s) finished on their own, ",
+               evictions.evicted.size(), " evicted, ", skipped,
+               " DaemonSet/static pod(s) left in place; run `gpunode cluster "
+               "restore ",
+               options.node, "` after maintenance");
     return outcome;
   }
   outcome.summary = StrCat("drain of ", options.node,
                            " is incomplete (the node stays labelled "
                            "draining):");
-  core::StrAppend(&outcome.summary,
-                  " evicted: ", evicted_names.empty() ? std::string("none") : Names(evicted_names),
-                  ";");
-  if (!failed.empty()) {
-    core::StrAppend(&outcome.summary, " not evicted, the API server failed: ", Names(failed), ";");
+  core::StrAppend(&outcome.summary, " evicted: ",
+                  evictions.evicted.empty() ? std::string("none") : Names(evictions.evicted), ";");
+  if (!evictions.failed.empty()) {
+    core::StrAppend(&outcome.summary,
+                    " not evicted, the API server failed: ", Names(evictions.failed), ";");
   }
-  if (!blocked.empty()) {
+  if (!evictions.blocked.empty()) {
     core::StrAppend(&outcome.summary, " still blocked after ", Dur(options.eviction_timeout), ": ",
-                    Names(blocked), ";");
+                    Names(evictions.blocked), ";");
   }
-  if (!still_there.empty()) {
-    core::StrAppend(&outcome.summary, " evicted but still terminating: ", Names(still_there), ";");
+  if (!evictions.still_terminating.empty()) {
+    core::StrAppend(&outcome.summary,
+                    " evicted but still terminating: ", Names(evictions.still_terminating), ";");
   }
-  if (!refused.empty()) {
+  if (!evictions.refused.empty()) {
     core::StrAppend(&outcome.summary,
                     " not evicted (emptyDir or no controller; see "
                     "--delete-emptydir-data and --force): ",
-                    Names(refused), ";");
+                    Names(evictions.refused), ";");
   }
   core::StrAppend(&outcome.summary, " run the drain again to continue");
   return outcome;

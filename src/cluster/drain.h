@@ -1,9 +1,12 @@
 // `gpunode cluster drain NODE`: take a GPU node out of service for maintenance. Label it
-// draining (and optionally cordon it), give GPU pods time to finish on their own, then evict what
-// remains through the Eviction API so PodDisruptionBudgets are respected.
+// draining (and optionally cordon it), tell the GPU pods' owners (drain_notice.h), and wait for
+// the GPU pods to finish on their own: a training run checkpoints and exits in its own time. Only
+// a deadline the operator names (--evict-after) evicts GPU pods, through the Eviction API so
+// PodDisruptionBudgets are respected.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -23,10 +26,19 @@ struct DrainOptions {
   bool delete_emptydir_data = false;  // evict pods whose emptyDir data would be lost
   bool force = false;                 // evict pods no controller will recreate
   bool all_pods = false;              // evict pods that hold no GPU too, like kubectl drain
-  absl::Duration timeout = absl::Minutes(10);  // how long GPU pods get to finish on their own
+  // How long GPU pods get to finish on their own before they are evicted. None (the default):
+  // they are waited for until they end, and nothing holding a GPU is evicted.
+  std::optional<absl::Duration> evict_after;
+  // With all_pods and no evict_after: how long pods that hold no GPU get before eviction.
+  absl::Duration other_pods_timeout = absl::Minutes(10);
   absl::Duration eviction_timeout = absl::Minutes(5);
   absl::Duration poll_interval = absl::Seconds(5);
   absl::Duration eviction_retry_interval = absl::Seconds(5);  // kubectl drain's pace
+  absl::Duration progress_every = absl::Minutes(1);           // and whenever the pods change
+  // The notice to the GPU pods' owners: whether to give it, why the node drains, who says so.
+  bool tell_owners = true;
+  std::string why = "for maintenance";
+  std::string component = "gpunode-cluster-drain";
 };
 
 enum class PodAction {

@@ -44,7 +44,9 @@ struct UpgradeOptions {
   std::string selector;             // only the GPU nodes this label selector selects
   MaxUnavailable max_unavailable;   // per pool
   std::string wait_for_jobs;        // pod label selector; empty: the node's GPU pods
-  absl::Duration wait_for_jobs_timeout = absl::Minutes(10);
+  // How long they get before their pods are evicted; none (the default): they are waited for
+  // until they end.
+  std::optional<absl::Duration> wait_for_jobs_timeout;
   absl::Duration drain_timeout = absl::Minutes(10);  // evictions (PodDisruptionBudgets) may take
   bool all_pods = false;  // drain-required evicts every pod, not only GPU pods
   bool delete_emptydir_data = false;

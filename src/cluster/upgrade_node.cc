@@ -36,22 +36,26 @@ bool TimedOut(const StepContext& ctx, const FleetNode& node, absl::Duration limi
 }
 
 // The pods the node waits for before evictions begin: those --wait-for-jobs selects, else the
-// GPU pods a drain would evict.
-absl::StatusOr<std::vector<std::string>> PodsToWaitFor(StepContext& ctx, const FleetNode& node) {
+// GPU pods a drain would evict. Points into `pods`, read with the pods' details.
+absl::StatusOr<std::vector<const kube::PodView*>> PodsToWaitFor(StepContext& ctx,
+                                                                const FleetNode& node,
+                                                                kube::ClusterSnapshot& pods) {
   kube::ApiQuery query;
   query.all_nodes = false;
   query.node_name = node.name;
   query.pod_field_selector = StrCat("spec.nodeName=", node.name);
   query.pod_label_selector = ctx.options.wait_for_jobs;
-  ASSIGN_OR_RETURN(kube::ClusterSnapshot pods, kube::LoadFromApi(ctx.client, query));
+  kube::ReadOptions read;
+  read.keep_pod_details = [](const kube::PodView&) { return true; };
+  ASSIGN_OR_RETURN(pods, kube::LoadFromApi(ctx.client, query, read));
   const kube::NodeView* view = pods.FindNode(node.name);
   if (view == nullptr) return absl::NotFoundError(StrCat("node ", node.name, " not found"));
-  std::vector<std::string> names;
+  std::vector<const kube::PodView*> waited_for;
   if (!ctx.options.wait_for_jobs.empty()) {
     for (const kube::PodView& pod : pods.pods) {
-      if (pod.node_name == node.name && pod.Active()) names.push_back(kube::NamespacedName(pod));
+      if (pod.node_name == node.name && pod.Active()) waited_for.push_back(&pod);
     }
-    return names;
+    return waited_for;
   }
   DrainOptions drain;
   drain.node = node.name;
@@ -60,9 +64,9 @@ absl::StatusOr<std::vector<std::string>> PodsToWaitFor(StepContext& ctx, const F
         p.action == PodAction::kStays) {
       continue;
     }
-    names.push_back(StrCat(p.pod->ns, "/", p.pod->name));
+    waited_for.push_back(p.pod);
   }
-  return names;
+  return waited_for;
 }
 
 // One round of `cluster drain` with no waiting: evictions are sent once, and the next step looks
@@ -74,8 +78,10 @@ absl::StatusOr<bool> DrainRound(StepContext& ctx, const FleetNode& node, bool al
   drain.all_pods = all_pods;
   drain.delete_emptydir_data = ctx.options.delete_emptydir_data;
   drain.force = ctx.options.force;
-  drain.timeout = absl::ZeroDuration();
+  drain.evict_after = absl::ZeroDuration();
   drain.eviction_timeout = absl::ZeroDuration();
+  // wait-for-jobs-required told the owners, and this state evicts at once.
+  drain.tell_owners = false;
   DrainClock clock{.now = ctx.clock.now, .sleep = ctx.clock.sleep};
   ASSIGN_OR_RETURN(DrainOutcome outcome, RunDrain(ctx.client, drain, clock, ctx.out));
   if (outcome.complete()) return true;
@@ -90,13 +96,53 @@ absl::StatusOr<bool> DrainRound(StepContext& ctx, const FleetNode& node, bool al
 }
 
 absl::StatusOr<bool> WaitForJobs(StepContext& ctx, const FleetNode& node) {
-  ASSIGN_OR_RETURN(std::vector<std::string> pods, PodsToWaitFor(ctx, node));
-  if (!pods.empty() && !TimedOut(ctx, node, ctx.options.wait_for_jobs_timeout)) return false;
+  kube::ClusterSnapshot snapshot;
+  ASSIGN_OR_RETURN(std::vector<const kube::PodView*> pods, PodsToWaitFor(ctx, node, snapshot));
+  const std::optional<absl::Duration>& limit = ctx.options.wait_for_jobs_timeout;
+  const absl::Time now = ctx.clock.now();
+  DrainNotice notice{.node = node.name,
+                     .why = StrCat("for its driver upgrade to ", ctx.options.driver_version),
+                     .component = "gpunode-cluster-upgrade",
+                     .deadline = std::nullopt};
+  if (limit && node.since != absl::InfinitePast()) notice.deadline = node.since + *limit;
+  for (const std::string& problem : ctx.notifier.Tell(ctx.client, pods, notice, now)) {
+    ctx.out << "node " << node.name << ": cannot tell every owner that it is draining: " << problem
+            << "\n";
+  }
+  std::vector<std::string> names;
+  for (const kube::PodView* pod : pods) names.push_back(kube::NamespacedName(*pod));
+  if (!pods.empty() && !(limit && TimedOut(ctx, node, *limit))) {
+    // One line a minute: how long, how many, the oldest, and whether eviction ever comes.
+    absl::Duration waited =
+        node.since == absl::InfinitePast() ? absl::ZeroDuration() : now - node.since;
+    int64_t minutes = absl::ToInt64Minutes(waited);
+    int64_t& said = ctx.jobs_minutes_said[node.name];
+    if (minutes >= 1 && minutes != said) {
+      said = minutes;
+      const kube::PodView* oldest = nullptr;
+      for (const kube::PodView* pod : pods) {
+        if (pod->created_unix > 0 &&
+            (oldest == nullptr || pod->created_unix < oldest->created_unix)) {
+          oldest = pod;
+        }
+      }
+      ctx.out << "node " << node.name << ": waiting " << Seconds(waited) << " for " << pods.size()
+              << " pod(s) to finish";
+      if (oldest != nullptr) {
+        ctx.out << ", oldest " << kube::NamespacedName(*oldest) << " (running "
+                << Seconds(now - absl::FromUnixSeconds(oldest->created_unix)) << ")";
+      }
+      ctx.out << (limit
+                      ? StrCat(", evicting in ", Seconds(node.since + *limit - now))
+                      : std::string(", none is evicted (--wait-for-jobs-timeout sets a deadline)"))
+              << ": " << absl::StrJoin(names, ", ") << "\n";
+    }
+    return false;
+  }
   if (!pods.empty()) {
     ctx.out << "node " << node.name << ": " << pods.size()
-            << " pod(s) still running after --wait-for-jobs-timeout "
-            << Seconds(ctx.options.wait_for_jobs_timeout)
-            << ", evicting: " << absl::StrJoin(pods, ", ") << "\n";
+            << " pod(s) still running after --wait-for-jobs-timeout " << Seconds(*limit)
+            << ", evicting: " << absl::StrJoin(names, ", ") << "\n";
   }
   RETURN_IF_ERROR(MoveNode(ctx, node, UpgradeState::kPodDeletionRequired));
   return true;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "cluster/drain_notice.h"
 #include "cluster/upgrade.h"
 #include "cluster/upgrade_fleet.h"
 #include "cluster/upgrade_state.h"
@@ -25,6 +26,10 @@ struct StepContext {
   // Per node in maintenance, the whole minutes of waiting its last progress line said: one line
   // a minute, however many passes (other nodes' changes bring passes between the polls).
   std::map<std::string, int64_t> maintenance_minutes_said = {};
+  // The same for nodes waiting for their jobs.
+  std::map<std::string, int64_t> jobs_minutes_said = {};
+  // Tells the owners of the pods a node waits for, once per pod.
+  DrainNotifier notifier = {};
 };
 
 // Times in annotations, RFC 3339 to the second; durations in messages, to the second.

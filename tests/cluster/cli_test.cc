@@ -166,11 +166,31 @@ TEST(ClusterCliTest, DrainDryRunOnASnapshot) {
            "  skip kube-system/kube-proxy-gpu-a (static pod)",
            "  leave logging/log-shipper-5d8f7c6b9-x2k4p (requests no GPU; --all-pods evicts it "
            "too)",
-           "  wait up to 10m for ml/train-llama-6c8d7f9b5-q4x2z to finish, then evict it",
-           "  wait up to 10m for serving/infer-7b9d6c5f4-p2r8s to finish, then evict it "
-           "(PodDisruptionBudget serving/infer (1 healthy, needs 1) blocks eviction now)",
+           "  wait for ml/train-llama-6c8d7f9b5-q4x2z to finish; it is not evicted "
+           "(--evict-after sets a deadline)",
+           "  wait for serving/infer-7b9d6c5f4-p2r8s to finish; it is not evicted "
+           "(--evict-after sets a deadline)",
+           "  tell the owners of 3 GPU pod(s): Event NodeDraining on each pod and its "
+           "controllers, pod annotation gpunode.io/node-draining",
        }) {
     EXPECT_NE(ok.out.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << ok.out;
+  }
+  // With a deadline the pods are evicted then, and the budget that would block it is named.
+  ProcessResult deadline =
+      Gpunode({"cluster", "drain", "gpu-a", "--dry-run", "--force", "--delete-emptydir-data",
+               "--evict-after", "6h", "--all-pods", "-f", ClusterFixture("drain.json")});
+  EXPECT_EQ(deadline.exit_code, 0) << deadline.out << deadline.err;
+  for (const char* line : {
+           "  wait up to 6h for ml/train-llama-6c8d7f9b5-q4x2z to finish, then evict it",
+           "  wait up to 6h for serving/infer-7b9d6c5f4-p2r8s to finish, then evict it "
+           "(PodDisruptionBudget serving/infer (1 healthy, needs 1) blocks eviction now)",
+           "  wait up to 6h for logging/log-shipper-5d8f7c6b9-x2k4p (holds no GPU) to finish, "
+           "then evict it",
+           "  tell the owners of 3 GPU pod(s): Event NodeDraining on each pod and its "
+           "controllers, pod annotation gpunode.io/node-draining and gpunode.io/eviction-deadline",
+       }) {
+    EXPECT_NE(deadline.out.find(std::string(line) + "\n"), std::string::npos) << line << "\n"
+                                                                              << deadline.out;
   }
 }
 

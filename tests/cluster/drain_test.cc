@@ -1,11 +1,14 @@
 #include "cluster/drain.h"
 
+#include <map>
 #include <sstream>
 
+#include "cluster/drain_notice.h"
 #include "cluster/restore.h"
 #include "cluster_fixture.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
+#include "kube/api_loader.h"
 #include "kube/snapshot_reader.h"
 #include "test_support.h"
 
@@ -86,7 +89,7 @@ class DrainLiveTest : public ::testing::Test {
 };
 
 TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
-  options_.timeout = absl::Minutes(1);
+  options_.evict_after = absl::Minutes(1);
   int pod_lists = 0;
   int evictions = 0;
   server_->OnRequest([&](const ApiServerDouble::Request& r) {
@@ -105,8 +108,19 @@ TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
   std::string out = out_.str();
   EXPECT_NE(out.find("node gpu-a labelled nvidia.com/gpu.state=draining and cordoned"),
             std::string::npos);
-  EXPECT_NE(out.find("waiting for 3 pod(s) on gpu-a to finish (evicting in 1m)"), std::string::npos)
+  EXPECT_NE(out.find("waiting for 3 pod(s) on gpu-a to finish: waited 0s, oldest "
+                     "ml/train-llama-6c8d7f9b5-q4x2z (running "),
+            std::string::npos)
       << out;
+  EXPECT_NE(out.find("), evicting in 1m: ml/train-llama-6c8d7f9b5-q4x2z, research/notebook-alice, "
+                     "serving/infer-7b9d6c5f4-p2r8s"),
+            std::string::npos)
+      << out;
+  // A DaemonSet pod is not told (it is not drained).
+  std::optional<nlohmann::json> plugin_pod =
+      server_->Pod("gpu-operator", "nvidia-device-plugin-daemonset-4xk9s");
+  ASSERT_TRUE(plugin_pod.has_value());
+  EXPECT_FALSE((*plugin_pod)["metadata"].contains("annotations"));
   EXPECT_NE(out.find("cannot evict serving/infer-7b9d6c5f4-p2r8s yet: Cannot evict pod as it "
                      "would violate the pod's disruption budget. (The disruption budget infer "
                      "needs 1 healthy pods and has 1 currently)"),
@@ -140,7 +154,7 @@ TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
 }
 
 TEST_F(DrainLiveTest, ABudgetThatNeverAllowsItEndsIncompleteNamingIt) {
-  options_.timeout = absl::ZeroDuration();  // evict at once
+  options_.evict_after = absl::ZeroDuration();  // evict at once
   absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_FALSE(outcome->complete());
@@ -157,7 +171,7 @@ TEST_F(DrainLiveTest, ABudgetThatNeverAllowsItEndsIncompleteNamingIt) {
 
 // An eviction is idempotent: a burst of 5xx is retried with backoff and the drain completes.
 TEST_F(DrainLiveTest, ABurstOfServerErrorsOnAnEvictionIsRetried) {
-  options_.timeout = absl::ZeroDuration();
+  options_.evict_after = absl::ZeroDuration();
   server_->SetDisruptionsAllowed("serving", "infer", 1);
   const std::string eviction = "/api/v1/namespaces/research/pods/notebook-alice/eviction";
   server_->FailNext("POST", eviction, 503, 3);
@@ -171,7 +185,7 @@ TEST_F(DrainLiveTest, ABurstOfServerErrorsOnAnEvictionIsRetried) {
 // An API server that keeps failing one eviction: the others still happen, and the outcome names
 // what was evicted and what was not (the command exits 1 on an incomplete drain).
 TEST_F(DrainLiveTest, AnEvictionTheServerKeepsFailingEndsIncompleteNamingEachPod) {
-  options_.timeout = absl::ZeroDuration();
+  options_.evict_after = absl::ZeroDuration();
   server_->SetDisruptionsAllowed("serving", "infer", 1);
   const std::string eviction = "/api/v1/namespaces/research/pods/notebook-alice/eviction";
   server_->FailNext("POST", eviction, 500, 1000);
@@ -212,6 +226,221 @@ TEST_F(DrainLiveTest, UnknownNodeIsAnError) {
   options_.node = "gpu-z";
   absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
   EXPECT_TRUE(absl::IsNotFound(outcome.status())) << outcome.status();
+}
+
+// The Events gpunode posted with reason NodeDraining, by "Kind/namespace/name" of the object.
+std::map<std::string, std::vector<nlohmann::json>> DrainEvents(kube::Client& client) {
+  std::map<std::string, std::vector<nlohmann::json>> by_object;
+  absl::StatusOr<std::string> body = client.Get("/api/v1/events");
+  EXPECT_TRUE(body.ok()) << body.status();
+  if (!body.ok()) return by_object;
+  nlohmann::json list = nlohmann::json::parse(*body);
+  for (const nlohmann::json& event : list["items"]) {
+    if (event.value("reason", "") != "NodeDraining") continue;
+    const nlohmann::json& o = event["involvedObject"];
+    by_object[o.value("kind", "") + "/" + o.value("namespace", "") + "/" + o.value("name", "")]
+        .push_back(event);
+  }
+  return by_object;
+}
+
+// A GPU pod of a Job that a JobSet made, on gpu-a: its owners are told up the chain.
+void AddJobSetPod(ApiServerDouble& server) {
+  server.AddObject(nlohmann::json::parse(R"({
+    "apiVersion": "batch/v1", "kind": "Job",
+    "metadata": {"name": "pretrain-workers-0", "namespace": "ml", "uid": "job-uid",
+                 "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                      "name": "pretrain", "uid": "jobset-uid",
+                                      "controller": true}]},
+    "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}})"));
+  server.AddObject(nlohmann::json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "pretrain-workers-0-0-x7k2p", "namespace": "ml", "uid": "pod-uid",
+                 "creationTimestamp": "2024-05-06T06:00:00Z",
+                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                      "name": "pretrain-workers-0", "uid": "job-uid",
+                                      "controller": true}]},
+    "spec": {"nodeName": "gpu-a", "containers": [{"name": "trainer",
+             "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+    "status": {"phase": "Running"}})"));
+}
+
+// The safe default: GPU pods are waited for until they end, however long, and nothing holding a
+// GPU is evicted; their owners are told once, and the wait says where it stands once a minute.
+TEST_F(DrainLiveTest, WaitsForGpuPodsUntilTheyEndByDefault) {
+  AddJobSetPod(*server_);
+  const absl::Time start = now_;
+  server_->OnRequest([&](const ApiServerDouble::Request& r) {
+    if (r.path == "/api/v1/pods" && now_ - start >= absl::Hours(1)) {
+      for (auto [ns, name] : {std::pair{"ml", "train-llama-6c8d7f9b5-q4x2z"},
+                              {"serving", "infer-7b9d6c5f4-p2r8s"},
+                              {"research", "notebook-alice"},
+                              {"ml", "pretrain-workers-0-0-x7k2p"}}) {
+        server_->SetPodPhase(ns, name, "Succeeded");
+      }
+    }
+  });
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->complete()) << outcome->summary;
+  EXPECT_NE(outcome->summary.find("4 pod(s) finished on their own, 0 evicted"), std::string::npos)
+      << outcome->summary;
+  EXPECT_EQ(server_->CountRequests("POST", "/api/v1/namespaces/ml/pods/"), 0);
+  EXPECT_EQ(server_->CountRequests("POST", "/api/v1/namespaces/serving/pods/"), 0);
+  EXPECT_GE(now_ - start, absl::Hours(1));
+
+  // One progress line a minute (the first at once), naming the oldest pod and that nothing is
+  // evicted.
+  std::string out = out_.str();
+  int lines = 0;
+  for (size_t at = out.find("waiting for 4 pod(s)"); at != std::string::npos;
+       at = out.find("waiting for 4 pod(s)", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 60);
+  EXPECT_LE(lines, 62);
+  EXPECT_NE(out.find("waiting for 4 pod(s) on gpu-a to finish: waited 30m, oldest "
+                     "ml/pretrain-workers-0-0-x7k2p (running 3h30m), GPU pods are not evicted "
+                     "(--evict-after sets a deadline): "),
+            std::string::npos)
+      << out;
+
+  // Each GPU pod, its controller and the controller's own controller: one Event each.
+  std::map<std::string, std::vector<nlohmann::json>> events = DrainEvents(*client_);
+  for (const char* object :
+       {"Pod/ml/train-llama-6c8d7f9b5-q4x2z", "Pod/serving/infer-7b9d6c5f4-p2r8s",
+        "Pod/research/notebook-alice", "Pod/ml/pretrain-workers-0-0-x7k2p",
+        "ReplicaSet/ml/train-llama-6c8d7f9b5", "ReplicaSet/serving/infer-7b9d6c5f4",
+        "Job/ml/pretrain-workers-0", "JobSet/ml/pretrain"}) {
+    ASSERT_EQ(events[object].size(), 1u) << object;
+    const nlohmann::json& event = events[object][0];
+    EXPECT_EQ(event["type"], "Warning");
+    EXPECT_EQ(event["source"]["component"], "gpunode-cluster-drain");
+    EXPECT_NE(event["message"].get<std::string>().find(
+                  "is draining for maintenance (gpunode-cluster-drain): checkpoint and exit when "
+                  "you can; its GPU pods are waited for until they end, none is evicted"),
+              std::string::npos)
+        << event.dump();
+  }
+  EXPECT_EQ(events["JobSet/ml/pretrain"][0]["involvedObject"]["apiVersion"],
+            "jobset.x-k8s.io/v1alpha2");
+  EXPECT_EQ(events["JobSet/ml/pretrain"][0]["involvedObject"]["uid"], "jobset-uid");
+  EXPECT_EQ(events["Job/ml/pretrain-workers-0"][0]["message"],
+            "a pod of this Job runs on node gpu-a, which is draining for maintenance "
+            "(gpunode-cluster-drain): checkpoint and exit when you can; its GPU pods are waited "
+            "for until they end, none is evicted");
+  // Pods that hold no GPU, DaemonSet and static pods are not told.
+  EXPECT_EQ(events.count("Pod/logging/log-shipper-5d8f7c6b9-x2k4p"), 0u);
+  EXPECT_EQ(events.count("Pod/gpu-operator/nvidia-device-plugin-daemonset-4xk9s"), 0u);
+  std::optional<nlohmann::json> pod = server_->Pod("ml", "pretrain-workers-0-0-x7k2p");
+  ASSERT_TRUE(pod.has_value());
+  EXPECT_EQ((*pod)["metadata"]["annotations"]["gpunode.io/node-draining"], "gpu-a");
+  EXPECT_FALSE((*pod)["metadata"]["annotations"].contains("gpunode.io/eviction-deadline"));
+}
+
+// With a deadline, the owners are told when it falls (Event and annotation), and the GPU pods
+// still running then are evicted, not before.
+TEST_F(DrainLiveTest, AnEvictAfterDeadlineIsToldAndKept) {
+  options_.evict_after = absl::Hours(2);
+  server_->SetDisruptionsAllowed("serving", "infer", 1);
+  absl::Time first_eviction = absl::InfiniteFuture();
+  server_->OnRequest([&](const ApiServerDouble::Request& r) {
+    if (r.method == "POST" && r.path.find("/eviction") != std::string::npos) {
+      first_eviction = std::min(first_eviction, now_);
+    }
+  });
+  const absl::Time start = now_;
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->complete()) << outcome->summary << out_.str();
+  EXPECT_EQ(first_eviction, start + absl::Hours(2));
+  std::optional<nlohmann::json> pod = server_->Pod("ml", "train-llama-6c8d7f9b5-q4x2z");
+  EXPECT_FALSE(pod.has_value());
+  std::map<std::string, std::vector<nlohmann::json>> events = DrainEvents(*client_);
+  ASSERT_EQ(events["Pod/ml/train-llama-6c8d7f9b5-q4x2z"].size(), 1u);
+  EXPECT_NE(events["Pod/ml/train-llama-6c8d7f9b5-q4x2z"][0]["message"].get<std::string>().find(
+                "checkpoint and exit; GPU pods still running on it at 2024-05-06T11:00:00Z are "
+                "evicted"),
+            std::string::npos);
+  for (const ApiServerDouble::Request& r : server_->Requests()) {
+    if (r.method != "PATCH" || r.path.find("/pods/") == std::string::npos) continue;
+    EXPECT_EQ(
+        nlohmann::json::parse(r.body)["metadata"]["annotations"]["gpunode.io/eviction-deadline"],
+        "2024-05-06T11:00:00Z");
+  }
+}
+
+// With --all-pods, pods that hold no GPU keep the drain's old pace (evicted after 10 minutes)
+// while the GPU pods are waited for.
+TEST_F(DrainLiveTest, PodsWithoutAGpuAreEvictedAfterTenMinutesWhileGpuPodsWait) {
+  options_.all_pods = true;
+  const absl::Time start = now_;
+  absl::Time shipper_evicted = absl::InfiniteFuture();
+  server_->OnRequest([&](const ApiServerDouble::Request& r) {
+    if (r.method == "POST" &&
+        r.path.find("log-shipper-5d8f7c6b9-x2k4p/eviction") != std::string::npos) {
+      shipper_evicted = std::min(shipper_evicted, now_);
+    }
+    if (r.path == "/api/v1/pods" && now_ - start >= absl::Minutes(45)) {
+      for (auto [ns, name] : {std::pair{"ml", "train-llama-6c8d7f9b5-q4x2z"},
+                              {"serving", "infer-7b9d6c5f4-p2r8s"},
+                              {"research", "notebook-alice"}}) {
+        server_->SetPodPhase(ns, name, "Succeeded");
+      }
+    }
+  });
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->complete()) << outcome->summary << out_.str();
+  EXPECT_EQ(shipper_evicted, start + absl::Minutes(10));
+  EXPECT_NE(outcome->summary.find("3 pod(s) finished on their own, 1 evicted"), std::string::npos)
+      << outcome->summary;
+  EXPECT_NE(out_.str().find("GPU pods are not evicted (--evict-after sets a deadline), pods "
+                            "without a GPU evicted in 10m"),
+            std::string::npos)
+      << out_.str();
+}
+
+// A second drain (or an upgrade's next pass) finds the pods told: no second Event, no second
+// annotation. Requests the credentials may not make are said once, and the drain goes on.
+TEST_F(DrainLiveTest, OwnersAreToldOnceAndRefusalsAreSaidOnce) {
+  kube::ReadOptions read;
+  read.keep_pod_details = [](const kube::PodView&) { return true; };
+  DrainNotice notice{.node = "gpu-a",
+                     .why = "for maintenance",
+                     .component = "gpunode-cluster-drain",
+                     .deadline = std::nullopt};
+  auto gpu_pods = [](const kube::ClusterSnapshot& s) {
+    std::vector<const kube::PodView*> pods;
+    for (const kube::PodView& pod : s.pods) {
+      if (pod.node_name == "gpu-a" && pod.RequestsGpus()) pods.push_back(&pod);
+    }
+    return pods;
+  };
+  kube::ApiQuery query;
+  absl::StatusOr<kube::ClusterSnapshot> first = kube::LoadFromApi(*client_, query, read);
+  ASSERT_TRUE(first.ok()) << first.status();
+  DrainNotifier run1;
+  EXPECT_TRUE(run1.Tell(*client_, gpu_pods(*first), notice, now_).empty());
+  EXPECT_EQ(run1.pods_told(), 3);
+  int posted = server_->CountRequests("POST", "/api/v1/namespaces/");
+
+  absl::StatusOr<kube::ClusterSnapshot> again = kube::LoadFromApi(*client_, query, read);
+  ASSERT_TRUE(again.ok());
+  DrainNotifier run2;
+  EXPECT_TRUE(run2.Tell(*client_, gpu_pods(*again), notice, now_).empty());
+  EXPECT_EQ(run2.pods_told(), 0);
+  EXPECT_EQ(server_->CountRequests("POST", "/api/v1/namespaces/"), posted);
+
+  // A new deadline is news: told again, and a refusal is one line however many requests it hit.
+  notice.deadline = now_ + absl::Hours(1);
+  server_->FailNext("POST", "/api/v1/namespaces/", 403, 100);
+  DrainNotifier run3;
+  std::vector<std::string> problems = run3.Tell(*client_, gpu_pods(*again), notice, now_);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("could not post Events ("), std::string::npos) << problems[0];
+  EXPECT_EQ(run3.pods_told(), 3);
+  EXPECT_TRUE(run3.Tell(*client_, gpu_pods(*again), notice, now_).empty());
 }
 
 TEST(RestoreCheckTest, ComparesCapacityWithThePhysicalCount) {

@@ -177,6 +177,7 @@ class UpgradeTest : public ::testing::Test {
       std::lock_guard<std::mutex> lock(mu_);
       now_ += d;
     }
+    if (on_advance_) on_advance_(Now());
     for (const std::string& pool : kPools) {
       for (int i = 0; i < kNodesPerPool; ++i) {
         std::string name = NodeName(pool, i);
@@ -298,6 +299,7 @@ class UpgradeTest : public ::testing::Test {
   UpgradeClock clock_;
   std::ostringstream out_;
   std::function<bool()> interrupt_;
+  std::function<void(absl::Time)> on_advance_;  // the rest of the cluster, as time passes
   std::set<std::string> never_returns_;
   int restarts_ = 0;
 
@@ -514,6 +516,102 @@ TEST_F(UpgradeSoakTest, AGpuLostDuringTheSoakHaltsIt) {
                                  "canary: cluster verify: capacity"),
             std::string::npos)
       << result->summary;
+}
+
+// A GPU pod of a Job (which a JobSet made) training on canary-0, started an hour before the
+// rollout.
+void AddTrainingPod(ApiServerDouble& server, absl::Time started) {
+  server.AddObject(json::parse(R"({
+    "apiVersion": "batch/v1", "kind": "Job",
+    "metadata": {"name": "pretrain-workers-0", "namespace": "ml", "uid": "job-uid",
+                 "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                      "name": "pretrain", "uid": "jobset-uid",
+                                      "controller": true}]},
+    "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}})"));
+  json pod = json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "pretrain-0", "namespace": "ml", "uid": "pod-uid",
+                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                      "name": "pretrain-workers-0", "uid": "job-uid",
+                                      "controller": true}]},
+    "spec": {"nodeName": "canary-0", "containers": [{"name": "trainer",
+             "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+    "status": {"phase": "Running"}})");
+  pod["metadata"]["creationTimestamp"] =
+      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", started, absl::UTCTimeZone());
+  server.AddObject(pod);
+}
+
+// By default the rollout waits for a node's GPU jobs however long they run, evicting nothing;
+// the pod and its owners are told why, and the wait says where it stands once a minute.
+TEST_F(UpgradeTest, GpuJobsAreWaitedForUntilTheyEndAndTheirOwnersTold) {
+  const absl::Time start = Now();
+  AddTrainingPod(*server_, start - absl::Hours(1));
+  on_advance_ = [&](absl::Time now) {
+    if (now - start >= absl::Hours(3)) server_->SetPodPhase("ml", "pretrain-0", "Succeeded");
+  };
+  UpgradeResult result = RunToEnd();
+  EXPECT_EQ(result.outcome, UpgradeResult::kDone) << result.summary;
+  ExpectAllUpgraded();
+  EXPECT_EQ(server_->CountRequests("POST", "/api/v1/namespaces/ml/pods/pretrain-0/eviction"), 0);
+  absl::Time waited_until = absl::InfinitePast();
+  for (const Transition& t : transitions_) {
+    if (t.node == "canary-0" && t.state == "pod-deletion-required") waited_until = t.at;
+  }
+  EXPECT_GE(waited_until - start, absl::Hours(3));
+
+  const std::string out = out_.str();
+  const std::string line = "node canary-0: waiting ";
+  int lines = 0;
+  for (size_t at = out.find(line); at != std::string::npos; at = out.find(line, at + 1)) ++lines;
+  EXPECT_GE(lines, 175) << out;
+  EXPECT_LE(lines, 181) << out;
+  EXPECT_NE(out.find("node canary-0: waiting 1h for 1 pod(s) to finish, oldest ml/pretrain-0 "
+                     "(running 2h), "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("none is evicted (--wait-for-jobs-timeout sets a deadline): ml/pretrain-0\n"),
+            std::string::npos)
+      << out;
+
+  json events = json::parse(*client_->Get("/api/v1/events"));
+  std::set<std::string> told;
+  for (const json& event : events["items"]) {
+    if (event.value("reason", "") != "NodeDraining") continue;
+    told.insert(event["involvedObject"].value("kind", "") + "/" +
+                event["involvedObject"].value("name", ""));
+    EXPECT_EQ(event["source"]["component"], "gpunode-cluster-upgrade");
+    EXPECT_NE(event["message"].get<std::string>().find(
+                  std::string("is draining for its driver upgrade to ") + kNewDriver),
+              std::string::npos)
+        << event.dump();
+  }
+  EXPECT_EQ(told,
+            (std::set<std::string>{"Pod/pretrain-0", "Job/pretrain-workers-0", "JobSet/pretrain"}));
+}
+
+// With --wait-for-jobs-timeout the pod is told when its eviction comes, and evicted then.
+TEST_F(UpgradeTest, AWaitForJobsTimeoutIsToldAndThenEvicts) {
+  const absl::Time start = Now();
+  AddTrainingPod(*server_, start - absl::Hours(1));
+  options_.wait_for_jobs_timeout = absl::Hours(1);
+  UpgradeResult result = RunToEnd();
+  EXPECT_EQ(result.outcome, UpgradeResult::kDone) << result.summary;
+  EXPECT_EQ(server_->CountRequests("POST", "/api/v1/namespaces/ml/pods/pretrain-0/eviction"), 1);
+  EXPECT_FALSE(server_->Pod("ml", "pretrain-0").has_value());
+  std::string deadline;
+  for (const ApiServerDouble::Request& r : server_->Requests()) {
+    if (r.method == "PATCH" && r.path == "/api/v1/namespaces/ml/pods/pretrain-0") {
+      deadline =
+          json::parse(r.body)["metadata"]["annotations"].value("gpunode.io/eviction-deadline", "");
+    }
+  }
+  absl::Time at;
+  std::string error;
+  ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, deadline, &at, &error)) << deadline;
+  EXPECT_GE(at - start, absl::Hours(1));
+  EXPECT_LT(at - start, absl::Hours(1) + absl::Minutes(5));
+  EXPECT_NE(out_.str().find("evicting in 59m"), std::string::npos) << out_.str();
 }
 
 TEST_F(UpgradeTest, AnAlreadyCordonedNodeStaysCordonedAndTakesNoSlot) {

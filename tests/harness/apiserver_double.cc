@@ -576,6 +576,9 @@ class ApiServerDouble::Impl {
     server_->Patch(
         R"(/api/v1/nodes/([^/]+))",
         Wrap([this](const httplib::Request& req, httplib::Response& res) { PatchNode(req, res); }));
+    server_->Patch(
+        R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+        Wrap([this](const httplib::Request& req, httplib::Response& res) { PatchPod(req, res); }));
     server_->Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/eviction)",
                   Wrap([this](const httplib::Request& req, httplib::Response& res) {
                     Evict(req, res, req.matches[1], req.matches[2]);
@@ -1063,31 +1066,48 @@ class ApiServerDouble::Impl {
   }
 
   void PatchNode(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const json* patched =
+            PatchLocked(req, res, nodes_, req.matches[1], "nodes", req.matches[1])) {
+      NodeChanged("MODIFIED", *patched);
+    }
+  }
+
+  void PatchPod(const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu_);
+    PatchLocked(req, res, pods_, std::string(req.matches[1]) + "/" + std::string(req.matches[2]),
+                "pods", req.matches[2]);
+  }
+
+  // Applies a PATCH to the object at `key` and answers it; returns the patched object, or null
+  // when the answer was an error.
+  const json* PatchLocked(const httplib::Request& req, httplib::Response& res,
+                          std::map<std::string, json>& objects, const std::string& key,
+                          const std::string& resource, const std::string& name) {
     std::string type = req.get_header_value("Content-Type");
     json patch = json::parse(req.body, nullptr, false);
     if (patch.is_discarded()) {
       Reply(res, 400,
             StatusObject(400, "BadRequest", "the body of the request was in an unknown format"));
-      return;
+      return nullptr;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(req.matches[1]);
-    if (it == nodes_.end()) {
-      Reply(res, 404, NotFound("nodes", req.matches[1]));
-      return;
+    auto it = objects.find(key);
+    if (it == objects.end()) {
+      Reply(res, 404, NotFound(resource, name));
+      return nullptr;
     }
     json patched = it->second;
     if (type == "application/merge-patch+json" ||
         type == "application/strategic-merge-patch+json") {
-      // For the fields a node patch touches (label and annotation maps, scalars, the atomic
-      // taints list) a strategic merge patch behaves as a JSON merge patch.
+      // For the fields gpunode patches (label and annotation maps, scalars, the atomic taints
+      // list) a strategic merge patch behaves as a JSON merge patch.
       patched.merge_patch(patch);
     } else if (type == "application/json-patch+json") {
       try {
         patched = patched.patch(patch);
       } catch (const json::exception& e) {
         Reply(res, 422, StatusObject(422, "Invalid", e.what()));
-        return;
+        return nullptr;
       }
     } else {
       Reply(res, 415,
@@ -1096,12 +1116,12 @@ class ApiServerDouble::Impl {
                          "media types include: application/json-patch+json, "
                          "application/merge-patch+json, "
                          "application/apply-patch+yaml"));
-      return;
+      return nullptr;
     }
     patched["metadata"]["resourceVersion"] = NextRv();
     it->second = patched;
-    NodeChanged("MODIFIED", patched);
     Reply(res, 200, patched);
+    return &it->second;
   }
 
   void Evict(const httplib::Request& req, httplib::Response& res, const std::string& ns,

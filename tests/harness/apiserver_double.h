@@ -1,6 +1,6 @@
 // An in-process Kubernetes API server double that speaks the real wire format for what gpunode
 // uses: paginated lists (limit, continue tokens, remainingItemCount) with field and label
-// selectors, GET of single objects, node PATCH (merge, strategic merge, JSON patch), the
+// selectors, GET of single objects, node and pod PATCH (merge, strategic merge, JSON patch), the
 // policy/v1 Eviction subresource answering 429 with the PodDisruptionBudget Status, batch/v1
 // CronJobs, core/v1 Events and Namespaces, apps/v1 DaemonSets (create 201 / 409 when it exists,
 // get, list, replace with resourceVersion checks, delete 404 when missing), batch/v1 Jobs (listed
