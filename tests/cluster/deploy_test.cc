@@ -2,6 +2,7 @@
 // webhook is sent only opted-in namespaces, on the path and label the webhook uses, the RBAC grants
 // no more than the commands need, and the upgrade runs as one unprivileged copy.
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -52,10 +53,17 @@ void FindPrivileged(const YAML::Node& node, const std::string& path,
 }
 
 // Every document of every file a kustomization lists.
+// The objects of a kustomization's resources, files and the directories of other
+// kustomizations alike.
 std::vector<YAML::Node> Kustomized(const std::string& dir) {
   std::vector<YAML::Node> docs;
   for (const YAML::Node& file : YAML::LoadFile(dir + "/kustomization.yaml")["resources"]) {
-    for (const YAML::Node& d : YAML::LoadAllFromFile(dir + "/" + file.as<std::string>())) {
+    const std::string path = dir + "/" + file.as<std::string>();
+    if (std::filesystem::is_directory(path)) {
+      for (YAML::Node& d : Kustomized(path)) docs.push_back(d);
+      continue;
+    }
+    for (const YAML::Node& d : YAML::LoadAllFromFile(path)) {
       if (d.IsMap()) docs.push_back(d);
     }
   }
@@ -101,14 +109,25 @@ TEST(DeployTest, RbacIsLeastPrivilege) {
   std::vector<YAML::Node> cluster = YAML::LoadAllFromFile(kDeploy + "/cluster/rbac.yaml");
   // prepull's DaemonSets and verify's smoke pods: namespaced Roles; cluster-wide only reads.
   for (const YAML::Node& rule : Find(cluster, "ClusterRole", "gpunode-cluster")["rules"]) {
-    if (Strings(rule["resources"]).count("daemonsets") ||
-        Strings(rule["resources"]).count("pods")) {
+    if (Strings(rule["resources"]).count("daemonsets")) {
       EXPECT_EQ(Strings(rule["verbs"]), (std::set<std::string>{"get", "list"}));
     }
+    // patch on pods only with the policy that narrows it to the drain notice (below).
+    if (Strings(rule["resources"]).count("pods")) {
+      EXPECT_EQ(Strings(rule["verbs"]), (std::set<std::string>{"get", "list", "patch"}));
+    }
     if (Strings(rule["apiGroups"]).count("batch")) {
-      EXPECT_EQ(Strings(rule["verbs"]), std::set<std::string>{"list"});
+      EXPECT_TRUE(Strings(rule["verbs"]) == std::set<std::string>{"list"} ||
+                  Strings(rule["verbs"]) == (std::set<std::string>{"get", "list"}));
     }
   }
+  std::vector<YAML::Node> notice = Kustomized(kDeploy + "/pod-notice");
+  YAML::Node policy = Find(notice, "ValidatingAdmissionPolicy", "gpunode-pod-notice");
+  ASSERT_TRUE(policy.IsMap());
+  EXPECT_EQ(policy["spec"]["failurePolicy"].as<std::string>(), "Fail");
+  YAML::Node binding = Find(notice, "ValidatingAdmissionPolicyBinding", "gpunode-pod-notice");
+  ASSERT_TRUE(binding.IsMap());
+  EXPECT_EQ(Strings(binding["spec"]["validationActions"]), std::set<std::string>{"Deny"});
   YAML::Node prepull = Find(cluster, "Role", "gpunode-prepull");
   ASSERT_TRUE(prepull.IsDefined());
   EXPECT_EQ(Strings(prepull["rules"][0]["verbs"]),
@@ -194,10 +213,14 @@ TEST(DeployTest, UpgradeIsOneUnprivilegedCopyWithLeastPrivilege) {
       }
     }
   }
-  EXPECT_EQ(granted, (std::set<std::string>{
-                         "/nodes:get", "/nodes:list", "/nodes:watch", "/nodes:patch", "/pods:get",
-                         "/pods:list", "/pods/eviction:create", "policy/poddisruptionbudgets:list",
-                         "apps/daemonsets:get", "apps/daemonsets:list", "/events:list"}));
+  EXPECT_EQ(granted,
+            (std::set<std::string>{
+                "/nodes:get", "/nodes:list", "/nodes:watch", "/nodes:patch", "/pods:get",
+                "/pods:list", "/pods:patch", "/pods/eviction:create",
+                "policy/poddisruptionbudgets:list", "apps/daemonsets:get", "apps/daemonsets:list",
+                "apps/replicasets:get", "batch/jobs:get", "/events:list", "/events:create"}));
+  // The pod patch, narrowed to the drain notice, comes with it.
+  EXPECT_TRUE(Find(docs, "ValidatingAdmissionPolicy", "gpunode-pod-notice").IsMap());
   YAML::Node bound = Find(docs, "ClusterRoleBinding", "gpunode-upgrade");
   ASSERT_TRUE(bound.IsMap());
   EXPECT_EQ(bound["roleRef"]["name"].as<std::string>(), "gpunode-upgrade");

@@ -636,7 +636,9 @@ TEST(ClusterMaintenanceOnTheRealNode, DrainHonoursBudgetsAndRestoreUncordons) {
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
   std::string kubeconfig = KubeconfigWithTheGrantsOf("cluster", "gpunode-cluster");
   ASSERT_FALSE(kubeconfig.empty());
-  testing::ProcessResult r;
+  testing::ProcessResult r =
+      cluster->Kubectl({"apply", "-k", std::string(GPUNODE_SOURCE_DIR) + "/deploy/pod-notice"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   // GPU feature discovery's count label, which restore compares the healthy GPUs with.
   r = cluster->Kubectl({"label", "node", node, "nvidia.com/gpu.count=8", "--overwrite"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -664,8 +666,8 @@ TEST(ClusterMaintenanceOnTheRealNode, DrainHonoursBudgetsAndRestoreUncordons) {
   ASSERT_FALSE(batch_pod.empty());
   ASSERT_FALSE(serving_pod.empty());
 
-  r = Gpunode({"cluster", "drain", node, "--cordon", "--timeout", "1s", "--eviction-timeout", "3s",
-               "--eviction-retry-interval", "1s", "--poll-interval", "1s", "--kubeconfig",
+  r = Gpunode({"cluster", "drain", node, "--cordon", "--evict-after", "1s", "--eviction-timeout",
+               "3s", "--eviction-retry-interval", "1s", "--poll-interval", "1s", "--kubeconfig",
                kubeconfig});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   std::string said = r.out + r.err;
@@ -683,6 +685,32 @@ TEST(ClusterMaintenanceOnTheRealNode, DrainHonoursBudgetsAndRestoreUncordons) {
   json drained = Node();
   EXPECT_EQ(drained["spec"].value("unschedulable", false), true);
   EXPECT_EQ(drained["metadata"]["labels"].value("nvidia.com/gpu.state", ""), "draining");
+  // The owners were told, under the same grants: the pod, its ReplicaSet and the Deployment
+  // above it each got the Event, and the pod the annotations.
+  EXPECT_THAT(said, ::testing::Not(HasSubstr("cannot tell")));
+  std::set<std::string> told;
+  const json events = Get({"events", "-n", "default"});
+  for (const json& event : events.value("items", json::array())) {
+    if (event.value("reason", "") != "NodeDraining") continue;
+    EXPECT_EQ(event.value("reportingComponent", ""), "gpunode-cluster-drain");
+    told.insert(event["involvedObject"].value("kind", "") + "/" +
+                event["involvedObject"].value("name", ""));
+  }
+  EXPECT_TRUE(told.count("Pod/" + serving_pod)) << ::testing::PrintToString(told);
+  EXPECT_TRUE(told.count("Deployment/serving")) << ::testing::PrintToString(told);
+  EXPECT_TRUE(told.count("Deployment/batch")) << ::testing::PrintToString(told);
+  json serving = Get({"pod", serving_pod, "-n", "default"});
+  EXPECT_EQ(serving["metadata"]["annotations"].value("gpunode.io/node-draining", ""), node);
+  EXPECT_NE(serving["metadata"]["annotations"].value("gpunode.io/eviction-deadline", ""), "");
+  // The grant to patch pods is that and no more: the real admission chain refuses anything else.
+  r = cluster->Kubectl({"--kubeconfig", kubeconfig, "label", "pod", serving_pod, "-n", "default",
+                        "app=elsewhere", "--overwrite"});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("gpunode's service accounts may change only a pod's annotations "
+                               "under gpunode.io/"));
+  r = cluster->Kubectl({"--kubeconfig", kubeconfig, "annotate", "pod", serving_pod, "-n", "default",
+                        "owner=someone-else"});
+  EXPECT_NE(r.exit_code, 0) << r.out;
 
   for (const char* name : {"batch", "serving"}) {
     cluster->Kubectl({"delete", "deployment", name, "-n", "default", "--wait=true"});
