@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "core/json_field.h"
 #include "core/text.h"
 #include "kube/gpu_resources.h"
 #include "kube/object_event.h"
@@ -43,19 +44,15 @@ std::string ObjectPath(const kube::ObjectRef& ref) {
 
 // The controller ownerReference of `object`, in `ns`; nullopt when it has none.
 std::optional<kube::ObjectRef> ControllerOf(const json& object, const std::string& ns) {
-  const json* refs = nullptr;
-  if (object.contains("metadata") && object["metadata"].is_object() &&
-      object["metadata"].contains("ownerReferences")) {
-    refs = &object["metadata"]["ownerReferences"];
-  }
+  const json* refs = core::JsonAt(object, {"metadata", "ownerReferences"});
   if (refs == nullptr || !refs->is_array()) return std::nullopt;
   for (const json& ref : *refs) {
-    if (!ref.is_object() || !ref.value("controller", false)) continue;
-    return kube::ObjectRef{.api_version = ref.value("apiVersion", ""),
-                           .kind = ref.value("kind", ""),
+    if (!core::JsonBool(ref, "controller", false)) continue;
+    return kube::ObjectRef{.api_version = core::JsonString(ref, "apiVersion"),
+                           .kind = core::JsonString(ref, "kind"),
                            .ns = ns,
-                           .name = ref.value("name", ""),
-                           .uid = ref.value("uid", "")};
+                           .name = core::JsonString(ref, "name"),
+                           .uid = core::JsonString(ref, "uid")};
   }
   return std::nullopt;
 }
