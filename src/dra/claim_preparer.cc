@@ -1,5 +1,6 @@
 #include "dra/claim_preparer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -105,6 +106,25 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOpt
       ++it;
     }
   }
+  // A spec no record names was written by a plugin stopped before it recorded the claim: the
+  // kubelet got no answer and asks again.
+  const std::string prefix = "k8s.gpu.nvidia.com-claim_";
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& entry :
+       std::filesystem::directory_iterator(preparer->options_.cdi_root, ec)) {
+    std::string file = entry.path().filename().string();
+    if (file.rfind(prefix, 0) != 0 || file.size() <= prefix.size() + 5 ||
+        file.compare(file.size() - 5, 5, ".json") != 0) {
+      continue;
+    }
+    std::string uid = file.substr(prefix.size(), file.size() - prefix.size() - 5);
+    if (preparer->checkpoint_.claims.count(uid)) continue;
+    RETURN_IF_ERROR(preparer->RemoveSpec(uid));
+    spdlog::info(
+        "claim {}: its spec was written but the claim never recorded; removed, the "
+        "kubelet prepares it again",
+        uid);
+  }
   preparer->checkpoint_.boot_id = preparer->options_.boot_id;
   if (changed) {
     RETURN_IF_ERROR(
@@ -179,13 +199,20 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
                       .cdi_ids = {core::StrCat(kClaimCdiKind, "=", claim.uid, "-", a.device)},
                       .time_slice = a.time_slice});
   }
-  // Recorded before the spec is written, so that a plugin stopped in between finds the spec to
-  // roll back.
-  checkpoint_.claims[claim.uid] = {.name_space = claim.name_space,
-                                   .name = claim.name,
-                                   .state = host::ClaimState::kPrepareStarted,
-                                   .devices = {}};
-  RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
+  // A spec is a file of this plugin's own: one left by a plugin stopped before the record below
+  // is found at start and removed (Create). A time-slice interval changes the GPU, which nothing
+  // on disk shows: that preparation is recorded as started first, so that a plugin stopped in
+  // the middle rolls it back.
+  const bool sets_time_slice =
+      std::any_of(answer.begin(), answer.end(),
+                  [](const host::PreparedDevice& d) { return !d.time_slice.empty(); });
+  if (sets_time_slice) {
+    checkpoint_.claims[claim.uid] = {.name_space = claim.name_space,
+                                     .name = claim.name,
+                                     .state = host::ClaimState::kPrepareStarted,
+                                     .devices = {}};
+    RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
+  }
   if (!devices.empty()) {
     ASSIGN_OR_RETURN(cdi::Spec spec, ClaimSpec(claim.uid, devices, driver_, host_, options_));
     RETURN_IF_ERROR(cdi::WriteSpecFile(SpecPath(claim.uid), spec, cdi::SpecFormat::kJson));
@@ -195,6 +222,8 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
       RETURN_IF_ERROR(SetTimeSlice(devices[i]->gpu_uuid, answer[i].time_slice));
   }
   host::PreparedClaim& record = checkpoint_.claims[claim.uid];
+  record.name_space = claim.name_space;
+  record.name = claim.name;
   record.state = host::ClaimState::kPrepareCompleted;
   record.devices = answer;
   RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));

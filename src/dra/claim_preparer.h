@@ -1,8 +1,10 @@
 // NodePrepareResources and NodeUnprepareResources for one node: a claim's allocated devices
 // become a transient CDI spec (vendor k8s.gpu.nvidia.com, class claim, one device
-// "<claimUID>-<device>" per allocated device, as NVIDIA's DRA driver names them), and every step
-// is recorded in the checkpoint first, so that a plugin restarted at any point answers the
-// kubelet as if it had not stopped.
+// "<claimUID>-<device>" per allocated device, as NVIDIA's DRA driver names them), recorded in the
+// checkpoint once the spec is on disk. A plugin restarted at any point answers the kubelet as if
+// it had not stopped: a spec no record names is removed at start (the kubelet, which got no
+// answer, asks again), and a preparation that changes the GPU itself (a time-slice interval) is
+// recorded as started before it begins, so that it is rolled back.
 //
 // Thread-safety: Prepare, Unprepare and SetDevices may be called from any thread; one mutex
 // serializes them (the kubelet sends a pod's claims in one call, and a claim's preparation is
@@ -49,7 +51,8 @@ class ClaimPreparer {
   using ClaimReader = std::function<absl::StatusOr<std::string>(const ClaimRef&)>;
 
   // Loads the checkpoint: claims of another boot are dropped, claims whose preparation had
-  // started but not completed are rolled back (their spec removed; the kubelet asks again).
+  // started but not completed are rolled back (their spec removed; the kubelet asks again), and
+  // claim specs in the CDI root that no record names are removed.
   // Fails on a checkpoint that does not parse, deleting nothing.
   static absl::StatusOr<std::unique_ptr<ClaimPreparer>> Create(PreparerOptions options,
                                                                cdi::DriverFiles driver,

@@ -343,6 +343,27 @@ TEST_F(Preparer, APreparationCutShortIsRolledBackAndAnotherBootsClaimsAreDropped
   EXPECT_EQ((*on_disk)->boot_id, "boot-2");
 }
 
+// A Prepare writes the spec, then records the claim once: a plugin stopped in between leaves a
+// spec no record names, which the next start removes (the kubelet got no answer and asks again).
+// Other drivers' specs and the node's own (gpunode cdi) stay.
+TEST_F(Preparer, ASpecWrittenButNeverRecordedIsRemovedAtStart) {
+  claims_["c1"] = Claim("u1", json::array({Result("gpu-0")}));
+  std::unique_ptr<ClaimPreparer> preparer = Make("boot-1");
+  ASSERT_TRUE(preparer->Prepare({"ml", "c1", "u1"}).ok());
+  preparer.reset();
+  const std::string cdi = dir_.path() + "/cdi";
+  std::ofstream(cdi + "/k8s.gpu.nvidia.com-claim_u3.json") << "{}";
+  std::ofstream(cdi + "/k8s.other.example.com-claim_u4.json") << "{}";
+  std::ofstream(cdi + "/nvidia.com-gpu.yaml") << "{}";
+
+  std::unique_ptr<ClaimPreparer> restarted = Make("boot-1");
+  EXPECT_THAT(restarted->PreparedClaims(), ElementsAre("u1"));
+  EXPECT_TRUE(std::filesystem::exists(restarted->SpecPath("u1")));
+  EXPECT_FALSE(std::filesystem::exists(restarted->SpecPath("u3")));
+  EXPECT_TRUE(std::filesystem::exists(cdi + "/k8s.other.example.com-claim_u4.json"));
+  EXPECT_TRUE(std::filesystem::exists(cdi + "/nvidia.com-gpu.yaml"));
+}
+
 TEST_F(Preparer, ACorruptCheckpointStopsTheStartAndDeletesNothing) {
   std::ofstream(Options().checkpoint_path) << "{\"checksum\": \"0\", \"v1\": {}}";
   std::filesystem::create_directories(dir_.path() + "/cdi");
