@@ -28,7 +28,6 @@
 #include "core/log.h"
 #include "core/status_macros.h"
 #include "host/host_root.h"
-#include "host/pci.h"
 #include "labels/gfd_labels.h"
 #include "labels/label_file.h"
 #include "labels/node_facts.h"
@@ -272,9 +271,7 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
     absl::StatusOr<labels::NodeFacts> facts = labels::ReadNodeFacts(**library);
     if (!facts.ok()) return ReportError(facts.status());
     // The bus counts a card the driver did not take (a node with --sim has none of its own).
-    if (absl::StatusOr<std::vector<host::PciDevice>> pci = host::ScanNvidiaGpus(host); pci.ok()) {
-      facts->physical_count = std::max<unsigned>(facts->physical_count, pci->size());
-    }
+    labels::AddPciBus(*facts, host);
     labels::GfdOptions gfd = settings->gfd;
     if (!options.machine_type_file.empty()) {
       if (absl::StatusOr<std::string> machine = host.ReadAttribute(options.machine_type_file);

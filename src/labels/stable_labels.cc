@@ -32,6 +32,9 @@ Labels StableLabels(const NodeFacts& facts, std::string_view prefix) {
   // The physical count even when no GPU answers: that node is the one to hold back.
   unsigned count = std::max<unsigned>(facts.physical_count, facts.gpus.size());
   if (count > 0) labels[p + "gpu.count"] = absl::StrCat(count);
+  // Only when short of a GPU: a healthy node's labels stay as they were.
+  if (kube::MissingGpus missing = MissingGpusOf(facts); !missing.empty())
+    labels[p + std::string(kube::kMissingGpusKey)] = kube::FormatMissingGpus(missing);
   if (facts.gpus.empty()) return labels;
   const GpuFacts& model = facts.gpus.front();
   labels[p + "accelerator"] = AcceleratorName(model.name);

@@ -11,10 +11,12 @@
 
 namespace gpunode::labels {
 
-// Keys are `prefix` + accelerator, gpu.count, gpu.memory. An empty prefix leaves the namespace to
-// NFD, which puts unprefixed names under feature.node.kubernetes.io/. gpu.count is the physical
-// count (NodeFacts::physical_count): every NVIDIA GPU the machine has, of any model, the lost
-// ones too, so that a node missing a card does not read n of n. Nothing without GPUs.
+// Keys are `prefix` + accelerator, gpu.count, gpu.memory, and gpu.missing. An empty prefix leaves
+// the namespace to NFD, which puts unprefixed names under feature.node.kubernetes.io/. gpu.count
+// is the physical count (NodeFacts::physical_count): every NVIDIA GPU the machine has, of any
+// model, the lost ones too, so that a node missing a card does not read n of n. gpu.missing,
+// only on a node short of a GPU, names the ones NVML does not see (kube/missing_gpus_label.h).
+// Nothing without GPUs.
 Labels StableLabels(const NodeFacts& facts, std::string_view prefix);
 
 // "nvidia-a10" from "NVIDIA A10", "nvidia-tesla-t4" from "Tesla T4".

@@ -322,32 +322,72 @@ TEST(Labels, MigStrategiesOnTheA100Node) {
   EXPECT_EQ(plain.at("nvidia.com/mig.strategy"), "single");
 }
 
-// gpu.count is the physical count: a GPU that fell off the bus still counts (NVIDIA's
-// nvidia.com/gpu.count, GFD's meaning, does not), and so does a card on the PCI bus the driver
-// did not take, so that a node missing a card never reads n of n.
-TEST(Labels, TheStableCountIsPhysical) {
-  const std::string lost_gpu = kFixtures + "/profiles/one-gpu-lost.yaml";
-  auto labels = [&](const std::string& host_root) {
-    testing::ProcessResult r = Gpunode({"--sim", lost_gpu, "--host-root", host_root, "labels",
-                                        "--oneshot", "-o", "-", "--stable-labels"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_THAT(r.err, HasSubstr("GPU 0 left out of the labels"));
-    return Parse(r.out);
-  };
-  Labels lost = labels(EmptyHostRoot());
-  EXPECT_EQ(lost.at("gpu.count"), "2");
-  EXPECT_EQ(lost.at("nvidia.com/gpu.count"), "1");
-  EXPECT_EQ(lost.at("accelerator"), "nvidia-a10");
-
-  testing::TempDir host("gpunode-labels-pci");
-  for (const std::string address : {"0000:17:00.0", "0000:65:00.0", "0000:b3:00.0"}) {
+// A host tree whose PCI bus has an NVIDIA 3D controller (an A10) at each address.
+void AddNvidiaControllers(testing::TempDir& host, const std::vector<std::string>& addresses) {
+  for (const std::string& address : addresses) {
     const std::string dir = "sys/bus/pci/devices/" + address;
     fs::create_directories(host.path() + "/" + dir);
     host.Write(dir + "/vendor", "0x10de\n");
     host.Write(dir + "/device", "0x2236\n");
     host.Write(dir + "/class", "0x030200\n");
   }
-  EXPECT_EQ(labels(host.path()).at("gpu.count"), "3");
+}
+
+// gpu.count is the physical count: a GPU that fell off the bus still counts (NVIDIA's
+// nvidia.com/gpu.count, GFD's meaning, does not), and so does a card on the PCI bus the driver
+// did not take, so that a node missing a card never reads n of n. gpu.missing names the cards
+// NVML does not see by PCI address, so the cluster commands can name them too.
+TEST(Labels, TheStableCountIsPhysicalAndTheMissingGpusAreNamed) {
+  const std::string lost_gpu = kFixtures + "/profiles/one-gpu-lost.yaml";
+  auto labels = [&](const std::string& host_root, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--sim",   lost_gpu, "--host-root",
+                                     host_root, "labels", "--oneshot",
+                                     "-o",      "-",      "--stable-labels"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    testing::ProcessResult r = Gpunode(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("GPU 0 left out of the labels"));
+    Labels parsed = Parse(r.out);
+    ExpectValidKubernetesLabels(parsed);
+    return parsed;
+  };
+  // No PCI bus to read (a simulated node without a host tree): the count is the driver's, and
+  // the lost GPU's address is unknown.
+  Labels lost = labels(EmptyHostRoot());
+  EXPECT_EQ(lost.at("gpu.count"), "2");
+  EXPECT_EQ(lost.at("gpu.missing"), "1-unknown");
+  EXPECT_EQ(lost.at("nvidia.com/gpu.count"), "1");
+  EXPECT_EQ(lost.at("accelerator"), "nvidia-a10");
+
+  // The bus has both GPUs of the profile: the lost one is the one NVML no longer answers for.
+  testing::TempDir both("gpunode-labels-pci-both");
+  AddNvidiaControllers(both, {"0000:17:00.0", "0000:65:00.0"});
+  Labels named = labels(both.path());
+  EXPECT_EQ(named.at("gpu.count"), "2");
+  EXPECT_EQ(named.at("gpu.missing"), "17-00.0");
+  EXPECT_EQ(
+      labels(both.path(), {"--stable-label-prefix", "example.com/"}).at("example.com/gpu.missing"),
+      "17-00.0");
+
+  // And a third card the driver did not take at all.
+  testing::TempDir three("gpunode-labels-pci-three");
+  AddNvidiaControllers(three, {"0000:17:00.0", "0000:65:00.0", "0000:b3:00.0"});
+  Labels more = labels(three.path());
+  EXPECT_EQ(more.at("gpu.count"), "3");
+  EXPECT_EQ(more.at("gpu.missing"), "17-00.0_b3-00.0");
+}
+
+// A node with every GPU it has gets no gpu.missing: its labels do not change.
+TEST(Labels, AHealthyNodeHasNoMissingLabel) {
+  testing::TempDir host("gpunode-labels-pci-healthy");
+  AddNvidiaControllers(host, {"0000:17:00.0", "0000:18:00.0", "0000:b1:00.0", "0000:b2:00.0"});
+  Labels labels =
+      LabelsOf({"--sim", "a10-pcie-4", "--host-root", host.path()}, {"--stable-labels"});
+  EXPECT_EQ(labels.at("gpu.count"), "4");
+  EXPECT_FALSE(labels.contains("gpu.missing"));
+  EXPECT_FALSE(
+      LabelsOf({"--sim", "a10-pcie-4", "--host-root", EmptyHostRoot()}, {"--stable-labels"})
+          .contains("gpu.missing"));
 }
 
 TEST(Labels, MachineTypeTimestampAndStableScheme) {

@@ -1,7 +1,10 @@
 // The labels' parts: the sharing settings from the plugin config, value sanitizing, GPU families
 // and the stable scheme's names and sizes.
+#include <cstdio>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kube/missing_gpus_label.h"
 #include "labels/gfd_labels.h"
 #include "labels/sanitize.h"
 #include "labels/sharing.h"
@@ -149,14 +152,95 @@ TEST(StableLabels, KeysWithPrefixTheFirstModelAndThePhysicalCount) {
   // One more on the bus than answer: the bus's count.
   facts.physical_count = 4;
   EXPECT_EQ(StableLabels(facts, "").at("gpu.count"), "4");
-  // None answers: the count alone, so the node still reads as short of nothing it had.
-  EXPECT_EQ(
-      StableLabels(
-          NodeFacts{
-              .driver_version = {}, .cuda_driver_version = {}, .gpus = {}, .physical_count = 2},
-          ""),
-      (Labels{{"gpu.count", "2"}}));
+  // None answers: the count, and both missing, so the node still reads as short of what it had.
+  EXPECT_EQ(StableLabels(NodeFacts{.driver_version = {},
+                                   .cuda_driver_version = {},
+                                   .gpus = {},
+                                   .physical_count = 2,
+                                   .pci_bus = {}},
+                         ""),
+            (Labels{{"gpu.count", "2"}, {"gpu.missing", "2-unknown"}}));
   EXPECT_TRUE(StableLabels(NodeFacts{}, "").empty());
+}
+
+NodeFacts AnsweringAt(const std::vector<std::string>& addresses) {
+  NodeFacts facts;
+  for (const std::string& address : addresses) {
+    GpuFacts gpu;
+    gpu.index = static_cast<unsigned>(facts.gpus.size());
+    gpu.name = "NVIDIA A10";
+    gpu.pci_address = address;
+    facts.gpus.push_back(gpu);
+  }
+  facts.physical_count = static_cast<unsigned>(addresses.size());
+  return facts;
+}
+
+TEST(StableLabels, TheMissingGpusByPciAddress) {
+  // Every GPU answers: no gpu.missing, whatever the bus says.
+  NodeFacts healthy = AnsweringAt({"0000:17:00.0", "0000:65:00.0"});
+  healthy.pci_bus = {"0000:17:00.0", "0000:65:00.0"};
+  EXPECT_FALSE(StableLabels(healthy, "").contains("gpu.missing"));
+  EXPECT_TRUE(MissingGpusOf(healthy).empty());
+
+  // The driver enumerated 2 (one lost); the bus has both, and one more it did not take.
+  NodeFacts lost = AnsweringAt({"0000:65:00.0"});
+  lost.physical_count = 3;
+  lost.pci_bus = {"0000:17:00.0", "0000:65:00.0", "0001:b3:00.0"};
+  EXPECT_EQ(StableLabels(lost, "example.com/").at("example.com/gpu.missing"),
+            "17-00.0_0001-b3-00.0");
+  EXPECT_EQ(StableLabels(lost, "example.com/").at("example.com/gpu.count"), "3");
+
+  // No bus to read: how many, not where.
+  lost.pci_bus.reset();
+  EXPECT_EQ(StableLabels(lost, "").at("gpu.missing"), "2-unknown");
+
+  // A bus whose controllers are not where the answering GPUs are cannot name the missing one.
+  NodeFacts elsewhere = AnsweringAt({"0000:65:00.0"});
+  elsewhere.physical_count = 2;
+  elsewhere.pci_bus = {"0000:01:00.0", "0000:02:00.0"};
+  EXPECT_EQ(StableLabels(elsewhere, "").at("gpu.missing"), "1-unknown");
+}
+
+TEST(MissingGpusLabel, FitsALabelValueAndReadsBack) {
+  kube::MissingGpus one{{"0000:3b:00.0"}, 0, 0};
+  EXPECT_EQ(kube::FormatMissingGpus(one), "3b-00.0");
+  EXPECT_EQ(kube::FormatMissingGpus({}), "");
+  // Ten missing: seven named, the rest counted; the value stays a valid label value.
+  kube::MissingGpus ten;
+  for (int bus = 0x10; bus < 0x1a; ++bus) {
+    char address[16];
+    std::snprintf(address, sizeof address, "0000:%02x:00.0", bus);
+    ten.addresses.push_back(address);
+  }
+  std::string value = kube::FormatMissingGpus(ten);
+  EXPECT_EQ(value, "10-00.0_11-00.0_12-00.0_13-00.0_14-00.0_15-00.0_16-00.0_3-more");
+  EXPECT_LE(value.size(), 63u);
+  EXPECT_TRUE(IsValidLabelValue(value)) << value;
+  absl::StatusOr<kube::MissingGpus> back = kube::ParseMissingGpus(value);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->addresses.size(), 7u);
+  EXPECT_EQ(back->addresses.front(), "0000:10:00.0");
+  EXPECT_EQ(back->unlisted, 3);
+  EXPECT_EQ(back->Count(), 10);
+  EXPECT_EQ(back->Describe(),
+            "0000:10:00.0, 0000:11:00.0, 0000:12:00.0, 0000:13:00.0, 0000:14:00.0, "
+            "0000:15:00.0, 0000:16:00.0 and 3 more");
+
+  kube::MissingGpus mixed{{"0001:B3:00.1"}, 0, 1};
+  EXPECT_EQ(kube::FormatMissingGpus(mixed), "0001-b3-00.1_1-unknown");
+  back = kube::ParseMissingGpus("0001-b3-00.1_1-unknown");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->addresses, std::vector<std::string>{"0001:b3:00.1"});
+  EXPECT_EQ(back->Describe(), "0001:b3:00.1 and 1 at an unknown PCI address");
+  EXPECT_EQ(kube::ParseMissingGpus("2-unknown")->Describe(), "2 at unknown PCI addresses");
+
+  for (const char* bad : {"", "yes", "3b:00.0", "3b-00", "3b-00.9", "0-more", "x-unknown",
+                          "3b-00.0__1-more", "1-2-3-4.0"}) {
+    absl::StatusOr<kube::MissingGpus> parsed = kube::ParseMissingGpus(bad);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("N-more or N-unknown")) << bad;
+  }
 }
 
 }  // namespace
