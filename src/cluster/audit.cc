@@ -85,7 +85,10 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
     if (auto state = kube::FindLabel(node.labels, kube::kGpuStateLabel)) {
       s.gpu_state = std::string(*state);
     }
-    s.gpu_count = ExpectedGpusOf(node, options.count_label).count;
+    ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
+    s.gpu_count = expected.count;
+    s.missing_gpus = expected.missing.addresses;
+    s.missing_gpus_unnamed = expected.missing.unlisted + expected.missing.unknown;
     for (const kube::ResourceAmount& r : node.capacity) {
       s.resources.push_back(
           {std::string(r.name), r.milli, kube::MilliOf(node.allocatable, r.name), 0});
@@ -166,14 +169,20 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
                 return a_gpu != b_gpu ? a_gpu : a.resource < b.resource;
               });
     std::string object = NodeObject(node.name);
+    ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
+    // Where a count is short, the GPU the labeller finds on the bus and the driver does not.
+    std::string missing = expected.missing.empty() ? "" : "; " + expected.MissingText();
+    bool missing_said = false;
     for (const ResourceUsage& r : s.resources) {
       if (r.allocatable < r.capacity) {
+        bool whole_gpus = r.resource == kube::kGpuResource;
+        missing_said = missing_said || whole_gpus;
         report.findings.push_back(
             {std::string(kFindingGpuUnhealthy), Severity::kError, object,
              StrCat("node ", node.name, ": ", kube::FormatMilli(r.capacity - r.allocatable), " of ",
                     Amount(r.capacity, r.resource), " are unhealthy (capacity ",
                     kube::FormatMilli(r.capacity), ", allocatable ",
-                    kube::FormatMilli(r.allocatable), ")"),
+                    kube::FormatMilli(r.allocatable), ")", whole_gpus ? missing : ""),
              StrCat("the device plugin marks a GPU unhealthy after an XID error: run `gpunode "
                     "doctor` on ",
                     node.name,
@@ -193,7 +202,6 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
                     "drain the node and restart the device plugin")});
       }
     }
-    ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
     int64_t capacity = s.Gpu().capacity;
     if (expected.LabelsDisagree()) {
       report.findings.push_back(
@@ -204,7 +212,8 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
                   "=N --overwrite`) or look at gpu-feature-discovery, which writes ",
                   kube::kGpuCountLabel)});
     }
-    if (auto want = expected.WantedGpus(); want && capacity != *want * 1000) {
+    auto want = expected.WantedGpus();
+    if (want && capacity != *want * 1000) {
       std::string want_text =
           expected.replicas > 1
               ? StrCat(*want, " (", *expected.count, " GPUs x ", expected.replicas, " replicas)")
@@ -212,10 +221,19 @@ AuditReport Audit(const kube::ClusterSnapshot& snapshot, const AuditOptions& opt
       report.findings.push_back(
           {std::string(kFindingGpuCountMismatch), Severity::kError, object,
            StrCat("node ", node.name, " advertises ", Amount(capacity, kube::kGpuResource),
-                  " but should advertise ", want_text, " (", expected.Source(), ")"),
+                  " but should advertise ", want_text, " (", expected.Source(), ")", missing),
            StrCat("a GPU is missing (fallen off the bus?) or the device plugin is not running: "
                   "check `nvidia-smi` and the kernel log on ",
                   node.name, ", and the nvidia-device-plugin pod on it")});
+    } else if (!missing.empty() && !missing_said && !expected.LabelsDisagree()) {
+      // The device plugin still advertises every GPU as healthy, but the driver lost one.
+      report.findings.push_back(
+          {std::string(kFindingGpuCountMismatch), Severity::kError, object,
+           StrCat("node ", node.name, " advertises ", Amount(capacity, kube::kGpuResource),
+                  " as healthy, but its labeller finds a GPU the driver does not see", missing),
+           StrCat("check `nvidia-smi` and the kernel log on ", node.name,
+                  " (XID 79: fallen off the bus), then reseat or replace the GPU; the device "
+                  "plugin will mark it unhealthy")});
     }
     bool tainted = std::any_of(node.taints.begin(), node.taints.end(), [](const kube::Taint& t) {
       return t.key == kube::kGpuTaintKey && t.effect == "NoSchedule";

@@ -45,6 +45,10 @@ struct NodeSummary {
   bool unschedulable = false;
   std::optional<std::string> gpu_state;  // nvidia.com/gpu.state
   std::optional<int64_t> gpu_count;      // physical GPUs (ExpectedGpus::count)
+  // The GPUs gpu.missing names by PCI address ("0000:17:00.0"), and how many more it counts
+  // without one (no room in the label, or the PCI bus not read).
+  std::vector<std::string> missing_gpus;
+  int64_t missing_gpus_unnamed = 0;
   std::vector<ResourceUsage> resources;  // nvidia.com/gpu first, then by name
   int gpu_pods = 0;                      // active pods holding NVIDIA resources
 

@@ -25,8 +25,17 @@ std::vector<std::string> CountLabel::Keys() const {
   return {key, std::string(kNfdFeaturePrefix) + key};
 }
 
+std::vector<std::string> CountLabel::MissingKeys() const {
+  std::string missing(kube::kMissingGpusKey);
+  if (!prefix.empty()) return {prefix + missing};
+  return {missing, std::string(kNfdFeaturePrefix) + missing};
+}
+
 bool ExpectedGpus::LabelsDisagree() const {
-  return !own_invalid.empty() || (own_count && gfd_count && *own_count != *gfd_count);
+  if (!own_invalid.empty() || !missing_invalid.empty()) return true;
+  if (!own_count || !gfd_count || *own_count == *gfd_count) return false;
+  // A GPU that fell off the bus: the operator's count keeps it, GFD's does not.
+  return missing.empty() || *own_count - missing.Count() != *gfd_count;
 }
 
 std::string ExpectedGpus::Source() const {
@@ -40,9 +49,21 @@ std::string ExpectedGpus::Disagreement() const {
     return core::StrCat("the GPU count label ", own_key, "=", own_invalid,
                         " is not a number of GPUs");
   }
+  if (!missing_invalid.empty()) {
+    return core::StrCat("the label ", missing_key, "=", missing_value,
+                        " does not read: ", missing_invalid);
+  }
   if (!LabelsDisagree()) return "";
-  return core::StrCat("the GPU count labels disagree: ", own_key, "=", *own_count, ", ",
-                      kube::kGpuCountLabel, "=", *gfd_count);
+  std::string text = core::StrCat("the GPU count labels disagree: ", own_key, "=", *own_count, ", ",
+                                  kube::kGpuCountLabel, "=", *gfd_count);
+  if (!missing.empty()) core::StrAppend(&text, ", ", missing_key, "=", missing_value);
+  return text;
+}
+
+std::string ExpectedGpus::MissingText() const {
+  if (missing.empty()) return "";
+  return core::StrCat("missing GPU", missing.Count() == 1 ? "" : "s", ": ", missing.Describe(),
+                      " (", missing_key, "=", missing_value, ")");
 }
 
 std::optional<int64_t> ExpectedGpus::WantedGpus() const {
@@ -64,6 +85,19 @@ ExpectedGpus ExpectedGpusOf(const kube::NodeView& node, const CountLabel& label)
     break;
   }
   e.count = e.own_count ? e.own_count : e.gfd_count;
+  for (const std::string& key : label.MissingKeys()) {
+    auto value = kube::FindLabel(node.labels, key);
+    if (!value) continue;
+    e.missing_key = key;
+    e.missing_value = std::string(*value);
+    absl::StatusOr<kube::MissingGpus> missing = kube::ParseMissingGpus(*value);
+    if (missing.ok()) {
+      e.missing = *std::move(missing);
+    } else {
+      e.missing_invalid = std::string(core::View(missing.status().message()));
+    }
+    break;
+  }
   if (auto replicas = kube::FindLabel(node.labels, "nvidia.com/gpu.replicas")) {
     if (auto n = CountOf(*replicas); n && *n > 0) e.replicas = *n;
   }

@@ -106,6 +106,8 @@ std::string AuditJson(const AuditReport& report) {
          {"unschedulable", n.unschedulable},
          {"gpu_state", n.gpu_state ? ordered_json(*n.gpu_state) : ordered_json(nullptr)},
          {"gpu_count", n.gpu_count ? ordered_json(*n.gpu_count) : ordered_json(nullptr)},
+         {"missing_gpus", n.missing_gpus},
+         {"missing_gpus_unnamed", n.missing_gpus_unnamed},
          {"capacity", Number(gpu.capacity)},
          {"allocatable", Number(gpu.allocatable)},
          {"requested", Number(gpu.requested)},

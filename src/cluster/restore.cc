@@ -31,23 +31,33 @@ RestoreCheck CheckRestore(const kube::NodeView& node, const CountLabel& label) {
         kube::kGpuResource, ". Check that gpu-feature-discovery runs on the node");
     return check;
   }
+  // The labeller sees a GPU on the PCI bus that the driver does not: it is not back, whatever
+  // the device plugin still advertises.
+  std::string missing;
+  if (!expected.missing.empty()) {
+    missing = StrCat("; ", expected.MissingText(),
+                     ": the driver does not see it; check `nvidia-smi` and the kernel log on the "
+                     "node (XID 79: fallen off the bus), then reseat or replace it");
+  }
   if (expected.mig) {
     // MIG devices replace whole GPUs in the resource count, so only presence and health count.
-    check.ok = capacity > 0 && allocatable == capacity;
+    check.ok = capacity > 0 && allocatable == capacity && missing.empty();
     check.message = StrCat("node ", node.name, " runs MIG; it advertises ", have, " ",
                            kube::kGpuResource, " (", healthy, " healthy) for ", *expected.count,
-                           " physical GPUs (", expected.Source(), ")");
+                           " physical GPUs (", expected.Source(), ")", missing);
     return check;
   }
   int64_t want = *expected.WantedGpus();
   std::string want_text = expected.replicas > 1 ? StrCat(want, " (", *expected.count, " GPUs x ",
                                                          expected.replicas, " replicas)")
                                                 : StrCat(want);
-  check.ok = capacity == want * 1000 && allocatable == want * 1000;
+  check.ok = capacity == want * 1000 && allocatable == want * 1000 && missing.empty();
   check.message =
       StrCat("node ", node.name, " has ", healthy, " healthy ", kube::kGpuResource,
              " (allocatable; capacity ", have, ") of ", want_text, " (", expected.Source(), ")");
-  if (capacity != want * 1000) {
+  if (!missing.empty()) {
+    core::StrAppend(&check.message, missing);
+  } else if (capacity != want * 1000) {
     core::StrAppend(&check.message,
                     "; a GPU is still missing or the device plugin has not re-registered: check "
                     "`nvidia-smi` on the node and the nvidia-device-plugin pod");

@@ -31,7 +31,8 @@ struct RestoreCheck {
 
 // Healthy GPUs (nvidia.com/gpu allocatable, and capacity) must equal the physical count (the
 // operator's count label, else nvidia.com/gpu.count, times nvidia.com/gpu.replicas under
-// time-slicing; on MIG nodes, some capacity and none unhealthy), and the two count labels agree.
+// time-slicing; on MIG nodes, some capacity and none unhealthy), the two count labels agree, and
+// gpu.missing names no GPU (the message names those it does, by PCI address).
 RestoreCheck CheckRestore(const kube::NodeView& node, const CountLabel& label = {});
 
 // What restore changes: only what `gpunode cluster drain` left on the node.

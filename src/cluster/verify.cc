@@ -175,6 +175,9 @@ VerifyStep LabelsStep(const kube::NodeView& node, const VerifyOptions& options) 
   }
   ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
   if (expected.own_count) seen.push_back(StrCat(expected.own_key, "=", *expected.own_count));
+  if (!expected.missing_key.empty()) {
+    seen.push_back(StrCat(expected.missing_key, "=", expected.missing_value));
+  }
   std::vector<std::string> wrong;
   for (const std::string& want : options.require_labels) {
     size_t eq = want.find('=');
@@ -371,6 +374,9 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
       progress << "verifying " << node.name << "\n";
       NodeVerdict verdict;
       verdict.node = std::string(node.name);
+      ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
+      verdict.missing_gpus = expected.missing.addresses;
+      verdict.missing_gpus_unnamed = expected.missing.unlisted + expected.missing.unknown;
       verdict.steps.push_back(ReadyStep(node));
       verdict.steps.push_back(LabelsStep(node, options));
       ASSIGN_OR_RETURN(VerifyStep plugin, DevicePluginStep(client, node, plugins));
@@ -389,7 +395,6 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
            {VerifyCheck::kReady, VerifyCheck::kDevicePlugin, VerifyCheck::kCapacity}) {
         if (Failed(verdict, s)) blocking.push_back(std::string(VerifyCheckName(s)));
       }
-      ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
       int64_t capacity = kube::MilliOf(node.capacity, kube::kGpuResource) / 1000;
       int64_t gpus = std::min<int64_t>(2, expected.WantedGpus().value_or(capacity));
       if (!blocking.empty()) {

@@ -73,6 +73,9 @@ struct VerifyStep {
 struct NodeVerdict {
   std::string node;
   std::vector<VerifyStep> steps;
+  // The GPUs gpu.missing names by PCI address, and how many more it counts without one.
+  std::vector<std::string> missing_gpus;
+  int64_t missing_gpus_unnamed = 0;
   bool Passed() const;
 };
 

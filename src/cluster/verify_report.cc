@@ -113,7 +113,11 @@ std::string VerifyJson(const VerifyReport& report) {
                        {"evidence", s.evidence},
                        {"fix", s.fix}});
     }
-    nodes.push_back({{"name", n.node}, {"passed", n.Passed()}, {"steps", steps}});
+    nodes.push_back({{"name", n.node},
+                     {"passed", n.Passed()},
+                     {"steps", steps},
+                     {"missing_gpus", n.missing_gpus},
+                     {"missing_gpus_unnamed", n.missing_gpus_unnamed}});
   }
   nlohmann::json doc = {{"nodes", nodes},
                         {"interrupted", report.interrupted},

@@ -1,5 +1,6 @@
 #include "cluster/audit.h"
 
+#include "cluster/gpu_count.h"
 #include "cluster/report.h"
 #include "gtest/gtest.h"
 #include "kube/snapshot_reader.h"
@@ -22,6 +23,50 @@ std::vector<std::string> Ids(const AuditReport& r) {
 }
 
 using Ids_ = std::vector<std::string>;
+
+// gpu.missing explains why the operator's count is above GFD's; any other gap, or a value that
+// does not read, is still a disagreement.
+TEST(ExpectedGpusTest, TheMissingLabelExplainsTheGapBetweenTheCounts) {
+  auto expected = [](kube::Labels labels, const CountLabel& label = {}) {
+    kube::NodeView node;
+    node.name = "gpu-a";
+    node.labels = std::move(labels);
+    return ExpectedGpusOf(node, label);
+  };
+  ExpectedGpus lost = expected({{"gpu.count", "8"},
+                                {"nvidia.com/gpu.count", "7"},
+                                {"feature.node.kubernetes.io/gpu.missing", "b3-00.0"}});
+  EXPECT_FALSE(lost.LabelsDisagree());
+  EXPECT_EQ(lost.count, 8);
+  EXPECT_EQ(lost.MissingText(),
+            "missing GPU: 0000:b3:00.0 (feature.node.kubernetes.io/gpu.missing=b3-00.0)");
+
+  ExpectedGpus gap =
+      expected({{"gpu.count", "8"}, {"nvidia.com/gpu.count", "6"}, {"gpu.missing", "b3-00.0"}});
+  EXPECT_TRUE(gap.LabelsDisagree());
+  EXPECT_EQ(gap.Disagreement(),
+            "the GPU count labels disagree: gpu.count=8, nvidia.com/gpu.count=6, "
+            "gpu.missing=b3-00.0");
+
+  ExpectedGpus bad = expected({{"gpu.count", "8"}, {"gpu.missing", "slot 3"}});
+  EXPECT_TRUE(bad.LabelsDisagree());
+  EXPECT_NE(bad.Disagreement().find("the label gpu.missing=slot 3 does not read: \"slot 3\" is "
+                                    "neither a PCI address"),
+            std::string::npos)
+      << bad.Disagreement();
+
+  // Under a prefix, only the prefixed key counts.
+  CountLabel prefixed{.key = "gpu.count", .prefix = "example.com/"};
+  ExpectedGpus other =
+      expected({{"example.com/gpu.count", "2"}, {"gpu.missing", "17-00.0"}}, prefixed);
+  EXPECT_TRUE(other.missing.empty());
+  ExpectedGpus mine = expected(
+      {{"example.com/gpu.count", "2"}, {"example.com/gpu.missing", "17-00.0_0001-b3-00.0_2-more"}},
+      prefixed);
+  EXPECT_EQ(mine.MissingText(),
+            "missing GPUs: 0000:17:00.0, 0001:b3:00.0 and 2 more "
+            "(example.com/gpu.missing=17-00.0_0001-b3-00.0_2-more)");
+}
 
 TEST(AuditTest, HealthyClusterHasNoFindings) {
   AuditReport r = AuditFixture("healthy.json");

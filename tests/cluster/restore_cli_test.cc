@@ -1,6 +1,7 @@
 // `gpunode cluster restore` and the operator's own GPU count label, through the real binary:
 // restore refuses until every physical GPU is back and healthy (live and on a snapshot alike),
 // `--force` overrides and says so, and only what `cluster drain` did is undone.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,89 @@ TEST_F(RestoreCliTest, TheOperatorsCountLabelWinsAndDisagreementIsAFinding) {
   ProcessResult custom = Live({"cluster", "restore", "gpu-custom", "--count-label", "hw/gpus"});
   EXPECT_EQ(custom.exit_code, 0) << custom.err;
   EXPECT_NE(custom.out.find("of 2 (hw/gpus=2)"), std::string::npos) << custom.out;
+}
+
+// A node short of a GPU, as `gpunode labels --stable-labels` labels it: gpu.count keeps the lost
+// GPU, GFD's count does not, and gpu.missing names it by PCI address. restore refuses and names
+// it, live and on a snapshot; audit names it where it reports the short count.
+TEST_F(RestoreCliTest, ANodeShortOfAGpuIsNamedByPciAddress) {
+  // XID 79: the device plugin marked the GPU unhealthy.
+  json lost = NodeFromSpec({"gpu-lost",
+                            8,
+                            7,
+                            {{"gpu.count", "8"},
+                             {"nvidia.com/gpu.count", "7"},
+                             {"gpu.missing", "b3-00.0"},
+                             {"nvidia.com/gpu.state", "draining"}},
+                            kDrainAnnotations,
+                            true});
+  // After a reboot the driver does not enumerate it at all; the labeller read no PCI bus.
+  json gone = NodeFromSpec({"gpu-gone",
+                            7,
+                            7,
+                            {{"gpu.count", "8"},
+                             {"nvidia.com/gpu.count", "7"},
+                             {"gpu.missing", "1-unknown"},
+                             {"nvidia.com/gpu.state", "draining"}},
+                            kDrainAnnotations,
+                            true});
+  server_->AddObject(lost);
+  server_->AddObject(gone);
+  const std::string lost_why =
+      "refusing to restore: node gpu-lost has 7 healthy nvidia.com/gpu (allocatable; capacity 8) "
+      "of 8 (gpu.count=8); missing GPU: 0000:b3:00.0 (gpu.missing=b3-00.0): the driver does not "
+      "see it";
+  ProcessResult live = Live({"cluster", "restore", "gpu-lost"});
+  EXPECT_EQ(live.exit_code, 1) << live.out << live.err;
+  EXPECT_NE(live.err.find(lost_why), std::string::npos) << live.err;
+  EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
+
+  ProcessResult offline =
+      Gpunode({"cluster", "restore", "gpu-lost", "--dry-run", "-f", Snapshot(lost)});
+  EXPECT_EQ(offline.exit_code, 1) << offline.out;
+  EXPECT_NE(offline.err.find(lost_why), std::string::npos) << offline.err;
+
+  ProcessResult unknown = Live({"cluster", "restore", "gpu-gone"});
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.out << unknown.err;
+  EXPECT_NE(unknown.err.find("node gpu-gone has 7 healthy nvidia.com/gpu (allocatable; capacity "
+                             "7) of 8 (gpu.count=8); missing GPU: 1 at an unknown PCI address "
+                             "(gpu.missing=1-unknown)"),
+            std::string::npos)
+      << unknown.err;
+  EXPECT_EQ(server_->CountRequests("PATCH", "/"), 0);
+
+  // audit: the two counts are explained by gpu.missing, not a disagreement; the findings that
+  // report the short count name the GPU, and so does each node's JSON.
+  json list = {{"kind", "List"}, {"apiVersion", "v1"}, {"items", {lost, gone}}};
+  std::string snapshot =
+      dir_->Write("short-" + std::to_string(server_->port()) + ".json", list.dump());
+  ProcessResult audit = Gpunode({"cluster", "audit", "-f", snapshot, "-o", "json"});
+  EXPECT_EQ(audit.exit_code, 1) << audit.err;
+  json report = json::parse(audit.out);
+  std::map<std::string, std::string> messages;  // "id node" -> message
+  for (const json& f : report["findings"]) {
+    messages[f["id"].get<std::string>() + " " + f["object"].get<std::string>()] = f["message"];
+  }
+  EXPECT_FALSE(messages.contains("gpu-count-labels-disagree node/gpu-lost")) << audit.out;
+  EXPECT_FALSE(messages.contains("gpu-count-labels-disagree node/gpu-gone")) << audit.out;
+  EXPECT_EQ(messages["gpu-unhealthy node/gpu-lost"],
+            "node gpu-lost: 1 of 8 nvidia.com/gpu are unhealthy (capacity 8, allocatable 7); "
+            "missing GPU: 0000:b3:00.0 (gpu.missing=b3-00.0)");
+  EXPECT_EQ(messages["gpu-count-mismatch node/gpu-gone"],
+            "node gpu-gone advertises 7 nvidia.com/gpu but should advertise 8 (gpu.count=8); "
+            "missing GPU: 1 at an unknown PCI address (gpu.missing=1-unknown)");
+  for (const json& n : report["nodes"]) {
+    if (n["name"] == "gpu-lost") {
+      EXPECT_EQ(n["missing_gpus"], json({"0000:b3:00.0"}));
+      EXPECT_EQ(n["missing_gpus_unnamed"], 0);
+    } else {
+      EXPECT_EQ(n["missing_gpus"], json::array());
+      EXPECT_EQ(n["missing_gpus_unnamed"], 1);
+    }
+  }
+  ProcessResult table = Gpunode({"cluster", "audit", "-f", snapshot});
+  EXPECT_NE(table.out.find("missing GPU: 0000:b3:00.0 (gpu.missing=b3-00.0)"), std::string::npos)
+      << table.out;
 }
 
 }  // namespace

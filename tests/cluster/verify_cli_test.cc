@@ -389,6 +389,43 @@ TEST_F(VerifyCliTest, RequiredLabelsOfTheOperatorsScheme) {
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
 }
 
+// A node that lost a GPU, labelled by `gpunode labels --stable-labels`: the labels agree (GFD
+// counts only the GPUs that answer), and the capacity step names the missing GPU by PCI address.
+TEST_F(VerifyCliTest, AMissingGpuIsNamedByPciAddress) {
+  json node = GpuNode("gpu-lost", 8, 7);
+  node["metadata"]["labels"]["nvidia.com/gpu.count"] = "7";
+  node["metadata"]["labels"]["gpu.missing"] = "b3-00.0";
+  server_->AddObject(node);
+  server_->AddObject(DevicePluginPod("gpu-lost"));
+  ProcessResult r =
+      Live({"cluster", "verify", "gpu-lost", "-o", "json", "--poll-interval", "10ms"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  json report = json::parse(r.out);
+  const json* labels = StepOf(report, "gpu-lost", "labels");
+  ASSERT_NE(labels, nullptr) << r.out;
+  EXPECT_EQ((*labels)["result"], "pass") << (*labels)["evidence"];
+  EXPECT_NE((*labels)["evidence"].get<std::string>().find("gpu.missing=b3-00.0"),
+            std::string::npos);
+  const json* capacity = StepOf(report, "gpu-lost", "capacity");
+  ASSERT_NE(capacity, nullptr) << r.out;
+  EXPECT_EQ((*capacity)["result"], "fail");
+  EXPECT_EQ((*capacity)["evidence"],
+            "node gpu-lost has 7 healthy nvidia.com/gpu (allocatable; capacity 8) of 8 "
+            "(gpu.count=8); missing GPU: 0000:b3:00.0 (gpu.missing=b3-00.0): the driver does not "
+            "see it; check `nvidia-smi` and the kernel log on the node (XID 79: fallen off the "
+            "bus), then reseat or replace it");
+  EXPECT_EQ(report["nodes"][0]["missing_gpus"], json({"0000:b3:00.0"}));
+  EXPECT_EQ(report["nodes"][0]["missing_gpus_unnamed"], 0);
+  EXPECT_TRUE(Created().empty()) << "no smoke pod on a node short of a GPU";
+
+  ProcessResult table = Live({"cluster", "verify", "gpu-lost"});
+  EXPECT_EQ(table.exit_code, 1);
+  EXPECT_NE(table.out.find("fail  capacity  node/gpu-lost\n    node gpu-lost has 7 healthy"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("missing GPU: 0000:b3:00.0"), std::string::npos) << table.out;
+}
+
 TEST_F(VerifyCliTest, UsageErrors) {
   EXPECT_EQ(Live({"cluster", "verify"}).exit_code, 2);
   EXPECT_EQ(Live({"cluster", "verify", "gpu-a", "--selector", "a=b"}).exit_code, 2);
