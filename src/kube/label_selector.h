@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "kube/node_view.h"
 
 namespace gpunode::kube {
@@ -21,5 +22,11 @@ struct LabelSelector {
 };
 
 bool Matches(const LabelSelector& selector, const Labels& labels);
+
+// A selector as kubectl's -l takes it, for matching what a snapshot holds where the API server
+// would have applied it: key=value (or ==), key!=value, key, !key, key in (a,b), key notin (a,b),
+// comma-separated. The result points into `text`, which must outlive it. An empty text selects
+// everything. An error quotes the term and says what is accepted.
+absl::StatusOr<LabelSelector> ParseLabelSelector(std::string_view text);
 
 }  // namespace gpunode::kube

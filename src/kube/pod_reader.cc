@@ -47,6 +47,7 @@ absl::Status PodReader::Read(od::object& obj, const JsonWalk& walk, ClusterSnaps
   details_.drain_notice_node = {};
   details_.drain_notice_deadline = {};
   details_.unschedulable_message = {};
+  details_.ready = false;
   RETURN_IF_ERROR(walk.ForEachField(obj, "", [&](const FieldKey& key, od::value& val) {
     if (key == "metadata") return ReadMetadata(val, walk);
     if (key == "spec") return ReadSpec(val, walk);
@@ -161,7 +162,7 @@ absl::Status PodReader::ReadStatus(od::value& status, const JsonWalk& walk) {
   });
 }
 
-// The scheduler's verdict: the message of PodScheduled when it is False.
+// The scheduler's verdict: the message of PodScheduled when it is False; and readiness.
 absl::Status PodReader::ReadConditions(od::value& conditions, const JsonWalk& walk) {
   return walk.ForEachElement(conditions, "status.conditions", [&](od::value& condition) {
     std::string_view type, status, message;
@@ -175,6 +176,7 @@ absl::Status PodReader::ReadConditions(od::value& conditions, const JsonWalk& wa
           return absl::OkStatus();
         }));
     if (type == "PodScheduled" && status == "False") details_.unschedulable_message = message;
+    if (type == "Ready") details_.ready = status == "True";
     return absl::OkStatus();
   });
 }
@@ -229,6 +231,7 @@ void PodReader::Commit(ClusterSnapshot& snap) const {
   d->drain_notice_node = a.Copy(details_.drain_notice_node);
   d->drain_notice_deadline = a.Copy(details_.drain_notice_deadline);
   d->unschedulable_message = a.Copy(details_.unschedulable_message);
+  d->ready = details_.ready;
   out.details = std::move(d);
 }
 

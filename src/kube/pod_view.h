@@ -67,6 +67,7 @@ struct PodDetails {
   std::string_view drain_notice_deadline;
   // The scheduler's verdict from the PodScheduled condition, when it is False.
   std::string_view unschedulable_message;
+  bool ready = false;  // the Ready condition is True
 };
 
 struct PodView {
