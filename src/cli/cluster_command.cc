@@ -253,6 +253,30 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
   return kExitFailures;
 }
 
+// The verdict, as a table or JSON, and the exit code it makes.
+int PrintVerifyReport(const ConnectionOptions& o, const cluster::VerifyReport& report) {
+  if (o.output == "json") {
+    std::cout << cluster::VerifyJson(report);
+  } else {
+    cluster::PrintVerifyTable(report, std::cout);
+  }
+  return report.Passed() ? kExitOk : kExitFailures;
+}
+
+// `verify --dry-run -f SNAPSHOT`: the steps that only read, from the file.
+int VerifySnapshotFile(const ConnectionOptions& o, const cluster::VerifyOptions& v) {
+  absl::StatusOr<kube::ClusterSnapshot> snapshot =
+      kube::ReadSnapshotFile(o.snapshot, cluster::VerifySnapshotReadOptions());
+  if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
+  absl::StatusOr<cluster::VerifyReport> report = cluster::VerifySnapshot(*snapshot, v, std::cerr);
+  if (absl::IsNotFound(report.status())) {
+    return ReportError(AsInputError(absl::NotFoundError(core::StrCat(
+        core::View(report.status().message()), " in ", o.snapshot == "-" ? "stdin" : o.snapshot))));
+  }
+  if (!report.ok()) return ReportError(AsInputError(report.status()));
+  return PrintVerifyReport(o, *report);
+}
+
 int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
   cluster::VerifyOptions& v = flags.verify;
   if (v.nodes.empty() == v.selector.empty()) {
@@ -262,6 +286,14 @@ int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
   if (absl::Status st = VerifyOptionsFromFlags(flags); !st.ok()) {
     return ReportError(AsInputError(st));
   }
+  if (!o.snapshot.empty()) {
+    if (!flags.dry_run) {
+      return ReportError(AsInputError(absl::InvalidArgumentError(
+          "verify runs a smoke pod on the node, so -f (a snapshot) works only with --dry-run")));
+    }
+    return VerifySnapshotFile(o, v);
+  }
+  v.run_smoke_pod = !flags.dry_run;
   InterruptibleClock signals;
   absl::StatusOr<Connection> c = Connect(o);
   if (!c.ok()) return ReportError(AsInputError(c.status()));
@@ -269,13 +301,8 @@ int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
   absl::StatusOr<cluster::VerifyReport> report =
       cluster::RunVerify(*c->client, v, signals.Clock(), std::cerr);
   if (!report.ok()) return ReportError(FromCluster(report.status()));
-  if (o.output == "json") {
-    std::cout << cluster::VerifyJson(*report);
-  } else {
-    cluster::PrintVerifyTable(*report, std::cout);
-  }
-  if (report->interrupted) return 128 + signals.received;
-  return report->Passed() ? kExitOk : kExitFailures;
+  int code = PrintVerifyReport(o, *report);
+  return report->interrupted ? 128 + signals.received : code;
 }
 
 struct RestoreFlags {
@@ -320,8 +347,7 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
       r.verify = [&](std::ostream& out) -> absl::StatusOr<bool> {
         ASSIGN_OR_RETURN(cluster::VerifyReport report,
                          cluster::RunVerify(*c->client, smoke.verify, signals->Clock(), std::cerr));
-        cluster::PrintVerifyTable(report, out);
-        if (r.dry_run) out << "dry run: the smoke pod was not run\n";
+        cluster::PrintVerifyTable(report, out);  // says a dry run ran no smoke pod
         return report.Passed();
       };
     }
@@ -479,7 +505,7 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
       ->add_option("--eviction-retry-interval", df.eviction_retry_interval,
                    "pause between eviction attempts (a Retry-After from the server wins)")
       ->capture_default_str();
-  AddConnectionOptions(drain_cmd, drain->first, {.output = false});
+  AddConnectionOptions(drain_cmd, drain->first, {.output = false, .snapshot_needs_dry_run = true});
   drain_cmd->callback(
       [&run, drain] { run = [drain] { return RunDrain(drain->first, drain->second); }; });
 
@@ -532,7 +558,8 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
       "anything; refuse when it fails");
   AddCountLabelOptions(restore_cmd, rf.restore.count_label);
   AddSmokePodOptions(restore_cmd, rf.smoke);
-  AddConnectionOptions(restore_cmd, restore->first, {.output = false});
+  AddConnectionOptions(restore_cmd, restore->first,
+                       {.output = false, .snapshot_needs_dry_run = true});
   restore_cmd->callback(
       [&run, restore] { run = [restore] { return RunRestore(restore->first, restore->second); }; });
 
@@ -545,9 +572,11 @@ void AddClusterCommand(CLI::App& app, const GlobalOptions& /*global*/, CommandRu
   verify_cmd->add_option("NODE", vf.verify.nodes, "the nodes");
   verify_cmd->add_option("--selector", vf.verify.selector,
                          "the nodes, as a label selector (e.g. nvidia.com/gpu.present=true)");
+  verify_cmd->add_flag("--dry-run", vf.dry_run,
+                       "every step but the smoke pod (and the workload): change nothing");
   AddSmokePodOptions(verify_cmd, vf);
   AddCountLabelOptions(verify_cmd, vf.verify.count_label);
-  AddConnectionOptions(verify_cmd, verify->first, {.snapshot = false});
+  AddConnectionOptions(verify_cmd, verify->first, {.snapshot_needs_dry_run = true});
   verify_cmd->callback(
       [&run, verify] { run = [verify] { return RunVerify(verify->first, verify->second); }; });
 

@@ -11,8 +11,9 @@ namespace gpunode::cli {
 void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, ConnectionFlags flags) {
   if (flags.snapshot) {
     cmd->add_option("-f,--filename", o.snapshot,
-                    "read a snapshot (what `kubectl get nodes,pods -A -o json` prints; - for "
-                    "stdin) instead of the API server");
+                    core::StrCat(flags.snapshot_needs_dry_run ? "with --dry-run only: " : "",
+                                 "read a snapshot (what `kubectl get nodes,pods -A -o json` "
+                                 "prints; - for stdin) instead of the API server"));
   }
   cmd->add_option("--kubeconfig", o.kubeconfig,
                   "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster "

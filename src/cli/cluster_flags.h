@@ -32,9 +32,11 @@ struct ConnectionOptions {
 
 struct ConnectionFlags {
   bool output = true;  // -o table|json
-  // -f FILE: only the commands that can work from what a snapshot holds; the others (verify,
-  // upgrade, prepull) act on the cluster and do not list it.
+  // -f FILE: only the commands that can work from what a snapshot holds; prepull acts on the
+  // cluster and does not list it.
   bool snapshot = true;
+  // -f only with --dry-run (drain, restore, verify, upgrade change the cluster): the help says so.
+  bool snapshot_needs_dry_run = false;
 };
 
 void AddConnectionOptions(CLI::App* cmd, ConnectionOptions& o, ConnectionFlags flags);
@@ -60,6 +62,7 @@ absl::Status FromSnapshotOrCluster(const ConnectionOptions& o, const absl::Statu
 
 struct VerifyFlags {
   cluster::VerifyOptions verify;
+  bool dry_run = false;          // verify's own --dry-run: no smoke pod
   std::string command;           // split at spaces
   std::string workload_command;  // split at spaces
   std::string timeout = "5m";

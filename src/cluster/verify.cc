@@ -11,6 +11,7 @@
 #include "core/text.h"
 #include "kube/api_loader.h"
 #include "kube/gpu_resources.h"
+#include "kube/label_selector.h"
 #include "kube/quantity.h"
 #include "kube/snapshot_reader.h"
 #include "nlohmann/json.hpp"
@@ -119,6 +120,17 @@ absl::StatusOr<DevicePlugins> FindDevicePlugins(kube::Client& client,
   }
   found.templates = builder.Take();
   return found;
+}
+
+// The device-plugin step's words, live and from a snapshot alike.
+std::string PluginPodReady(std::string_view pod, std::string_view ds_ns, std::string_view ds) {
+  return StrCat("pod ", pod, " of DaemonSet ", ds_ns, "/", ds, " is Running and Ready");
+}
+std::string PluginPodNotReady(std::string_view pod, std::string_view phase) {
+  return StrCat("pod ", pod, " is ", phase, " and not Ready");
+}
+std::string PluginPodNotReadyFix(std::string_view node) {
+  return StrCat("`kubectl describe pod` and `kubectl logs` of the device plugin pod on ", node);
 }
 
 bool PodReady(const json& pod) {
@@ -261,12 +273,11 @@ absl::StatusOr<VerifyStep> DevicePluginStep(kube::Client& client, const kube::No
       std::string pod_name = StrCat(ds.ns, "/", core::JsonStringAt(pod, {"metadata", "name"}));
       if (PodReady(pod)) {
         step.result = StepResult::kPass;
-        step.evidence = StrCat("pod ", pod_name, " of DaemonSet ", ds.ns, "/", ds.name,
-                               " is Running and Ready");
+        step.evidence = PluginPodReady(pod_name, ds.ns, ds.name);
         return step;
       }
-      not_ready.push_back(StrCat("pod ", pod_name, " is ",
-                                 core::JsonStringAt(pod, {"status", "phase"}), " and not Ready"));
+      not_ready.push_back(
+          PluginPodNotReady(pod_name, core::JsonStringAt(pod, {"status", "phase"})));
     }
     const kube::PodDetails* spec = plugins.templates.pods[i].details.get();
     // The DaemonSet controller adds tolerations for the node-condition and cordon taints.
@@ -291,8 +302,7 @@ absl::StatusOr<VerifyStep> DevicePluginStep(kube::Client& client, const kube::No
   }
   if (!not_ready.empty()) {
     step.evidence = absl::StrJoin(not_ready, "; ");
-    step.fix =
-        StrCat("`kubectl describe pod` and `kubectl logs` of the device plugin pod on ", node.name);
+    step.fix = PluginPodNotReadyFix(node.name);
     return step;
   }
   if (!covered) {
@@ -307,6 +317,60 @@ absl::StatusOr<VerifyStep> DevicePluginStep(kube::Client& client, const kube::No
       StrCat("the device plugin DaemonSet covers ", node.name, " but has no pod there yet");
   step.fix = "wait for the DaemonSet controller; `kubectl get ds -A | grep device-plugin`";
   return step;
+}
+
+// From a snapshot, which holds pods but no DaemonSets: the device plugin's pod on the node.
+VerifyStep DevicePluginStepFromPods(const kube::ClusterSnapshot& snapshot,
+                                    const kube::NodeView& node, const VerifyOptions& options) {
+  VerifyStep step;
+  step.step = VerifyCheck::kDevicePlugin;
+  step.result = StepResult::kFail;
+  std::string_view named = options.device_plugin;
+  size_t slash = named.find('/');
+  std::vector<std::string> not_ready;
+  for (const kube::PodView& pod : snapshot.pods) {
+    if (pod.node_name != node.name || !pod.daemonset || pod.details == nullptr) continue;
+    std::string_view ds = pod.details->controller_name;
+    bool plugin = named.empty() ? LooksLikeNvidiaDevicePlugin(std::string(ds))
+                                : pod.ns == named.substr(0, slash) && ds == named.substr(slash + 1);
+    if (!plugin) continue;
+    std::string pod_name = kube::NamespacedName(pod);
+    if (pod.phase == kube::PodPhase::kRunning && pod.details->ready) {
+      step.result = StepResult::kPass;
+      step.evidence = PluginPodReady(pod_name, pod.ns, ds);
+      return step;
+    }
+    not_ready.push_back(PluginPodNotReady(pod_name, kube::PhaseName(pod.phase)));
+  }
+  if (!not_ready.empty()) {
+    step.evidence = absl::StrJoin(not_ready, "; ");
+    step.fix = PluginPodNotReadyFix(node.name);
+    return step;
+  }
+  step.evidence =
+      StrCat("no device plugin pod on ", node.name, " in the snapshot (looked for pods of ",
+             named.empty()
+                 ? std::string("DaemonSets named *nvidia-device-plugin* or gpunode-device-plugin")
+                 : StrCat("DaemonSet ", named),
+             "); a snapshot holds no DaemonSets, so whether one covers the node is not checked");
+  step.fix = StrCat("run `gpunode cluster verify --dry-run ", node.name,
+                    "` against the cluster: it says whether the DaemonSet covers the node");
+  return step;
+}
+
+// The steps that only read: Ready, the labels, the device plugin (`plugin`), the capacity.
+NodeVerdict ReadOnlyVerdict(const kube::NodeView& node, const VerifyOptions& options,
+                            VerifyStep plugin) {
+  NodeVerdict verdict;
+  verdict.node = std::string(node.name);
+  ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
+  verdict.missing_gpus = expected.missing.addresses;
+  verdict.missing_gpus_unnamed = expected.missing.unlisted + expected.missing.unknown;
+  verdict.steps.push_back(ReadyStep(node));
+  verdict.steps.push_back(LabelsStep(node, options));
+  verdict.steps.push_back(std::move(plugin));
+  verdict.steps.push_back(CapacityStep(node, options));
+  return verdict;
 }
 
 bool Failed(const NodeVerdict& v, VerifyCheck step) {
@@ -365,6 +429,7 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
   ASSIGN_OR_RETURN(DevicePlugins plugins, FindDevicePlugins(client, options));
 
   VerifyReport report;
+  report.dry_run = !options.run_smoke_pod;
   for (const kube::ClusterSnapshot& snapshot : snapshots) {
     for (const kube::NodeView& node : snapshot.nodes) {
       if (clock.interrupted()) {
@@ -372,16 +437,9 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
         return report;
       }
       progress << "verifying " << node.name << "\n";
-      NodeVerdict verdict;
-      verdict.node = std::string(node.name);
-      ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
-      verdict.missing_gpus = expected.missing.addresses;
-      verdict.missing_gpus_unnamed = expected.missing.unlisted + expected.missing.unknown;
-      verdict.steps.push_back(ReadyStep(node));
-      verdict.steps.push_back(LabelsStep(node, options));
       ASSIGN_OR_RETURN(VerifyStep plugin, DevicePluginStep(client, node, plugins));
-      verdict.steps.push_back(std::move(plugin));
-      verdict.steps.push_back(CapacityStep(node, options));
+      NodeVerdict verdict = ReadOnlyVerdict(node, options, std::move(plugin));
+      ExpectedGpus expected = ExpectedGpusOf(node, options.count_label);
       for (const VerifyStep& s : verdict.steps) Progress(progress, s);
       if (!options.run_smoke_pod) {
         report.nodes.push_back(std::move(verdict));
@@ -427,6 +485,46 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
         return report;
       }
     }
+  }
+  return report;
+}
+
+kube::ReadOptions VerifySnapshotReadOptions() {
+  kube::ReadOptions read;
+  read.keep_pod_details = [](const kube::PodView& pod) { return pod.daemonset; };
+  return read;
+}
+
+absl::StatusOr<VerifyReport> VerifySnapshot(const kube::ClusterSnapshot& snapshot,
+                                            const VerifyOptions& options, std::ostream& progress) {
+  std::vector<const kube::NodeView*> nodes;
+  if (!options.selector.empty()) {
+    absl::StatusOr<kube::LabelSelector> selector = kube::ParseLabelSelector(options.selector);
+    if (!selector.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("--selector ", core::View(selector.status().message())));
+    }
+    for (const kube::NodeView& node : snapshot.nodes) {
+      if (kube::Matches(*selector, node.labels)) nodes.push_back(&node);
+    }
+    if (nodes.empty()) {
+      return absl::NotFoundError(StrCat("no node matches --selector ", options.selector));
+    }
+  } else {
+    for (const std::string& name : options.nodes) {
+      const kube::NodeView* node = snapshot.FindNode(name);
+      if (node == nullptr) return absl::NotFoundError(StrCat("node ", name, " not found"));
+      nodes.push_back(node);
+    }
+  }
+  VerifyReport report;
+  report.dry_run = true;
+  for (const kube::NodeView* node : nodes) {
+    progress << "verifying " << node->name << "\n";
+    NodeVerdict verdict =
+        ReadOnlyVerdict(*node, options, DevicePluginStepFromPods(snapshot, *node, options));
+    for (const VerifyStep& s : verdict.steps) Progress(progress, s);
+    report.nodes.push_back(std::move(verdict));
   }
   return report;
 }

@@ -15,6 +15,8 @@
 #include "absl/time/time.h"
 #include "cluster/gpu_count.h"
 #include "kube/client.h"
+#include "kube/cluster_snapshot.h"
+#include "kube/snapshot_reader.h"
 
 namespace gpunode::cluster {
 
@@ -82,6 +84,7 @@ struct NodeVerdict {
 struct VerifyReport {
   std::vector<NodeVerdict> nodes;
   bool interrupted = false;  // stopped by a signal; the smoke pod was deleted
+  bool dry_run = false;      // no smoke pod was run, on purpose (run_smoke_pod false)
   bool Passed() const;       // every node passed, and there was at least one
 };
 
@@ -89,6 +92,17 @@ struct VerifyReport {
 // means verify could not run (API errors, unknown node, a selector matching nothing).
 absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions& options,
                                        const VerifyClock& clock, std::ostream& progress);
+
+// `verify --dry-run -f SNAPSHOT`: the same steps as a live dry run (all but the smoke pod and
+// the workload), from a `kubectl get nodes,pods -A -o json` snapshot read with
+// VerifySnapshotReadOptions. A snapshot holds no DaemonSets, so the device-plugin step looks for
+// the plugin's pod on the node, and for a node without one cannot say whether a DaemonSet covers
+// it (the evidence says so). NotFound for an unknown node or a selector that matches none,
+// InvalidArgument for a selector that does not parse.
+absl::StatusOr<VerifyReport> VerifySnapshot(const kube::ClusterSnapshot& snapshot,
+                                            const VerifyOptions& options, std::ostream& progress);
+// What VerifySnapshot needs of the pods: the details of DaemonSet pods (controller, readiness).
+kube::ReadOptions VerifySnapshotReadOptions();
 
 void PrintVerifyTable(const VerifyReport& report, std::ostream& out);
 std::string VerifyJson(const VerifyReport& report);

@@ -99,6 +99,7 @@ void PrintVerifyTable(const VerifyReport& report, std::ostream& out) {
   out << "\n" << passed << " of " << report.nodes.size() << " node(s) passed";
   if (report.interrupted) out << " (interrupted: the remaining nodes were not verified)";
   out << "\n";
+  if (report.dry_run) out << "dry run: the smoke pod was not run\n";
 }
 
 std::string VerifyJson(const VerifyReport& report) {
@@ -121,6 +122,7 @@ std::string VerifyJson(const VerifyReport& report) {
   }
   nlohmann::json doc = {{"nodes", nodes},
                         {"interrupted", report.interrupted},
+                        {"dry_run", report.dry_run},
                         {"summary",
                          {{"nodes", report.nodes.size()},
                           {"passed", passed},

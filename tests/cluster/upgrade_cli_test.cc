@@ -293,14 +293,23 @@ TEST_F(UpgradeCliTest, BadInputExitsTwoWithOneLineNamingIt) {
 // Killed mid-rollout (SIGKILL: no cleanup), with the node in maintenance: a copy with another
 // identity finds the lease fresh and changes nothing; the same identity takes it back at once
 // and finishes from where the node is.
-// -f is offered only where a snapshot can stand for the cluster: the commands that act on it
-// (run a pod, keep state there, make a DaemonSet) do not list it.
+// -f is offered only where a snapshot can stand for the cluster: for the commands that change
+// it, with --dry-run only, as their help says; upgrade (its state is in the cluster) and prepull
+// (its output is its DaemonSet) have none.
 TEST(ClusterSnapshotFlag, OnlyTheCommandsThatCanReadASnapshotOfferIt) {
-  for (const char* command : {"audit", "why-pending", "drain", "restore"}) {
+  for (const char* command : {"audit", "why-pending"}) {
     ProcessResult help = Gpunode({"cluster", command, "--help"});
-    EXPECT_NE(help.out.find("-f,--filename"), std::string::npos) << command;
+    EXPECT_NE(help.out.find("-f,--filename TEXT          read a snapshot"), std::string::npos)
+        << command << help.out;
   }
-  for (const char* command : {"verify", "upgrade", "prepull"}) {
+  for (const char* command : {"drain", "restore", "verify"}) {
+    ProcessResult help = Gpunode({"cluster", command, "--help"});
+    EXPECT_NE(help.out.find("-f,--filename TEXT          with --dry-run only: read a snapshot"),
+              std::string::npos)
+        << command << help.out;
+    EXPECT_NE(help.out.find("--dry-run"), std::string::npos) << command;
+  }
+  for (const char* command : {"upgrade", "prepull"}) {
     ProcessResult help = Gpunode({"cluster", command, "--help"});
     EXPECT_EQ(help.exit_code, 0) << command;
     EXPECT_EQ(help.out.find("--filename"), std::string::npos) << command;

@@ -3,6 +3,7 @@
 // the pod's doctor report says, or that the pod never finishes.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -424,6 +425,104 @@ TEST_F(VerifyCliTest, AMissingGpuIsNamedByPciAddress) {
             std::string::npos)
       << table.out;
   EXPECT_NE(table.out.find("missing GPU: 0000:b3:00.0"), std::string::npos) << table.out;
+}
+
+// `verify --dry-run` runs every step but the smoke pod, live and on a snapshot of the same
+// cluster alike; a snapshot holds no DaemonSets, so only a node without the plugin's pod reads
+// differently there, and says why.
+TEST_F(VerifyCliTest, ADryRunOnASnapshotRunsTheStepsTheLiveDryRunRuns) {
+  std::vector<json> items;
+  auto add = [&](const json& object) {
+    server_->AddObject(object);
+    items.push_back(object);
+  };
+  add(GpuNode("gpu-a", 8, 8));
+  add(DevicePluginPod("gpu-a"));
+  add(GpuNode("gpu-xid", 8, 7));
+  add(DevicePluginPod("gpu-xid"));
+  add(GpuNode("gpu-starting", 8, 8));
+  add(DevicePluginPod("gpu-starting", /*ready=*/false));
+  json lost = GpuNode("gpu-lost", 8, 7);
+  lost["metadata"]["labels"]["nvidia.com/gpu.count"] = "7";
+  lost["metadata"]["labels"]["gpu.missing"] = "b3-00.0";
+  add(lost);
+  add(DevicePluginPod("gpu-lost"));
+  add(GpuNode("gpu-uncovered", 8, 8, /*plugin_label=*/false));
+  const std::string snapshot =
+      dir_->Write("verify-" + std::to_string(server_->port()) + ".json",
+                  json({{"kind", "List"}, {"apiVersion", "v1"}, {"items", items}}).dump());
+  const std::vector<std::string> nodes = {"gpu-a", "gpu-xid", "gpu-starting", "gpu-lost",
+                                          "gpu-uncovered"};
+
+  std::vector<std::string> args = {"cluster", "verify", "--dry-run", "-o", "json"};
+  args.insert(args.end(), nodes.begin(), nodes.end());
+  ProcessResult live = Live(args);
+  EXPECT_EQ(live.exit_code, 1) << live.out << live.err;
+  args.insert(args.end(), {"-f", snapshot});
+  ProcessResult offline = Gpunode(args);
+  EXPECT_EQ(offline.exit_code, 1) << offline.out << offline.err;
+  EXPECT_TRUE(Created().empty());
+  EXPECT_EQ(server_->CountRequests("POST", "/"), 0);
+
+  json live_report = json::parse(live.out), offline_report = json::parse(offline.out);
+  EXPECT_TRUE(live_report["dry_run"].get<bool>());
+  EXPECT_TRUE(offline_report["dry_run"].get<bool>());
+  EXPECT_EQ(offline_report["summary"], live_report["summary"]) << offline.out;
+  for (const std::string& node : nodes) {
+    SCOPED_TRACE(node);
+    for (const char* step : {"ready", "labels", "device-plugin", "capacity"}) {
+      SCOPED_TRACE(step);
+      const json* l = StepOf(live_report, node, step);
+      const json* o = StepOf(offline_report, node, step);
+      ASSERT_NE(l, nullptr) << live.out;
+      ASSERT_NE(o, nullptr) << offline.out;
+      if (node == "gpu-uncovered" && std::string(step) == "device-plugin") continue;
+      EXPECT_EQ(*o, *l);
+    }
+    EXPECT_EQ(StepOf(offline_report, node, "smoke-pod"), nullptr) << "no smoke pod in a dry run";
+  }
+  EXPECT_EQ((*StepOf(offline_report, "gpu-a", "device-plugin"))["result"], "pass");
+  EXPECT_EQ((*StepOf(offline_report, "gpu-starting", "device-plugin"))["evidence"],
+            "pod gpu-operator/nvidia-device-plugin-daemonset-gpu-starting is Running and not "
+            "Ready");
+  EXPECT_NE((*StepOf(offline_report, "gpu-lost", "capacity"))["evidence"].get<std::string>().find(
+                "missing GPU: 0000:b3:00.0"),
+            std::string::npos);
+  const json* uncovered = StepOf(offline_report, "gpu-uncovered", "device-plugin");
+  EXPECT_EQ((*uncovered)["result"], "fail");
+  EXPECT_EQ((*uncovered)["evidence"],
+            "no device plugin pod on gpu-uncovered in the snapshot (looked for pods of DaemonSets "
+            "named *nvidia-device-plugin* or gpunode-device-plugin); a snapshot holds no "
+            "DaemonSets, so whether one covers the node is not checked");
+
+  // The table says the smoke pod was not run; a selector is matched as the API server does.
+  ProcessResult table = Gpunode({"cluster", "verify", "--dry-run", "-f", snapshot, "--selector",
+                                 "kubernetes.io/hostname in (gpu-a, gpu-xid)"});
+  EXPECT_EQ(table.exit_code, 1) << table.err;
+  EXPECT_NE(table.out.find("gpu-a     pass     pass    pass     pass            pass       -\n"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("1 of 2 node(s) passed\ndry run: the smoke pod was not run\n"),
+            std::string::npos)
+      << table.out;
+  ProcessResult one = Gpunode({"cluster", "verify", "gpu-a", "--dry-run", "-f", snapshot,
+                               "--device-plugin", "gpu-operator/nvidia-device-plugin-daemonset"});
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+
+  // What a snapshot cannot do, and what it does not hold: one line, exit 2.
+  for (const auto& [extra, named] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"gpu-a"}, "-f (a snapshot) works only with --dry-run"},
+           {{"gpu-ghost", "--dry-run"}, "node gpu-ghost not found in " + snapshot},
+           {{"--selector", "pool=none", "--dry-run"},
+            "no node matches --selector pool=none in " + snapshot},
+           {{"--selector", "pool in (a", "--dry-run"}, "--selector \"pool in (a\""}}) {
+    std::vector<std::string> bad = {"cluster", "verify", "-f", snapshot};
+    bad.insert(bad.end(), extra.begin(), extra.end());
+    ProcessResult r = Gpunode(bad);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 TEST_F(VerifyCliTest, UsageErrors) {

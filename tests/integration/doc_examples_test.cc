@@ -185,6 +185,8 @@ const std::vector<Expectation> kExpectations = {
     {"gpunode cluster upgrade --driver-version 550.90.07 --pools training,inference "
      "--max-unavailable 25% --dry-run",
      0, "training (1 of 2 node(s) to upgrade, 1 at a time, then a 24h soak)"},
+    {"gpunode cluster verify gpu-a gpu-b --dry-run -f snapshot.json", 0,
+     "dry run: the smoke pod was not run"},
 };
 
 // Commands that run until stopped: each must still run a second after it starts (a bad flag or
