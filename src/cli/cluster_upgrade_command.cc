@@ -17,6 +17,7 @@
 #include "core/duration.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "kube/snapshot_reader.h"
 
 namespace gpunode::cli {
 namespace {
@@ -84,8 +85,37 @@ absl::Status OptionsFromFlags(UpgradeFlags& f) {
   return absl::OkStatus();
 }
 
+void PrintResult(const ConnectionOptions& o, const cluster::UpgradeResult& result) {
+  if (o.output == "json") {
+    std::cout << cluster::UpgradeJson(result);
+  } else {
+    cluster::PrintUpgradeTable(result, std::cout);
+  }
+}
+
+// `upgrade --dry-run -f SNAPSHOT`: the live dry run's plan, from the file.
+int PlanFromSnapshot(const ConnectionOptions& o, UpgradeFlags& flags) {
+  cluster::UpgradeOptions& u = flags.upgrade;
+  if (!u.dry_run) {
+    return ReportError(AsInputError(absl::InvalidArgumentError(
+        "upgrade changes the cluster and keeps its state there, so -f (a snapshot) works only "
+        "with --dry-run")));
+  }
+  absl::StatusOr<kube::ClusterSnapshot> snapshot = kube::ReadSnapshotFile(o.snapshot);
+  if (!snapshot.ok()) return ReportError(AsInputError(snapshot.status()));
+  // No kubeconfig context to take a namespace from: -n, else default, as kubectl has it.
+  if (flags.smoke.verify.ns.empty()) flags.smoke.verify.ns = "default";
+  u.verify.ns = u.job_namespace = flags.smoke.verify.ns;
+  absl::StatusOr<cluster::UpgradeResult> result =
+      cluster::PlanUpgrade(*std::move(snapshot), u, std::cerr);
+  if (!result.ok()) return ReportError(AsInputError(result.status()));
+  PrintResult(o, *result);
+  return kExitOk;
+}
+
 int RunUpgrade(const ConnectionOptions& o, UpgradeFlags flags) {
   if (absl::Status st = OptionsFromFlags(flags); !st.ok()) return ReportError(AsInputError(st));
+  if (!o.snapshot.empty()) return PlanFromSnapshot(o, flags);
   cluster::UpgradeOptions& u = flags.upgrade;
   InterruptibleClock signals;
   absl::StatusOr<Connection> c = Connect(o);
@@ -103,11 +133,7 @@ int RunUpgrade(const ConnectionOptions& o, UpgradeFlags flags) {
     absl::Status st = result.status();
     return ReportError(absl::IsInvalidArgument(st) ? st : FromCluster(st));
   }
-  if (o.output == "json") {
-    std::cout << cluster::UpgradeJson(*result);
-  } else {
-    cluster::PrintUpgradeTable(*result, std::cout);
-  }
+  PrintResult(o, *result);
   switch (result->outcome) {
     case cluster::UpgradeResult::kDone:
     case cluster::UpgradeResult::kPlanned:
@@ -199,7 +225,7 @@ void AddClusterUpgradeCommand(CLI::App* cluster, CommandRunner& run) {
   f.smoke.poll_interval_flag = "--smoke-poll-interval";
   AddSmokePodOptions(cmd, f.smoke);
   AddCountLabelOptions(cmd, u.count_label);
-  AddConnectionOptions(cmd, upgrade->first, {.snapshot = false});
+  AddConnectionOptions(cmd, upgrade->first, {.snapshot_needs_dry_run = true});
   cmd->callback(
       [&run, upgrade] { run = [upgrade] { return RunUpgrade(upgrade->first, upgrade->second); }; });
 }

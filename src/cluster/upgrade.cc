@@ -12,6 +12,7 @@
 #include "cluster/upgrade_soak.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "kube/label_selector.h"
 
 namespace gpunode::cluster {
 namespace {
@@ -21,6 +22,47 @@ using core::StrCat;
 
 std::string StateOf(const FleetNode& node) {
   return node.state ? std::string(UpgradeStateName(*node.state)) : std::string("(none)");
+}
+
+// The dry run: each node's state and what happens to it, and per pool how many nodes and how
+// many at a time; the GPU nodes the rollout leaves alone go to `out`.
+UpgradeResult PlanFleet(const Fleet& fleet, const UpgradeOptions& options, std::ostream& out) {
+  UpgradeResult result;
+  result.outcome = UpgradeResult::kPlanned;
+  std::vector<std::string> steps;
+  for (const FleetPool& pool : fleet.pools) {
+    int max = options.max_unavailable.For(static_cast<int>(pool.nodes.size()));
+    int to_upgrade = 0;
+    for (const FleetNode* node : pool.nodes) {
+      NodeProgress p{node->name, node->pool, StateOf(*node), node->driver, ""};
+      if (node->NeedsReset(options.driver_version)) {
+        bool on_target = node->driver == options.driver_version;
+        p.note = on_target ? "already on the target: upgrade-done" : "to upgrade";
+        to_upgrade += on_target ? 0 : 1;
+      } else if (node->Is(UpgradeState::kUpgradeFailed)) {
+        p.note = StrCat("failed: ", node->failure);
+      } else if (!node->Is(UpgradeState::kUpgradeDone)) {
+        p.note = node->Is(UpgradeState::kUpgradeRequired) ? "to upgrade" : "under way";
+        ++to_upgrade;
+      }
+      result.nodes.push_back(std::move(p));
+    }
+    steps.push_back(StrCat(pool.name, " (", to_upgrade, " of ", pool.nodes.size(),
+                           " node(s) to upgrade, ", max, " at a time, then a ",
+                           Seconds(options.soak), " soak)"));
+  }
+  for (const std::string& outside : fleet.outside) {
+    out << "left alone: " << outside << "\n";
+  }
+  std::string maintenance = options.maintenance_job.is_null()
+                                ? StrCat("wait until each node reports ", kDriverVersionLabel, "=",
+                                         options.driver_version)
+                                : StrCat("run maintenance Job ", options.job_namespace,
+                                         "/gpunode-upgrade-NODE on each node");
+  result.summary = StrCat("dry run: driver ", options.driver_version,
+                          ", pools in order: ", absl::StrJoin(steps, "; "),
+                          "; maintenance: ", maintenance, "; nothing was changed");
+  return result;
 }
 
 // The rollout's loop: read the nodes, act on them, wait; until done, halted or interrupted.
@@ -340,48 +382,7 @@ class Rollout {
     return text;
   }
 
-  UpgradeResult Plan(const Fleet& fleet) {
-    UpgradeResult result;
-    result.outcome = UpgradeResult::kPlanned;
-    std::vector<std::string> steps;
-    for (const FleetPool& pool : fleet.pools) {
-      int max = options_.max_unavailable.For(static_cast<int>(pool.nodes.size()));
-      int to_upgrade = 0;
-      for (const FleetNode* node : pool.nodes) {
-        NodeProgress p{node->name, node->pool, StateOf(*node), node->driver, ""};
-        if (node->NeedsReset(options_.driver_version)) {
-          bool on_target = node->driver == options_.driver_version;
-          p.note = on_target ? "already on the target: upgrade-done" : "to upgrade";
-          to_upgrade += on_target ? 0 : 1;
-        } else if (node->Is(UpgradeState::kUpgradeFailed)) {
-          p.note = StrCat("failed: ", node->failure);
-        } else if (!node->Is(UpgradeState::kUpgradeDone)) {
-          p.note = node->Is(UpgradeState::kUpgradeRequired) ? "to upgrade" : "under way";
-          ++to_upgrade;
-        }
-        result.nodes.push_back(std::move(p));
-      }
-      steps.push_back(StrCat(pool.name, " (", to_upgrade, " of ", pool.nodes.size(),
-                             " node(s) to upgrade, ", max, " at a time, then a ",
-                             Seconds(options_.soak), " soak)"));
-    }
-    for (const std::string& outside : fleet.outside) {
-      out_ << "left alone: " << outside << "\n";
-    }
-    std::string maintenance =
-        options_.maintenance_job.is_null()
-            ? StrCat("wait until each node reports ", kDriverVersionLabel, "=",
-                     options_.driver_version)
-            : StrCat("run maintenance Job ", MaintenanceJobNameHint(), " on each node");
-    result.summary = StrCat("dry run: driver ", options_.driver_version,
-                            ", pools in order: ", absl::StrJoin(steps, "; "),
-                            "; maintenance: ", maintenance, "; nothing was changed");
-    return result;
-  }
-
-  std::string MaintenanceJobNameHint() const {
-    return StrCat(options_.job_namespace, "/gpunode-upgrade-NODE");
-  }
+  UpgradeResult Plan(const Fleet& fleet) { return PlanFleet(fleet, options_, out_); }
 
   UpgradeResult Finish(UpgradeResult::Outcome outcome, std::string summary,
                        const Fleet* fleet = nullptr) {
@@ -461,6 +462,23 @@ absl::Status ParseRegressions(std::string_view text, UpgradeOptions& options) {
         StrCat("--regression ", text, ": name at least one of unhealthy-gpus, xid, verify"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<UpgradeResult> PlanUpgrade(kube::ClusterSnapshot snapshot,
+                                          const UpgradeOptions& options, std::ostream& out) {
+  if (!options.selector.empty()) {
+    absl::StatusOr<kube::LabelSelector> selector = kube::ParseLabelSelector(options.selector);
+    if (!selector.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("--selector ", core::View(selector.status().message())));
+    }
+    // What the API server leaves out of its answer when asked with the selector.
+    std::erase_if(snapshot.nodes, [&](const kube::NodeView& node) {
+      return !kube::Matches(*selector, node.labels);
+    });
+  }
+  ASSIGN_OR_RETURN(Fleet fleet, FleetFrom(std::move(snapshot), options));
+  return PlanFleet(fleet, options, out);
 }
 
 absl::StatusOr<UpgradeResult> RunUpgrade(kube::Client& client, const UpgradeOptions& options,

@@ -22,6 +22,7 @@
 #include "cluster/upgrade_state.h"
 #include "cluster/verify.h"
 #include "kube/client.h"
+#include "kube/cluster_snapshot.h"
 #include "kube/lease.h"
 #include "nlohmann/json.hpp"
 
@@ -114,6 +115,12 @@ struct UpgradeResult {
 // another driver: InvalidArgument), API errors, or a lost Lease.
 absl::StatusOr<UpgradeResult> RunUpgrade(kube::Client& client, const UpgradeOptions& options,
                                          const UpgradeClock& clock, std::ostream& out);
+
+// `upgrade --dry-run -f SNAPSHOT`: the plan the live dry run prints (kPlanned), from a `kubectl
+// get nodes,pods -A -o json` snapshot instead of the API server; --selector is matched here, as
+// the API server would match it. Errors as RunUpgrade's for labels it cannot plan from.
+absl::StatusOr<UpgradeResult> PlanUpgrade(kube::ClusterSnapshot snapshot,
+                                          const UpgradeOptions& options, std::ostream& out);
 
 void PrintUpgradeTable(const UpgradeResult& result, std::ostream& out);
 std::string UpgradeJson(const UpgradeResult& result);

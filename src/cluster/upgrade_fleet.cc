@@ -57,11 +57,16 @@ bool FleetPool::Failed() const {
 }
 
 absl::StatusOr<Fleet> ReadFleet(kube::Client& client, const UpgradeOptions& options) {
-  Fleet fleet;
   kube::ApiQuery query;
   query.node_label_selector = options.selector;
   query.pods = false;
-  ASSIGN_OR_RETURN(fleet.snapshot, kube::LoadFromApi(client, query));
+  ASSIGN_OR_RETURN(kube::ClusterSnapshot snapshot, kube::LoadFromApi(client, query));
+  return FleetFrom(std::move(snapshot), options);
+}
+
+absl::StatusOr<Fleet> FleetFrom(kube::ClusterSnapshot snapshot, const UpgradeOptions& options) {
+  Fleet fleet;
+  fleet.snapshot = std::move(snapshot);
   std::map<std::string, std::vector<size_t>> by_pool;
   for (const kube::NodeView& view : fleet.snapshot.nodes) {
     if (!IsGpuNode(view, options.count_label)) continue;

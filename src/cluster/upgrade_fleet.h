@@ -57,4 +57,7 @@ struct Fleet {
 // with no nodes.
 absl::StatusOr<Fleet> ReadFleet(kube::Client& client, const UpgradeOptions& options);
 
+// The same from nodes already read (and limited to --selector): a snapshot file's.
+absl::StatusOr<Fleet> FleetFrom(kube::ClusterSnapshot snapshot, const UpgradeOptions& options);
+
 }  // namespace gpunode::cluster

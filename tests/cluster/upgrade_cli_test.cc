@@ -246,6 +246,90 @@ TEST_F(UpgradeCliTest, DryRunPrintsThePlanAndChangesNothing) {
   EXPECT_GT(server_->CountRequests("GET", "/api/v1/nodes"), 0) << "it read the cluster";
 }
 
+// `--dry-run -f SNAPSHOT` prints the plan the live dry run prints, from a snapshot of the same
+// cluster, without a kubeconfig; --selector is matched as the API server matches it.
+TEST_F(UpgradeCliTest, ADryRunOnASnapshotPrintsThePlanTheLiveDryRunPrints) {
+  json done = Node("training-1");
+  done["metadata"]["labels"][kDriverLabel] = kNewDriver;
+  server_->AddObject(done);
+  json items = json::array();
+  for (const std::string& name : kNodes) {
+    items.push_back(Node(name));
+    items.push_back(
+        *server_->Pod(kDevicePluginNamespace, std::string(kDevicePluginSet) + "-" + name));
+  }
+  json cpu = GpuNode("cpu-0", 0, 0);
+  cpu["metadata"]["labels"] = {{"pool", "training"}};
+  cpu["status"]["capacity"].erase("nvidia.com/gpu");
+  cpu["status"]["allocatable"].erase("nvidia.com/gpu");
+  server_->AddObject(cpu);
+  items.push_back(cpu);
+  const std::string snapshot =
+      dir_->Write("upgrade-" + std::to_string(server_->port()) + ".json",
+                  json({{"kind", "List"}, {"apiVersion", "v1"}, {"items", items}}).dump());
+
+  for (std::vector<std::string> extra :
+       {std::vector<std::string>{"--max-unavailable", "50%"},
+        {"--pools", "training,canary", "-o", "json"},
+        {"--pools", "training", "--selector", "kubernetes.io/hostname!=training-0"},
+        {"--pools", "canary", "--maintenance-job", "", "-n", "drivers"}}) {
+    std::string command;
+    for (const std::string& a : extra) command += " " + a;
+    SCOPED_TRACE(command);
+    if (extra.size() > 3 && extra[2] == "--maintenance-job") {
+      extra[3] = dir_->Write("job-" + std::to_string(server_->port()) + ".yaml",
+                             "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: install\n"
+                             "spec:\n  template:\n    spec:\n      containers: [{name: a, "
+                             "image: b}]\n");
+    }
+    std::vector<std::string> live_args = {"cluster",  "upgrade",      "--driver-version",
+                                          kNewDriver, "--dry-run",    "--soak",
+                                          "0s",       "--kubeconfig", kubeconfig_};
+    live_args.insert(live_args.end(), extra.begin(), extra.end());
+    ProcessResult live = Gpunode(live_args);
+    ASSERT_EQ(live.exit_code, 0) << live.out << live.err;
+    std::vector<std::string> offline_args = {"cluster",  "upgrade",   "--driver-version",
+                                             kNewDriver, "--dry-run", "--soak",
+                                             "0s",       "-f",        snapshot};
+    offline_args.insert(offline_args.end(), extra.begin(), extra.end());
+    ProcessResult offline = Gpunode(offline_args);
+    EXPECT_EQ(offline.exit_code, 0) << offline.out << offline.err;
+    EXPECT_EQ(offline.out, live.out);
+    EXPECT_EQ(offline.err, live.err);
+  }
+  EXPECT_EQ(Changes(), 0);
+
+  // The table and summary as the live dry run has them (DryRunPrintsThePlanAndChangesNothing).
+  ProcessResult plan = Gpunode({"cluster", "upgrade", "--driver-version", kNewDriver, "--pools",
+                                "canary,training", "--dry-run", "-f", snapshot});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::vector<std::string> lines = Lines(plan.out);
+  ASSERT_EQ(lines.size(), 6u) << plan.out;
+  EXPECT_EQ(Words(lines[4]),
+            (std::vector<std::string>{"training-1", "training", "(none)", kNewDriver, "already",
+                                      "on", "the", "target:", "upgrade-done"}))
+      << plan.out;
+  EXPECT_EQ(lines[5], std::string("dry run: driver ") + kNewDriver +
+                          ", pools in order: canary (2 of 2 node(s) to upgrade, 1 at a time, then "
+                          "a 24h soak); training (1 of 2 node(s) to upgrade, 1 at a time, then a "
+                          "24h soak); maintenance: wait until each node reports " +
+                          kDriverLabel + "=" + kNewDriver + "; nothing was changed");
+
+  // Without --dry-run, or with a pool the snapshot does not have: one line, exit 2.
+  for (const auto& [extra, named] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{}, "-f (a snapshot) works only with --dry-run"},
+           {{"--dry-run", "--pools", "inference"}, "pool inference has no GPU nodes"},
+           {{"--dry-run", "--selector", "pool in training"}, "--selector \"pool in training\""}}) {
+    std::vector<std::string> args = {"cluster",  "upgrade", "--driver-version",
+                                     kNewDriver, "-f",      snapshot};
+    args.insert(args.end(), extra.begin(), extra.end());
+    ProcessResult r = Gpunode(args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(UpgradeCliTest, BadInputExitsTwoWithOneLineNamingIt) {
   std::string pod = dir_->Write("pod-" + std::to_string(server_->port()) + ".yaml",
                                 "apiVersion: v1\nkind: Pod\nmetadata:\n  name: installer\n"
@@ -266,7 +350,8 @@ TEST_F(UpgradeCliTest, BadInputExitsTwoWithOneLineNamingIt) {
         "--identity", "upgrader-1"},
        {"--pools", "pool trainin has no GPU nodes", "pools found: canary, training"}},
       {{"cluster", "upgrade", "--driver-version", kNewDriver, "-f", snapshot},
-       {"unexpected argument(s): -f", "see gpunode cluster upgrade --help"}},
+       {"upgrade changes the cluster and keeps its state there, so -f (a snapshot) works only "
+        "with --dry-run"}},
   };
   for (const Case& c : cases) {
     std::string command = "gpunode";
@@ -294,26 +379,23 @@ TEST_F(UpgradeCliTest, BadInputExitsTwoWithOneLineNamingIt) {
 // identity finds the lease fresh and changes nothing; the same identity takes it back at once
 // and finishes from where the node is.
 // -f is offered only where a snapshot can stand for the cluster: for the commands that change
-// it, with --dry-run only, as their help says; upgrade (its state is in the cluster) and prepull
-// (its output is its DaemonSet) have none.
+// it, with --dry-run only, as their help says; prepull, whose output is its DaemonSet, has none.
 TEST(ClusterSnapshotFlag, OnlyTheCommandsThatCanReadASnapshotOfferIt) {
   for (const char* command : {"audit", "why-pending"}) {
     ProcessResult help = Gpunode({"cluster", command, "--help"});
     EXPECT_NE(help.out.find("-f,--filename TEXT          read a snapshot"), std::string::npos)
         << command << help.out;
   }
-  for (const char* command : {"drain", "restore", "verify"}) {
+  for (const char* command : {"drain", "restore", "verify", "upgrade"}) {
     ProcessResult help = Gpunode({"cluster", command, "--help"});
     EXPECT_NE(help.out.find("-f,--filename TEXT          with --dry-run only: read a snapshot"),
               std::string::npos)
         << command << help.out;
     EXPECT_NE(help.out.find("--dry-run"), std::string::npos) << command;
   }
-  for (const char* command : {"upgrade", "prepull"}) {
-    ProcessResult help = Gpunode({"cluster", command, "--help"});
-    EXPECT_EQ(help.exit_code, 0) << command;
-    EXPECT_EQ(help.out.find("--filename"), std::string::npos) << command;
-  }
+  ProcessResult help = Gpunode({"cluster", "prepull", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_EQ(help.out.find("--filename"), std::string::npos);
 }
 
 TEST_F(UpgradeCliTest, KilledInMaintenanceAndResumed) {

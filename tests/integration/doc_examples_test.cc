@@ -185,6 +185,9 @@ const std::vector<Expectation> kExpectations = {
     {"gpunode cluster upgrade --driver-version 550.90.07 --pools training,inference "
      "--max-unavailable 25% --dry-run",
      0, "training (1 of 2 node(s) to upgrade, 1 at a time, then a 24h soak)"},
+    {"gpunode cluster upgrade --driver-version 550.90.07 --pools training,inference "
+     "--max-unavailable 25% --dry-run -f pools.json",
+     0, "training (1 of 2 node(s) to upgrade, 1 at a time, then a 24h soak)"},
     {"gpunode cluster verify gpu-a gpu-b --dry-run -f snapshot.json", 0,
      "dry run: the smoke pod was not run"},
 };
@@ -226,6 +229,7 @@ const std::vector<Fixture> kFixtures = {
     {"snapshot.json", "tests/fixtures/cluster/healthy.json"},
     {"zombie-pods.json", "tests/fixtures/cluster/zombie-pods.json"},
     {"drain.json", "tests/fixtures/cluster/drain.json"},
+    {"pools.json", "tests/fixtures/cluster/upgrade-pools.json"},
     {"config.yaml", "tests/fixtures/plugin/time-slicing-4.yaml", "device-plugin --check-config"},
     {"config.yaml", "tests/fixtures/docs/mps.yaml", "mps-control-daemon"},
     {"config.yaml", "tests/fixtures/mig/mig-parted-config-default.yaml", "mig apply"},
