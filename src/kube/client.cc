@@ -347,6 +347,11 @@ std::string UrlEncode(std::string_view value) {
 }
 
 absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& response) {
+  return StatusFromResponse(request, response, "grant the permissions in deploy/cluster/rbac.yaml");
+}
+
+absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& response,
+                                std::string_view forbidden_hint) {
   std::string message;
   std::string reason;
   nlohmann::json j = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
@@ -365,8 +370,7 @@ absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& 
       return absl::UnauthenticatedError(
           StrCat(text, "; the credentials were rejected: check the token or certificate"));
     case 403:
-      return absl::PermissionDeniedError(
-          StrCat(text, "; grant the permissions in deploy/cluster/rbac.yaml"));
+      return absl::PermissionDeniedError(StrCat(text, "; ", forbidden_hint));
     case 404:
       return absl::NotFoundError(text);
     case 409:

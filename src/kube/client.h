@@ -76,8 +76,12 @@ struct ListOptions {
 // Percent-encodes a query value.
 std::string UrlEncode(std::string_view value);
 
-// One line for a non-2xx answer: method, path, code and the API server's Status message.
+// One line for a non-2xx answer: method, path, code and the API server's Status message. A 403
+// ends with what grants the access: the cluster commands' deploy/cluster/rbac.yaml, or
+// `forbidden_hint`.
 absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& response);
+absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& response,
+                                std::string_view forbidden_hint);
 
 // Thread-safety: as its transport's, which is none for the curl transport: a Client belongs to
 // one thread at a time.
