@@ -1,11 +1,12 @@
-// The labels' parts: the sharing settings from the plugin config, value sanitizing, GPU families
-// and the stable scheme's names and sizes.
+// The labels' parts: the sharing settings from the plugin config, value sanitizing, GPU families,
+// the stable scheme's names and sizes, and the merge patch that keeps them on the Node.
 #include <cstdio>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kube/missing_gpus_label.h"
 #include "labels/gfd_labels.h"
+#include "labels/node_label_patch.h"
 #include "labels/sanitize.h"
 #include "labels/sharing.h"
 #include "labels/stable_labels.h"
@@ -241,6 +242,126 @@ TEST(MissingGpusLabel, FitsALabelValueAndReadsBack) {
     EXPECT_FALSE(parsed.ok()) << bad;
     EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("N-more or N-unknown")) << bad;
   }
+// The Node's labels as the labeller reads them: labels, and the annotation listing its own.
+NodeLabelState Node(Labels labels, std::optional<std::string> owned = std::nullopt) {
+  return NodeLabelState{.labels = std::move(labels), .owned = std::move(owned)};
+}
+
+TEST(NodeLabelPatch, TheFirstWriteSetsItsLabelsListsThemAndLeavesTheOthers) {
+  Labels want = {{"nvidia.com/gpu.present", "true"}, {"nvidia.com/gpu.count", "4"}};
+  std::optional<NodeLabelPatch> patch =
+      MakeNodeLabelPatch(Node({{"kubernetes.io/hostname", "gpu-a"}, {"team", "ml"}}), want);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->patch, nlohmann::json::parse(R"({"metadata": {
+      "labels": {"nvidia.com/gpu.count": "4", "nvidia.com/gpu.present": "true"},
+      "annotations": {"gpunode.io/labels": "nvidia.com/gpu.count,nvidia.com/gpu.present"}}})"));
+  EXPECT_EQ(patch->set, 2);
+  EXPECT_EQ(patch->removed, 0);
+}
+
+TEST(NodeLabelPatch, NothingToWriteWhenTheNodeHasItAll) {
+  Labels want = {{"nvidia.com/gpu.present", "true"}, {"accelerator", "nvidia-a10"}};
+  Labels on_node = want;
+  on_node["team"] = "ml";
+  EXPECT_FALSE(
+      MakeNodeLabelPatch(Node(on_node, "accelerator,nvidia.com/gpu.present"), want).has_value());
+}
+
+TEST(NodeLabelPatch, RemovesOnlyTheLabelsItWroteAndNoLongerWrites) {
+  // It wrote the stable scheme before; now it does not. `team` and `pool` were never its own, and
+  // `gpu.memory`, listed but already gone from the Node, needs no removal.
+  NodeLabelState node = Node({{"nvidia.com/gpu.present", "true"},
+                              {"accelerator", "nvidia-a10"},
+                              {"gpu.count", "4"},
+                              {"team", "ml"},
+                              {"pool", "training"}},
+                             "accelerator,gpu.count,gpu.memory,nvidia.com/gpu.present");
+  std::optional<NodeLabelPatch> patch =
+      MakeNodeLabelPatch(node, {{"nvidia.com/gpu.present", "true"}});
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->patch, nlohmann::json::parse(R"({"metadata": {
+      "labels": {"accelerator": null, "gpu.count": null},
+      "annotations": {"gpunode.io/labels": "nvidia.com/gpu.present"}}})"));
+  EXPECT_EQ(patch->set, 0);
+  EXPECT_EQ(patch->removed, 2);
+}
+
+TEST(NodeLabelPatch, NoLabelsLeftRemovesTheAnnotationToo) {
+  std::optional<NodeLabelPatch> patch = MakeNodeLabelPatch(
+      Node({{"nvidia.com/gpu.present", "true"}, {"team", "ml"}}, "nvidia.com/gpu.present"), {});
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->patch, nlohmann::json::parse(R"({"metadata": {
+      "labels": {"nvidia.com/gpu.present": null},
+      "annotations": {"gpunode.io/labels": null}}})"));
+  EXPECT_FALSE(MakeNodeLabelPatch(Node({{"team", "ml"}}), {}).has_value());
+}
+
+TEST(NodeLabelPatch, ALabelItWritesIsTakenOverAndAChangedValueSet) {
+  // Set by hand before the labeller came: the value stays, the key becomes the labeller's.
+  std::optional<NodeLabelPatch> patch = MakeNodeLabelPatch(
+      Node({{"nvidia.com/gpu.present", "true"}}), {{"nvidia.com/gpu.present", "true"}});
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->patch, nlohmann::json::parse(R"({"metadata": {
+      "annotations": {"gpunode.io/labels": "nvidia.com/gpu.present"}}})"));
+  EXPECT_EQ(patch->set, 0);
+  // A value someone changed is put back.
+  patch = MakeNodeLabelPatch(Node({{"nvidia.com/gpu.present", "false"}}, "nvidia.com/gpu.present"),
+                             {{"nvidia.com/gpu.present", "true"}});
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->patch, nlohmann::json::parse(
+                              R"({"metadata": {"labels": {"nvidia.com/gpu.present": "true"}}})"));
+  EXPECT_EQ(patch->set, 1);
+}
+
+TEST(NodeLabelPatch, TheTimestampAloneDoesNotRewriteTheNode) {
+  const std::set<std::string> refresh = {kTimestampLabel};
+  NodeLabelState node = Node({{kTimestampLabel, "100"}, {"nvidia.com/gpu.count", "4"}},
+                             "nvidia.com/gfd.timestamp,nvidia.com/gpu.count");
+  EXPECT_FALSE(
+      MakeNodeLabelPatch(node, {{kTimestampLabel, "160"}, {"nvidia.com/gpu.count", "4"}}, refresh)
+          .has_value());
+  // With another change it is written at its new value.
+  std::optional<NodeLabelPatch> patch =
+      MakeNodeLabelPatch(node, {{kTimestampLabel, "160"}, {"nvidia.com/gpu.count", "3"}}, refresh);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->patch, nlohmann::json::parse(R"({"metadata": {"labels": {
+      "nvidia.com/gfd.timestamp": "160", "nvidia.com/gpu.count": "3"}}})"));
+  EXPECT_EQ(patch->set, 1);
+  // A Node without it gets it.
+  patch = MakeNodeLabelPatch(Node({{"nvidia.com/gpu.count", "4"}}, "nvidia.com/gpu.count"),
+                             {{kTimestampLabel, "160"}, {"nvidia.com/gpu.count", "4"}}, refresh);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->patch["metadata"]["labels"], nlohmann::json({{kTimestampLabel, "160"}}));
+}
+
+// Without a prefix the stable keys are bare on the Node: the selector accelerator=nvidia-a10
+// matches.
+TEST(NodeLabelPatch, TheStableSchemeWithoutAPrefixIsBare) {
+  NodeFacts facts;
+  facts.gpus.push_back({.index = 0, .name = "NVIDIA A10", .memory_mib = 23028});
+  facts.physical_count = 1;
+  std::optional<NodeLabelPatch> patch = MakeNodeLabelPatch(Node({}), StableLabels(facts, ""));
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(
+      patch->patch["metadata"]["labels"],
+      nlohmann::json({{"accelerator", "nvidia-a10"}, {"gpu.count", "1"}, {"gpu.memory", "24g"}}));
+}
+
+TEST(NodeLabelPatch, ReadsTheNodesLabelsAndItsAnnotation) {
+  absl::StatusOr<NodeLabelState> node = ReadNodeLabelState(R"({"kind": "Node", "metadata": {
+      "name": "gpu-a", "labels": {"team": "ml", "odd": 3},
+      "annotations": {"gpunode.io/labels": "a,b", "other": "x"}}})",
+                                                           "gpu-a");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->labels, (Labels{{"team", "ml"}}));
+  EXPECT_EQ(node->owned, "a,b");
+  EXPECT_EQ(OwnedKeys(*node), (std::set<std::string>{"a", "b"}));
+  node = ReadNodeLabelState(R"({"kind": "Node", "metadata": {"name": "gpu-a"}})", "gpu-a");
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_TRUE(node->labels.empty());
+  EXPECT_FALSE(node->owned.has_value());
+  EXPECT_THAT(ReadNodeLabelState("<html>", "gpu-a").status().message(),
+              HasSubstr("node gpu-a: the API server's answer is not a Node"));
 }
 
 }  // namespace
