@@ -1,5 +1,5 @@
 // `gpunode labels`: GPU feature discovery's node labels (and, opt-in, the operators' stable
-// scheme) written to NFD's local features file.
+// scheme) written to NFD's local features file, or onto the node itself through the API server.
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -22,15 +22,19 @@
 #include "cli/command.h"
 #include "cli/config_label.h"
 #include "cli/nvml_session.h"
+#include "cli/report_error.h"
 #include "cli/stop_signals.h"
 #include "core/directory_watch.h"
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/status_macros.h"
 #include "host/host_root.h"
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
 #include "labels/gfd_labels.h"
 #include "labels/label_file.h"
 #include "labels/node_facts.h"
+#include "labels/node_label_writer.h"
 #include "labels/sanitize.h"
 #include "labels/sharing.h"
 #include "labels/stable_labels.h"
@@ -53,7 +57,14 @@ struct LabelsOptions {
   bool no_timestamp = false;
   bool stable_labels = false;
   std::string stable_label_prefix;
+  std::string write = "file";  // file: NFD's features.d; node: the Node's labels
+  std::string node_name;
 };
+
+// What --write node labels a node with when NVML does not answer there (no NVIDIA driver, or
+// not yet): the device plugin's default affinity needs nvidia.com/gpu.present=true, so the
+// node gets no plugin until the driver answers.
+constexpr char kGpuPresentLabel[] = "nvidia.com/gpu.present";
 
 // The first of GFD's own variables that is set, as GFD reads its settings: flag, then
 // environment. The device plugin's config (its file, default config and MIG strategy) is read
@@ -191,6 +202,60 @@ absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI
   return settings;
 }
 
+// One pass's labels from NVML: GFD's, and the stable scheme when asked for.
+absl::StatusOr<labels::Labels> ComputeLabels(const nvml::Library& library,
+                                             const host::HostRoot& host,
+                                             const LabelsOptions& options,
+                                             const Settings& settings) {
+  ASSIGN_OR_RETURN(labels::NodeFacts facts, labels::ReadNodeFacts(library));
+  // The bus counts a card the driver did not take (a node with --sim has none of its own).
+  labels::AddPciBus(facts, host);
+  labels::GfdOptions gfd = settings.gfd;
+  if (!options.machine_type_file.empty()) {
+    if (absl::StatusOr<std::string> machine = host.ReadAttribute(options.machine_type_file);
+        machine.ok()) {
+      gfd.machine_type = *machine;
+    } else {
+      // Common on VMs; GFD then says "unknown" too.
+      spdlog::info("gpu.machine: {}", machine.status().message());
+    }
+  }
+  if (!options.no_timestamp) gfd.timestamp = static_cast<int64_t>(std::time(nullptr));
+  labels::Labels all = labels::GfdLabels(facts, gfd);
+  if (options.stable_labels) all.merge(labels::StableLabels(facts, options.stable_label_prefix));
+  return all;
+}
+
+// A failure of the API server to take the labels, as the exit code says it: a node that does not
+// exist or a request the cluster forbids is the operator's to fix (2, as for the cluster
+// commands); anything else is a failure (1).
+absl::Status NodeWriteError(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+      return AsInputError(status);
+    default:
+      return status;
+  }
+}
+
+// The API server, reached as the node daemons reach it: KUBECONFIG, else the pod's service
+// account.
+absl::StatusOr<labels::NodeLabelWriter> NodeWriter(const std::string& node) {
+  absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
+  if (absl::IsNotFound(access.status())) {
+    return AppendHint(access.status(),
+                      "--write node runs in a pod with a service account (deploy/labels/), or "
+                      "set KUBECONFIG");
+  }
+  if (!access.ok()) return access.status();
+  absl::StatusOr<std::unique_ptr<kube::Client>> client =
+      kube::NewNodeClient(*access, kube::TransportOptions{});
+  if (!client.ok()) return client.status();
+  return labels::NodeLabelWriter(std::move(*client), node);
+}
+
 int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI::App& cmd) {
   LabelsOptions options = given;
   std::string which;
@@ -224,6 +289,31 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
     return ReportError(absl::InvalidArgumentError(
         "--oneshot and --interval exclude each other; give one of them"));
   }
+  if (options.write != "file" && options.write != "node") {
+    return ReportError(absl::InvalidArgumentError(
+        absl::StrCat("--write ", options.write,
+                     ": give file (NFD's features.d, the default) or node (the node's own labels "
+                     "through the API server)")));
+  }
+  const bool to_node = options.write == "node";
+  std::optional<labels::NodeLabelWriter> writer;
+  if (to_node) {
+    if (cmd.count("--output") > 0) {
+      return ReportError(absl::InvalidArgumentError(
+          "-o/--output names the features file of --write file, and --write node writes the "
+          "node's labels through the API server; give one of them"));
+    }
+    if (cmd.count("--node-name") == 0) {
+      if (const char* env = std::getenv("NODE_NAME")) options.node_name = env;
+    }
+    if (options.node_name.empty()) {
+      return ReportError(absl::InvalidArgumentError(
+          "--write node: no node; set --node-name (or NODE_NAME) from the pod's spec.nodeName"));
+    }
+    absl::StatusOr<labels::NodeLabelWriter> made = NodeWriter(options.node_name);
+    if (!made.ok()) return ReportError(made.status());
+    writer = std::move(*made);
+  }
   // Before the label's watch thread starts, which must leave the signals to this thread.
   sigset_t signals = BlockStopSignals();
   std::optional<ConfigLabelSource> label;
@@ -242,11 +332,13 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
     settings = ResolveSettings(options, cmd, std::nullopt);
   }
   if (!settings.ok()) return ReportError(settings.status());
-  bool to_stdout = options.output.empty() || options.output == "-";
+  bool to_stdout = !to_node && (options.output.empty() || options.output == "-");
+  std::string target = to_node     ? "node " + options.node_name
+                       : to_stdout ? "stdout"
+                                   : options.output;
   spdlog::info(
       "labels: writing to {} {}; config {}; MIG strategy {}; stable labels {}{}; timestamp {}",
-      to_stdout ? "stdout" : options.output,
-      options.oneshot ? "once" : "every " + absl::FormatDuration(settings->interval),
+      target, options.oneshot ? "once" : "every " + absl::FormatDuration(settings->interval),
       ConfigFileOf(options, cmd).text.empty() ? "none" : ConfigFileOf(options, cmd).text,
       plugin_config::Name(settings->gfd.mig_strategy), options.stable_labels ? "on" : "off",
       options.stable_label_prefix.empty() ? "" : " under " + options.stable_label_prefix,
@@ -258,7 +350,14 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
   std::unique_ptr<int, void (*)(int*)> stop_fd_closer(&stop_fd, [](int* fd) { close(*fd); });
 
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
-  if (!library.ok()) return ReportError(library.status());
+  // A node without NVIDIA's driver (the labels DaemonSet of --write node runs on every node) says
+  // so in its labels and waits for the driver, rather than failing in a loop. A simulator that
+  // does not load is a bad --sim.
+  if (!library.ok() && (!to_node || !global.sim.empty())) return ReportError(library.status());
+  if (!library.ok()) {
+    spdlog::warn("no GPU labels: {}; labelling the node {}=false until NVML answers",
+                 library.status().message(), kGpuPresentLabel);
+  }
   host::HostRoot host(global.host_root);
 
   // By a change of the config label or of the config file, logged once the file is written.
@@ -268,36 +367,48 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
   // the new version is in place; the last step wakes it again).
   labels::Labels previous;
   for (bool first = true;; first = false) {
-    absl::StatusOr<labels::NodeFacts> facts = labels::ReadNodeFacts(**library);
-    if (!facts.ok()) return ReportError(facts.status());
-    // The bus counts a card the driver did not take (a node with --sim has none of its own).
-    labels::AddPciBus(*facts, host);
-    labels::GfdOptions gfd = settings->gfd;
-    if (!options.machine_type_file.empty()) {
-      if (absl::StatusOr<std::string> machine = host.ReadAttribute(options.machine_type_file);
-          machine.ok()) {
-        gfd.machine_type = *machine;
-      } else {
-        // Common on VMs; GFD then says "unknown" too.
-        spdlog::info("gpu.machine: {}", machine.status().message());
-      }
+    if (!library.ok() && !first) {
+      library = OpenNvml(global);
+      if (library.ok()) spdlog::info("NVML answers now: labelling the node's GPUs");
     }
-    if (!options.no_timestamp) gfd.timestamp = static_cast<int64_t>(std::time(nullptr));
-    labels::Labels all = labels::GfdLabels(*facts, gfd);
-    if (options.stable_labels) all.merge(labels::StableLabels(*facts, options.stable_label_prefix));
-    std::string text = labels::FormatLabels(all);
-    if (to_stdout) {
-      std::cout << text << std::flush;
-    } else if (absl::Status st = labels::WriteLabelFile(options.output, text); !st.ok()) {
-      // A bad --output is an input error; a later failure (a full disk) is retried next time.
-      if (first || options.oneshot) return ReportError(st);
-      spdlog::error("{}", st.message());
+    absl::StatusOr<labels::Labels> computed =
+        library.ok() ? ComputeLabels(**library, host, options, *settings) : labels::Labels{};
+    if (!computed.ok() && (!to_node || options.oneshot)) return ReportError(computed.status());
+    if (!computed.ok()) {
+      // A GPU node whose NVML fails once keeps its labels rather than losing its device plugin.
+      spdlog::error("{}; the node's labels stay as they are", computed.status().message());
+    } else if (to_node) {
+      computed->emplace(kGpuPresentLabel, "false");  // when no GPU answers
+      // The timestamp alone does not rewrite the Node: it says when the labels last changed.
+      absl::StatusOr<labels::NodeLabelWriter::Written> written =
+          writer->Write(*computed, {labels::kTimestampLabel});
+      if (!written.ok()) {
+        // A node that does not exist or a request the cluster forbids is refused at once; a
+        // later failure (the API server away) is retried next time.
+        if (first || options.oneshot) return ReportError(NodeWriteError(written.status()));
+        spdlog::error("{}", written.status().message());
+      } else if (written->patched) {
+        spdlog::info("node {}: {} label(s) set, {} removed", options.node_name, written->set,
+                     written->removed);
+      } else {
+        spdlog::debug("node {}: labels unchanged", options.node_name);
+      }
+    } else {
+      std::string text = labels::FormatLabels(*computed);
+      if (to_stdout) {
+        std::cout << text << std::flush;
+      } else if (absl::Status st = labels::WriteLabelFile(options.output, text); !st.ok()) {
+        // A bad --output is an input error; a later failure (a full disk) is retried next time.
+        if (first || options.oneshot) return ReportError(st);
+        spdlog::error("{}", st.message());
+      }
     }
     if (options.oneshot) return kExitOk;
     if (first && !to_stdout) {
-      spdlog::info("labels written to {}; again every {}", options.output,
+      spdlog::info("labels written to {}; again every {}", target,
                    absl::FormatDuration(settings->interval));
     }
+    labels::Labels all = computed.ok() ? std::move(*computed) : previous;
     all.erase(labels::kTimestampLabel);
     if (!relabelled.empty()) {
       if (all != previous) {
@@ -319,8 +430,9 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
       return ReportError(absl::InternalError(absl::StrCat("poll: ", std::strerror(errno))));
     }
     if (fds[0].revents != 0) {
-      // Like GFD: labels of a labeller that stopped must not outlive it.
-      if (!to_stdout) std::remove(options.output.c_str());
+      // Like GFD: labels of a labeller that stopped must not outlive it. On the node they stay:
+      // a rollout of the labeller must not take the device plugin off the node.
+      if (!to_stdout && !to_node) std::remove(options.output.c_str());
       return kExitOk;
     }
     std::string what;
@@ -360,7 +472,8 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
 void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
   auto options = std::make_shared<LabelsOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "labels", "write GPU feature discovery's node labels to NFD's local features file");
+      "labels",
+      "write GPU feature discovery's node labels to NFD's local features file, or onto the node");
   cmd->add_option("-o,--output,--output-file", options->output,
                   "the features file; - for stdout (env GFD_OUTPUT_FILE)")
       ->capture_default_str();
@@ -382,8 +495,15 @@ void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
   cmd->add_flag("--stable-labels", options->stable_labels,
                 "also write accelerator=nvidia-<model>, gpu.count and gpu.memory=<GiB>g");
   cmd->add_option("--stable-label-prefix", options->stable_label_prefix,
-                  "prefix of the stable labels' keys (default none: NFD puts them under "
+                  "prefix of the stable labels' keys, such as example.com/ (default none: the "
+                  "bare key on the node; with --write file NFD puts it under "
                   "feature.node.kubernetes.io/)");
+  cmd->add_option("--write", options->write,
+                  "file: NFD's features file (-o); node: the node's own labels, merge-patched "
+                  "through the API server (KUBECONFIG or the pod's service account)")
+      ->capture_default_str();
+  cmd->add_option("--node-name", options->node_name,
+                  "the node --write node labels (env NODE_NAME, from spec.nodeName)");
   cmd->callback([&global, &run, options, cmd] {
     run = [&global, options, cmd] { return RunLabels(global, *options, *cmd); };
   });

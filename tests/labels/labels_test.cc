@@ -474,6 +474,26 @@ TEST(Labels, BadInputIsOneLineExit2AndNothingWritten) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(testing::ReadText(out), "previous=labels\n") << c.names;
   }
+  // --write node: its own flags, before the API server is asked anything.
+  for (const Case& c : std::vector<Case>{
+           {{"--write", "api"},
+            {},
+            "--write api: give file (NFD's features.d, the default) or node"},
+           {{"--write", "node"}, {}, "--write node: no node; set --node-name (or NODE_NAME)"},
+           {{"--write", "node", "--node-name", "gpu-a", "-o", out},
+            {},
+            "-o/--output names the features file of --write file"},
+           {{"--write", "node", "--stable-labels", "--stable-label-prefix", "example.com"},
+            {"NODE_NAME=gpu-a"},
+            "--stable-label-prefix \"example.com\" does not end with /"},
+       }) {
+    std::vector<std::string> args = {"--sim", "a10-pcie-4", "labels", "--oneshot"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    testing::ProcessResult r = Gpunode(args, c.env);
+    EXPECT_EQ(r.exit_code, 2) << c.names << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.names));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
   testing::ProcessResult r = Gpunode(
       {"--sim", "a10-pcie-4", "labels", "--oneshot", "--output", dir.path() + "/no/such/gfd"});
   EXPECT_EQ(r.exit_code, 2);
