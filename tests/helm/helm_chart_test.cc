@@ -144,14 +144,29 @@ TEST_F(HelmChartTest, LintsStrictByDefaultAndWithEveryRole) {
   EXPECT_THAT(r.out, HasSubstr("0 chart(s) failed"));
 }
 
-TEST_F(HelmChartTest, TheDefaultsInstallTheDevicePluginAlone) {
+// What a cluster without NFD needs to get capacity: the device plugin, and the labeller that
+// puts nvidia.com/gpu.present=true on the GPU nodes, which the plugin's affinity selects.
+TEST_F(HelmChartTest, TheDefaultsInstallTheDevicePluginAndTheLabellerOfTheNodes) {
   std::vector<json> objects = Render({});
-  EXPECT_THAT(Names(objects), ::testing::ElementsAre("DaemonSet/gpunode-device-plugin"));
-  const json& plugin = Container(objects[0], "device-plugin");
+  EXPECT_THAT(Names(objects),
+              ::testing::ElementsAre(
+                  "ClusterRole/gpunode-labels", "ClusterRoleBinding/gpunode-labels",
+                  "DaemonSet/gpunode-device-plugin", "DaemonSet/gpunode-labels",
+                  "ServiceAccount/gpunode-labels", "ValidatingAdmissionPolicy/gpunode-labels",
+                  "ValidatingAdmissionPolicyBinding/gpunode-labels"));
+  const json* labeller = Find(objects, "DaemonSet", "gpunode-labels");
+  ASSERT_NE(labeller, nullptr);
+  EXPECT_EQ(Container(*labeller, "labels")["args"],
+            json::array({"--log-level", "info", "labels", "--write", "node", "--stable-labels"}));
+  const json* daemonset = Find(objects, "DaemonSet", "gpunode-device-plugin");
+  ASSERT_NE(daemonset, nullptr);
+  EXPECT_THAT((*daemonset)["spec"]["template"]["spec"]["affinity"].dump(),
+              HasSubstr(R"({"key":"nvidia.com/gpu.present","operator":"In","values":["true"]})"));
+  const json& plugin = Container(*daemonset, "device-plugin");
   EXPECT_EQ(plugin["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(plugin["image"], "ghcr.io/gpunode/gpunode:0.1.0");
   // --set reads a tag of digits as a number; it is still the tag.
-  std::vector<json> tagged = Render({"--set", "image.tag=2"});
+  std::vector<json> tagged = Render({"--set", "image.tag=2", "--set", "gfd.enabled=false"});
   ASSERT_EQ(tagged.size(), 1u);
   EXPECT_EQ(Container(tagged[0], "device-plugin")["image"], "ghcr.io/gpunode/gpunode:2");
   // No NVIDIA value set: none of their variables, so the plugin's own defaults hold.
@@ -245,7 +260,8 @@ TEST_F(HelmChartTest, EachRoleRendersWhatDeployHolds) {
     std::string ns;
     std::vector<std::string> values;
   };
-  const std::vector<std::string> off = {"--set", "devicePlugin.enabled=false"};
+  const std::vector<std::string> off = {"--set", "devicePlugin.enabled=false", "--set",
+                                        "gfd.enabled=false"};
   auto with = [&off](std::vector<std::string> values) {
     values.insert(values.begin(), off.begin(), off.end());
     return values;
@@ -261,7 +277,12 @@ TEST_F(HelmChartTest, EachRoleRendersWhatDeployHolds) {
           std::filesystem::relative(kSource + "/deploy/dra", overlay.path()).string() +
           "\npatches:\n  - path: extended-resource-off.yaml\n");
   std::vector<Role> roles = {
-      {"device-plugin/base", {}, "kube-system", {}},
+      {"device-plugin/base", {}, "kube-system", {"--set", "gfd.enabled=false"}},
+      {"device-plugin/overlays/gpu-node-label",
+       {},
+       "kube-system",
+       {"--set", "gfd.enabled=false", "--set", "gpuNodeLabels={hardware-type=gpu}"}},
+      {"labels", {}, "kube-system", {"--set", "devicePlugin.enabled=false"}},
       {"mig-manager", {}, "gpunode-system", with({"--set", "migManager.enabled=true"})},
       {"webhook",
        {},
@@ -498,8 +519,9 @@ TEST_F(HelmChartTest, TheDevicePluginAndTheDraPluginOnSeparateNodesBothRender) {
 // The DRA plugin's values: its DeviceClasses and their extendedResourceName, and the kubelet's
 // directories where the kubelet's root is elsewhere, mounted at the paths the plugin is told.
 TEST_F(HelmChartTest, TheDraPluginsValuesReachItsObjects) {
-  const std::vector<std::string> dra = {"--set", "devicePlugin.enabled=false", "--set",
-                                        "draPlugin.enabled=true"};
+  const std::vector<std::string> dra = {"--set", "devicePlugin.enabled=false",
+                                        "--set", "gfd.enabled=false",
+                                        "--set", "draPlugin.enabled=true"};
   auto with = [&dra](std::vector<std::string> values) {
     values.insert(values.begin(), dra.begin(), dra.end());
     return values;
@@ -563,6 +585,114 @@ TEST_F(HelmChartTest, TheDraPluginsValuesReachItsObjects) {
               HasSubstr("/draPlugin/extendedResourceName': got string, want boolean"));
   EXPECT_THAT(Refusal(with({"--set", "draPlugin.image=mine"})),
               HasSubstr("additional properties 'image' not allowed"));
+}
+
+// The GPU roles' nodes (the device plugin's, the exporter's) are a documented choice: any of
+// gpuNodeLabels (nvidia.com/gpu.present=true,
+// which the labeller sets, or NFD's PCI label by default; or only one of them, or the operator's
+// own label), each a term of the node affinity with the MIG manager's pause.
+TEST_F(HelmChartTest, GpuNodeLabelsPickTheNodesOfTheGpuRoles) {
+  auto terms = [&](const std::vector<std::string>& values) {
+    std::vector<std::string> with = {"--set", "exporter.enabled=true"};
+    with.insert(with.end(), values.begin(), values.end());
+    std::vector<json> objects = Render(with);
+    std::map<std::string, json> by_role;
+    for (const char* name : {"gpunode-device-plugin", "gpunode-exporter"}) {
+      const json* daemonset = Find(objects, "DaemonSet", name);
+      if (daemonset == nullptr) {
+        ADD_FAILURE() << name;
+        continue;
+      }
+      by_role[name] =
+          (*daemonset)["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+                      ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    }
+    return by_role;
+  };
+  auto term = [](const std::string& key, const std::string& value, const std::string& deploy) {
+    return json::parse(
+        R"({"matchExpressions": [{"key": ")" + key + R"(", "operator": "In", "values": [")" +
+        value + R"("]}, {"key": ")" + deploy +
+        R"(", "operator": "NotIn", "values": ["paused-for-mig-change", "false"]}]})");
+  };
+  std::map<std::string, json> defaults = terms({});
+  EXPECT_EQ(
+      defaults["gpunode-device-plugin"],
+      json::array({term("nvidia.com/gpu.present", "true", "nvidia.com/gpu.deploy.device-plugin"),
+                   term("feature.node.kubernetes.io/pci-10de.present", "true",
+                        "nvidia.com/gpu.deploy.device-plugin")}));
+  EXPECT_EQ(defaults["gpunode-exporter"].size(), 2u);
+  std::map<std::string, json> own = terms({"--set", "gpuNodeLabels={hardware-type=gpu}"});
+  EXPECT_EQ(own["gpunode-device-plugin"],
+            json::array({term("hardware-type", "gpu", "nvidia.com/gpu.deploy.device-plugin")}));
+  EXPECT_EQ(own["gpunode-exporter"],
+            json::array({term("hardware-type", "gpu", "nvidia.com/gpu.deploy.dcgm-exporter")}));
+  std::map<std::string, json> nfd =
+      terms({"--set", "gpuNodeLabels={feature.node.kubernetes.io/pci-10de.present=true}"});
+  EXPECT_EQ(nfd["gpunode-device-plugin"],
+            json::array({term("feature.node.kubernetes.io/pci-10de.present", "true",
+                              "nvidia.com/gpu.deploy.device-plugin")}));
+  // The labeller of gfd.mode=node is not kept to them: it is what labels a GPU node.
+  std::vector<json> objects = Render({"--set", "gpuNodeLabels={hardware-type=gpu}"});
+  const json* labeller = Find(objects, "DaemonSet", "gpunode-labels");
+  ASSERT_NE(labeller, nullptr);
+  EXPECT_THAT((*labeller)["spec"]["template"]["spec"].dump(), Not(HasSubstr("hardware-type")));
+  EXPECT_THAT(Refusal({"--set", "gpuNodeLabels={hardware-type}"}), HasSubstr("/gpuNodeLabels/0"));
+  EXPECT_THAT(Refusal({"--set", "gpuNodeLabels=null"}),
+              HasSubstr("gpuNodeLabels: empty, and no affinity; name the label that marks a GPU "
+                        "node (KEY=VALUE), such as nvidia.com/gpu.present=true"));
+}
+
+// gfd.mode=node (the default) labels the node through the API server from every Linux node,
+// unprivileged and without a host path; gfd.mode=nfd writes NFD's features.d on the GPU nodes.
+TEST_F(HelmChartTest, TheLabellerLabelsTheNodeOrWritesNfdsFeatures) {
+  std::vector<json> objects =
+      Render({"--set", "devicePlugin.enabled=false", "--set", "runtimeClassName=nvidia",
+              "--set-string", "nodeSelector.nvidia\\.com/gpu\\.present=true", "--set",
+              "gfd.nodeSelector.pool=gpu", "--set", "gfd.stableLabelPrefix=example.com/"});
+  const json* labeller = Find(objects, "DaemonSet", "gpunode-labels");
+  ASSERT_NE(labeller, nullptr);
+  const json& pod = (*labeller)["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["serviceAccountName"], "gpunode-labels");
+  // Not on GPU nodes only, which it is the one to label, nor through a runtime every node lacks.
+  EXPECT_EQ(pod["nodeSelector"], json({{"kubernetes.io/os", "linux"}, {"pool", "gpu"}}));
+  EXPECT_FALSE(pod.contains("runtimeClassName"));
+  EXPECT_FALSE(pod.contains("volumes"));
+  const json& container = Container(*labeller, "labels");
+  EXPECT_EQ(container["args"],
+            json::array({"--log-level", "info", "labels", "--write", "node", "--stable-labels",
+                         "--stable-label-prefix=example.com/"}));
+  EXPECT_THAT(Env(container)["NODE_NAME"], HasSubstr("spec.nodeName"));
+  EXPECT_FALSE(container["securityContext"].contains("runAsUser"));
+  const json* policy = Find(objects, "ValidatingAdmissionPolicy", "gpunode-labels");
+  ASSERT_NE(policy, nullptr);
+  EXPECT_EQ((*policy)["spec"]["failurePolicy"], "Fail");
+  // With a config to follow: NODE_NAME once, the configs mounted.
+  objects = Render(
+      {"--set", "devicePlugin.enabled=false", "--set-string", "config.map.default=version: v1"});
+  labeller = Find(objects, "DaemonSet", "gpunode-labels");
+  ASSERT_NE(labeller, nullptr);
+  const json& env = Container(*labeller, "labels")["env"];
+  EXPECT_EQ(
+      std::count_if(env.begin(), env.end(), [](const json& e) { return e["name"] == "NODE_NAME"; }),
+      1)
+      << env.dump();
+  EXPECT_EQ(Container(*labeller, "labels")["volumeMounts"][0]["mountPath"], "/config");
+
+  objects = Render({"--set", "devicePlugin.enabled=false", "--set", "gfd.mode=nfd", "--set",
+                    "gfd.stableLabels=false"});
+  EXPECT_THAT(Names(objects), ::testing::ElementsAre("DaemonSet/gpunode-labels"));
+  const json& nfd = Container(objects[0], "labels");
+  EXPECT_EQ(nfd["args"], json::array({"--log-level", "info", "labels"}));
+  EXPECT_EQ(nfd["volumeMounts"][0]["mountPath"],
+            "/etc/kubernetes/node-feature-discovery/features.d");
+  EXPECT_EQ(nfd["securityContext"]["runAsUser"], 0);
+  EXPECT_THAT(objects[0]["spec"]["template"]["spec"]["affinity"].dump(),
+              HasSubstr("nvidia.com/gpu.present"));
+
+  EXPECT_THAT(Refusal({"--set", "gfd.mode=api"}), HasSubstr("/gfd/mode"));
+  EXPECT_THAT(Refusal({"--set", "gfd.stableLabelPrefix=example.com"}),
+              HasSubstr("/gfd/stableLabelPrefix"));
 }
 
 // Privileged only where a role needs it: the MPS daemon and its shm mount (compute mode, a tmpfs)

@@ -101,23 +101,28 @@ which the device plugin's default affinity leaves out (docs/DRA.md, the migratio
 {{- end -}}
 {{- end -}}
 
-{{/* The node affinity of the node roles: affinity, else GPU nodes not paused for a MIG change by DEPLOYKEY. */}}
+{{/* The node affinity of the GPU roles: affinity, else a node with one of gpuNodeLabels, not paused for a MIG change by DEPLOYKEY. */}}
 {{- define "gpunode.affinity" -}}
 {{- $ := index . 0 -}}
+{{- $deploy := index . 1 -}}
 {{- if $.Values.affinity -}}
 {{ toYaml $.Values.affinity }}
 {{- else -}}
+{{- if not $.Values.gpuNodeLabels -}}
+{{- fail "gpuNodeLabels: empty, and no affinity; name the label that marks a GPU node (KEY=VALUE), such as nvidia.com/gpu.present=true" -}}
+{{- end -}}
 nodeAffinity:
   requiredDuringSchedulingIgnoredDuringExecution:
-    # Any one of these marks a GPU node (NFD's PCI label, GFD's label, or the one the operator
-    # sets by hand). `gpunode mig manager` pauses the role on a node while it changes the MIG layout.
+    # Any one of gpuNodeLabels marks a GPU node (by default nvidia.com/gpu.present=true, which the
+    # labeller sets, or NFD's PCI label). `gpunode mig manager` pauses the role on a node while it
+    # changes the MIG layout.
     nodeSelectorTerms:
+      {{- range $.Values.gpuNodeLabels }}
+      {{- $label := splitn "=" 2 . }}
       - matchExpressions:
-          - {key: feature.node.kubernetes.io/pci-10de.present, operator: In, values: ["true"]}
-          - {key: {{ index . 1 }}, operator: NotIn, values: ["paused-for-mig-change", "false"]}
-      - matchExpressions:
-          - {key: nvidia.com/gpu.present, operator: In, values: ["true"]}
-          - {key: {{ index . 1 }}, operator: NotIn, values: ["paused-for-mig-change", "false"]}
+          - {key: {{ $label._0 | quote }}, operator: In, values: [{{ $label._1 | quote }}]}
+          - {key: {{ $deploy }}, operator: NotIn, values: ["paused-for-mig-change", "false"]}
+      {{- end }}
 {{- end -}}
 {{- end -}}
 
