@@ -5,13 +5,17 @@
 // (ctest runs it as one test, label real-cluster).
 #include <signal.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -27,6 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using json = nlohmann::json;
 
 const std::string kDeploy = std::string(GPUNODE_SOURCE_DIR) + "/deploy";
@@ -513,9 +518,11 @@ TEST(ChartOnTheRealApiServer, InstallsUpgradesAndUninstalls) {
   r = cluster->Kubectl({"get", "daemonsets,configmaps,serviceaccounts,servicemonitors", "-n", ns,
                         "-l", "app.kubernetes.io/managed-by=Helm", "-o", "name"});
   EXPECT_EQ(r.out, "");
-  for (const char* role : {"gpunode-device-plugin", "gpunode-mig-manager", "gpunode-dra-plugin"}) {
+  for (const char* role :
+       {"gpunode-device-plugin", "gpunode-mig-manager", "gpunode-dra-plugin", "gpunode-labels"}) {
     EXPECT_EQ(cluster->Kubectl({"get", "clusterrole", role}).exit_code, 1) << role;
   }
+  EXPECT_EQ(cluster->Kubectl({"get", "validatingadmissionpolicy", "gpunode-labels"}).exit_code, 1);
   for (const char* deviceclass : {"gpu.nvidia.com", "mig.nvidia.com"}) {
     EXPECT_EQ(cluster->Kubectl({"get", "deviceclass", deviceclass}).exit_code, 1) << deviceclass;
   }
@@ -597,6 +604,237 @@ TEST(DocsOnTheRealApiServer, TheDocumentedKubectlLinesRun) {
   // The webhook's configurations point at a Service with no pods here: remove them so that they
   // are not called for the rest of the binary.
   cluster->Kubectl({"delete", "-k", kDeploy + "/webhook", "--wait=false"});
+}
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+// A node as its kubelet leaves it: Ready, with room for pods, and the labels it is given.
+void MakeReadyNode(const std::string& name, const json& labels) {
+  Apply(json({{"apiVersion", "v1"},
+              {"kind", "Node"},
+              {"metadata", {{"name", name}, {"labels", labels}}}})
+            .dump());
+  std::string now = Trimmed(testing::RunProcess({"/bin/date", "-u", "+%Y-%m-%dT%H:%M:%SZ"}).out);
+  json status = {{"status",
+                  {{"conditions",
+                    {{{"type", "Ready"},
+                      {"status", "True"},
+                      {"reason", "KubeletReady"},
+                      {"message", "kubelet is posting ready status"},
+                      {"lastHeartbeatTime", now},
+                      {"lastTransitionTime", now}}}},
+                   {"capacity", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}},
+                   {"allocatable", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}}}}};
+  testing::ProcessResult r = cluster->Kubectl(
+      {"patch", "node", name, "--subresource=status", "--type=merge", "-p", status.dump()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+json NodeObject(const std::string& name) {
+  testing::ProcessResult r = cluster->Kubectl({"get", "node", name, "-o", "json"});
+  return r.exit_code == 0 ? json::parse(r.out) : json::object();
+}
+
+std::map<std::string, std::string> NodeLabels(const std::string& name) {
+  std::map<std::string, std::string> labels;
+  json node = NodeObject(name);
+  const json on_node = node["metadata"].value("labels", json::object());
+  for (const auto& [key, value] : on_node.items()) labels[key] = value.get<std::string>();
+  return labels;
+}
+
+// Polls `done` every 100 ms for up to `limit`; whether it held.
+bool Await(const std::function<bool()>& done, std::chrono::seconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
+// The credentials the kubelet mounts into deploy/labels' pod on `node`: a token of its
+// ServiceAccount bound to a pod on that node, which therefore carries the node's name
+// (authentication.kubernetes.io/node-name), as a kubeconfig.
+std::string LabellerPodKubeconfig(const testing::TempDir& dir, const std::string& node) {
+  const std::string pod = "gpunode-labels-" + node;
+  Apply(
+      json({{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"name", pod}, {"namespace", "kube-system"}}},
+            {"spec",
+             {{"nodeName", node},
+              {"serviceAccountName", "gpunode-labels"},
+              {"containers", {{{"name", "labels"}, {"image", "ghcr.io/gpunode/gpunode:0.1.0"}}}}}}})
+          .dump());
+  testing::ProcessResult token =
+      cluster->Kubectl({"create", "token", "gpunode-labels", "-n", "kube-system",
+                        "--bound-object-kind", "Pod", "--bound-object-name", pod});
+  EXPECT_EQ(token.exit_code, 0) << token.err;
+  return dir.Write(
+      node + ".kubeconfig",
+      "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n"
+      "    server: " +
+          cluster->server() + "\n    certificate-authority: " + cluster->dir() +
+          "/pki/ca.crt\nusers:\n- name: labeller\n  user:\n    token: " + Trimmed(token.out) +
+          "\ncontexts:\n- name: local\n  context: {cluster: local, user: labeller}\n"
+          "current-context: local\n");
+}
+
+// The cluster of docs/DEPLOY.md's "A cluster without NFD": nothing but gpunode's manifests.
+// deploy/labels is applied as written; the labeller runs as its pod would on each node, with the
+// token the kubelet gives that pod, under the real RBAC and the real admission policy. It labels
+// its own node (nvidia.com/gpu.present=true and the bare accelerator=nvidia-a10 on the GPU node,
+// nvidia.com/gpu.present=false where NVML does not load), and nothing else: another node, the
+// node's spec and labels that are not its own are refused. The real DaemonSet controller and
+// scheduler then put deploy/device-plugin's pod on the GPU node only, and a pod selecting
+// accelerator=nvidia-a10 lands there.
+TEST(LabelsOnTheRealApiServer, TheLabellerLabelsItsOwnNodeAndTheDevicePluginFollows) {
+  REQUIRE_CLUSTER();
+  testing::ProcessResult r = cluster->Kubectl({"apply", "-k", kDeploy + "/labels"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  MakeReadyNode("gpu-l", {{"team", "ml"}});
+  MakeReadyNode("cpu-l", {{"team", "web"}});
+  testing::TempDir dir("gpunode-labels-k8s");
+  const std::string gpu_node = LabellerPodKubeconfig(dir, "gpu-l");
+  const std::string cpu_node = LabellerPodKubeconfig(dir, "cpu-l");
+  auto labeller = [&](const std::string& kubeconfig, const std::string& node,
+                      std::vector<std::string> args) {
+    std::vector<std::string> argv = {GPUNODE_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunProcess(argv, {"KUBECONFIG=" + kubeconfig, "NODE_NAME=" + node});
+  };
+  // kubectl with the labeller's credentials.
+  auto as_labeller = [&](const std::string& kubeconfig, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {cluster->kubectl(), "--kubeconfig", kubeconfig};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunProcess(argv);
+  };
+  // The policy is in force once the apiserver has loaded it: a server-side dry run (admitted or
+  // refused, nothing stored) says when.
+  const std::string other_node =
+      "gpunode-labels on node gpu-l may change only that Node, not cpu-l";
+  EXPECT_TRUE(Await(
+      [&] {
+        return as_labeller(gpu_node, {"label", "node", "cpu-l", "nvidia.com/gpu.present=true",
+                                      "--dry-run=server"})
+                   .err.find(other_node) != std::string::npos;
+      },
+      std::chrono::seconds(30)));
+
+  // Another node: refused by the policy, in one line that names deploy/labels; nothing written.
+  r = labeller(
+      gpu_node, "cpu-l",
+      {"--sim", "a10-pcie-4", "labels", "--write", "node", "--oneshot", "--stable-labels"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("403 Forbidden: nodes \"cpu-l\" is forbidden: "
+                               "ValidatingAdmissionPolicy 'gpunode-labels' with binding "
+                               "'gpunode-labels' denied request: " +
+                               other_node));
+  EXPECT_THAT(r.err, HasSubstr("apply deploy/labels/rbac.yaml"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(NodeLabels("cpu-l"), (std::map<std::string, std::string>{{"team", "web"}}));
+
+  // Its own node: GFD's labels, nvidia.com/gpu.present=true and the bare stable scheme; the
+  // operator's label stays.
+  r = labeller(
+      gpu_node, "gpu-l",
+      {"--sim", "a10-pcie-4", "labels", "--write", "node", "--oneshot", "--stable-labels"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::string> labels = NodeLabels("gpu-l");
+  EXPECT_EQ(labels["nvidia.com/gpu.present"], "true");
+  EXPECT_EQ(labels["nvidia.com/gpu.product"], "NVIDIA-A10");
+  EXPECT_EQ(labels["accelerator"], "nvidia-a10");
+  EXPECT_EQ(labels["gpu.count"], "4");
+  EXPECT_EQ(labels["gpu.memory"], "24g");
+  EXPECT_EQ(labels["team"], "ml");
+  std::string owned = NodeObject("gpu-l")["metadata"]["annotations"].value("gpunode.io/labels", "");
+  EXPECT_THAT(owned, HasSubstr("accelerator,gpu.count,gpu.memory,nvidia.com/"));
+  EXPECT_THAT(owned, Not(HasSubstr("team")));
+
+  // The node without NVML: nvidia.com/gpu.present=false, and it does not fail.
+  testing::TempDir no_driver("gpunode-no-driver");
+  r = labeller(cpu_node, "cpu-l",
+               {"--driver-root", no_driver.path(), "labels", "--write", "node", "--oneshot"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(NodeLabels("cpu-l"), (std::map<std::string, std::string>{
+                                     {"nvidia.com/gpu.present", "false"}, {"team", "web"}}));
+
+  // deploy/device-plugin as applied: the DaemonSet controller makes a pod for the GPU node only,
+  // and the scheduler binds it there; the guide's accelerator=nvidia-a10 selector finds it too.
+  r = cluster->Kubectl({"apply", "-k", kDeploy + "/device-plugin/base"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto plugin_nodes = [] {
+    testing::ProcessResult pods = cluster->Kubectl(
+        {"get", "pods", "-n", "kube-system", "-l", "app.kubernetes.io/name=gpunode-device-plugin",
+         "-o", "jsonpath={range .items[*]}{.spec.nodeName} {end}"});
+    return pods.out;
+  };
+  std::string nodes;
+  EXPECT_TRUE(Await([&] { return !(nodes = plugin_nodes()).empty() && nodes.find(' ') != 0; },
+                    std::chrono::seconds(30)));
+  EXPECT_EQ(nodes, "gpu-l ");
+  r = cluster->Kubectl({"get", "daemonset", "-n", "kube-system", "gpunode-device-plugin", "-o",
+                        "jsonpath={.status.desiredNumberScheduled}"});
+  EXPECT_EQ(r.out, "1");
+  Apply(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"a10-job","namespace":"default"},
+            "spec":{"nodeSelector":{"accelerator":"nvidia-a10"},
+                    "containers":[{"name":"main","image":"registry.example/train:1"}]}})");
+  std::string placed;
+  EXPECT_TRUE(Await(
+      [&] {
+        placed = cluster->Kubectl({"get", "pod", "a10-job", "-o", "jsonpath={.spec.nodeName}"}).out;
+        return !placed.empty();
+      },
+      std::chrono::seconds(30)));
+  EXPECT_EQ(placed, "gpu-l");
+
+  // Without the stable scheme, its labels go and the operator's stay.
+  r = labeller(gpu_node, "gpu-l",
+               {"--sim", "a10-pcie-4", "labels", "--write", "node", "--oneshot"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  labels = NodeLabels("gpu-l");
+  EXPECT_FALSE(labels.contains("accelerator"));
+  EXPECT_FALSE(labels.contains("gpu.count"));
+  EXPECT_EQ(labels["nvidia.com/gpu.present"], "true");
+  EXPECT_EQ(labels["team"], "ml");
+
+  // What the policy refuses the labeller's token on its own node: the spec, an annotation or a
+  // label that is not its own; and a token not bound to a pod on a node.
+  struct Refused {
+    std::vector<std::string> args;
+    std::string why;
+  };
+  for (const Refused& c : std::vector<Refused>{
+           {{"patch", "node", "gpu-l", "-p", R"({"spec":{"unschedulable":true}})"},
+            "may change only a Node's labels and its gpunode.io/labels annotation, not its spec"},
+           {{"annotate", "node", "gpu-l", "example.com/owner=me"}, "not its other annotations"},
+           {{"label", "node", "gpu-l", "team=ai", "--overwrite"},
+            "may change only labels under nvidia.com/ and its accelerator, gpu.count and "
+            "gpu.memory, not team"},
+       }) {
+    testing::ProcessResult refused = as_labeller(gpu_node, c.args);
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_THAT(refused.err, HasSubstr(c.why)) << c.args[0];
+  }
+  EXPECT_FALSE(NodeObject("gpu-l")["spec"].value("unschedulable", false));
+  std::string unbound = cluster->ServiceAccountKubeconfig("kube-system", "gpunode-labels");
+  r = labeller(
+      unbound, "gpu-l",
+      {"--sim", "a10-pcie-4", "labels", "--write", "node", "--oneshot", "--stable-labels"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("may change only the Node its pod runs on, and this request names "
+                               "no node"));
+
+  cluster->Kubectl({"delete", "pod", "a10-job", "--grace-period=0", "--force"});
+  cluster->Kubectl({"delete", "-k", kDeploy + "/device-plugin/base", "--wait=false"});
+  cluster->Kubectl({"delete", "pods", "-n", "kube-system", "gpunode-labels-gpu-l",
+                    "gpunode-labels-cpu-l", "--grace-period=0", "--force"});
+  cluster->Kubectl({"delete", "-k", kDeploy + "/labels", "--wait=false"});
+  cluster->Kubectl({"delete", "node", "gpu-l", "cpu-l", "--wait=false"});
 }
 
 }  // namespace
