@@ -104,6 +104,12 @@ const std::vector<NotRun> kNotRun = {
      "runs against the real cluster in tests/k8s/real_cluster_test"},
     {"kubectl get daemonsets -n gpunode-system",
      "runs against the real cluster in tests/k8s/real_cluster_test"},
+    {"kubectl apply -k deploy/labels",
+     "runs against the real cluster in tests/k8s/real_cluster_test"},
+    {"kubectl apply -k deploy/device-plugin/base",
+     "runs against the real cluster in tests/k8s/real_cluster_test"},
+    {"kubectl get nodes -L nvidia.com/gpu.present,nvidia.com/gpu.product,accelerator",
+     "runs against the real cluster in tests/k8s/real_cluster_test"},
     {"helm uninstall gpunode -n gpunode-system",
      "runs against the real cluster in tests/k8s/real_cluster_test"},
     {"bash scripts/build-helm.sh",
@@ -255,12 +261,13 @@ const std::vector<Fixture> kFixtures = {
 
 // Options a command leaves at the node's own paths, given explicitly so that it reads and writes
 // the temporary root instead: `flag` is added after `command` when the line has neither `flag`
-// nor one of its `aliases`.
+// nor one of its `aliases`, nor one of `unless` (a mode that does not use the path).
 struct NodePath {
   std::string command;
   std::string flag;
   std::string path;  // under the temporary root
   std::vector<std::string> aliases = {};
+  std::vector<std::string> unless = {};
 };
 const std::vector<NodePath> kNodePaths = {
     {"gpunode runtime configure", "--config", "/etc/containerd/config.toml"},
@@ -270,7 +277,8 @@ const std::vector<NodePath> kNodePaths = {
     {"gpunode labels",
      "--output",
      "/etc/kubernetes/node-feature-discovery/features.d/gfd",
-     {"-o", "--output-file"}},
+     {"-o", "--output-file"},
+     {"--write node"}},
     {"gpunode device-plugin", "--kubelet-dir", "/var/lib/kubelet/device-plugins"},
 };
 
@@ -471,6 +479,9 @@ std::string WithNodePaths(std::string command, const std::string& root) {
     bool given = command.find(node.flag + " ") != std::string::npos;
     for (const std::string& alias : node.aliases) {
       given = given || command.find(" " + alias + " ") != std::string::npos;
+    }
+    for (const std::string& mode : node.unless) {
+      given = given || command.find(mode) != std::string::npos;
     }
     if (given) continue;
     size_t end = at + node.command.size();

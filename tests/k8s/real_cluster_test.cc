@@ -552,6 +552,11 @@ TEST(DocsOnTheRealApiServer, TheDocumentedKubectlLinesRun) {
       "exporter.enabled=true",
       "kubectl get daemonsets -n gpunode-system",
       "helm uninstall gpunode -n gpunode-system",
+      // README.md and docs/DEPLOY.md, "A cluster without NFD" (after the chart, which makes the
+      // same cluster-wide objects).
+      "kubectl apply -k deploy/labels",
+      "kubectl apply -k deploy/device-plugin/base",
+      "kubectl get nodes -L nvidia.com/gpu.present,nvidia.com/gpu.product,accelerator",
   };
   testing::HelmRunner helm;
   // Each is still in the docs, word for word.
@@ -602,8 +607,10 @@ TEST(DocsOnTheRealApiServer, TheDocumentedKubectlLinesRun) {
   ASSERT_FALSE(audit.is_discarded()) << plugin.out << plugin.err;
   EXPECT_GE(audit["summary"]["nodes"].get<int>(), 1);
   // The webhook's configurations point at a Service with no pods here: remove them so that they
-  // are not called for the rest of the binary.
+  // are not called for the rest of the binary; and the labeller and plugin of the lines above.
   cluster->Kubectl({"delete", "-k", kDeploy + "/webhook", "--wait=false"});
+  cluster->Kubectl({"delete", "-k", kDeploy + "/device-plugin/base", "--wait=false"});
+  cluster->Kubectl({"delete", "-k", kDeploy + "/labels"});
 }
 
 std::string Trimmed(std::string text) {
