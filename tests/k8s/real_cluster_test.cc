@@ -809,6 +809,27 @@ TEST(LabelsOnTheRealApiServer, TheLabellerLabelsItsOwnNodeAndTheDevicePluginFoll
   EXPECT_EQ(labels["nvidia.com/gpu.present"], "true");
   EXPECT_EQ(labels["team"], "ml");
 
+  // As a daemon: a pass that finds the node as it is reads it and sends nothing (the timestamp
+  // alone is no change); a label taken away is put back at the next pass; SIGTERM leaves the
+  // labels on the node.
+  {
+    testing::BackgroundProcess daemon(
+        {GPUNODE_BINARY, "--log-level", "debug", "--sim", "a10-pcie-4", "labels", "--write", "node",
+         "--interval", "1s"},
+        {"KUBECONFIG=" + gpu_node, "NODE_NAME=gpu-l"});
+    ASSERT_TRUE(daemon.WaitForLog("node gpu-l: labels unchanged", std::chrono::seconds(15)))
+        << daemon.Log();
+    EXPECT_THAT(daemon.Log(), Not(HasSubstr("PATCH")));
+    r = cluster->Kubectl({"label", "node", "gpu-l", "nvidia.com/gpu.product-"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(
+        daemon.WaitForLog("node gpu-l: 1 label(s) set, 0 removed", std::chrono::seconds(15)))
+        << daemon.Log();
+    EXPECT_EQ(NodeLabels("gpu-l")["nvidia.com/gpu.product"], "NVIDIA-A10");
+    EXPECT_EQ(daemon.Stop(SIGTERM), 0) << daemon.Log();
+    EXPECT_EQ(NodeLabels("gpu-l")["nvidia.com/gpu.present"], "true");
+  }
+
   // What the policy refuses the labeller's token on its own node: the spec, an annotation or a
   // label that is not its own; and a token not bound to a pod on a node.
   struct Refused {
