@@ -242,6 +242,8 @@ TEST(MissingGpusLabel, FitsALabelValueAndReadsBack) {
     EXPECT_FALSE(parsed.ok()) << bad;
     EXPECT_THAT(std::string(parsed.status().message()), HasSubstr("N-more or N-unknown")) << bad;
   }
+}
+
 // The Node's labels as the labeller reads them: labels, and the annotation listing its own.
 NodeLabelState Node(Labels labels, std::optional<std::string> owned = std::nullopt) {
   return NodeLabelState{.labels = std::move(labels), .owned = std::move(owned)};
