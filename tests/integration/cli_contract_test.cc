@@ -197,7 +197,7 @@ TEST(CliContract, BadInputIsOneLineNamingItAndExitTwo) {
       {{"--sim", "dgx-h100", "exporter", "--interval", "5x"}, "--interval \"5x\""},
       {{"--sim", "dgx-h100", "labels", "--interval", "5x", "--output", file}, "--interval \"5x\""},
       {{"cluster", "audit", "--request-timeout", "5x"}, "--request-timeout \"5x\""},
-      {{"cluster", "drain", "n", "--timeout", "5x"}, "--timeout \"5x\""},
+      {{"cluster", "drain", "n", "--evict-after", "5x"}, "--evict-after \"5x\""},
       {{"cluster", "verify", "n", "--timeout", "5x"}, "--timeout \"5x\""},
       {{"cluster", "restore", "n", "--verify", "--poll-interval", "5x"}, "--poll-interval \"5x\""},
       {{"cluster", "prepull", "--apply", "--timeout", "5x"}, "--timeout \"5x\""},
@@ -222,9 +222,9 @@ TEST(CliContract, RangeErrorsAreInTheFlagsOwnUnits) {
   r = Gpunode({"runtime", "status", "--timeout-ms", "-5"});
   ExpectOneErrorLine(r, "--timeout-ms -5");
   EXPECT_THAT(r.err, HasSubstr("--timeout-ms: Value -5 not in range 1 to 600000"));
-  r = Gpunode({"cluster", "drain", "gpu-a", "--timeout", "-5m"});
-  ExpectOneErrorLine(r, "--timeout -5m");
-  EXPECT_THAT(r.err, HasSubstr("--timeout"));
+  r = Gpunode({"cluster", "drain", "gpu-a", "--evict-after", "-5m"});
+  ExpectOneErrorLine(r, "--evict-after -5m");
+  EXPECT_THAT(r.err, HasSubstr("--evict-after -5m: out of range; give a duration of 0 or more"));
 }
 
 TEST(CliContract, SimulatorFlagsAreRefusedWhereNoCommandReadsTheGpus) {
