@@ -8,6 +8,7 @@
 //  - resident memory, idle after the claims are gone.
 // Usage: dra_process_bench [GPUNODE_BINARY]   (build-dist/gpunode for the shipped build)
 #include <grpcpp/grpcpp.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -179,9 +180,26 @@ int Run(const std::string& binary) {
   for (const char* name : {"libcuda.so.", "libnvidia-ml.so."})
     std::ofstream(lib + "/" + name + version);
 
+  // As deployed, the claims' specs go to the host's /var/run/cdi, a tmpfs on systemd hosts; the
+  // checkpoint stays on the disk under the kubelet's directory. /dev/shm is this machine's tmpfs.
+  std::string cdi_root = dir.path() + "/cdi";
+  std::string shm_template = "/dev/shm/gpunode-dra-cdi-XXXXXX";
+  if (fs::is_directory("/dev/shm") && mkdtemp(shm_template.data()) != nullptr) {
+    cdi_root = shm_template;
+  }
+  struct RemoveAll {
+    std::string path;
+    ~RemoveAll() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove_cdi_root{cdi_root};
+  std::printf("claims' CDI specs in %s\n", cdi_root.rfind("/dev/shm/", 0) == 0
+                                               ? "/dev/shm (tmpfs, as /var/run/cdi)"
+                                               : "the temporary directory (no /dev/shm)");
   testing::BackgroundProcess plugin(
       {binary, "--log-level", "info", "--sim", profile, "dra-plugin", "--kubelet-dir", kubelet,
-       "--cdi-root", dir.path() + "/cdi", "--nvidia-driver-root", dir.path() + "/driver",
+       "--cdi-root", cdi_root, "--nvidia-driver-root", dir.path() + "/driver",
        "--nvidia-cdi-hook-path", "", "--health-recovery-period", "0"},
       {"KUBECONFIG=" + cluster.admin_kubeconfig(), std::string("NODE_NAME=") + kNode});
   if (!plugin.WaitForLog("published at generation 2", std::chrono::seconds(30))) {
