@@ -8,6 +8,7 @@
 #include "cluster_fixture.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
+#include "harness/gpu_cluster_objects.h"
 #include "kube/api_loader.h"
 #include "kube/snapshot_reader.h"
 #include "test_support.h"
@@ -246,23 +247,9 @@ std::map<std::string, std::vector<nlohmann::json>> DrainEvents(kube::Client& cli
 
 // A GPU pod of a Job that a JobSet made, on gpu-a: its owners are told up the chain.
 void AddJobSetPod(ApiServerDouble& server) {
-  server.AddObject(nlohmann::json::parse(R"({
-    "apiVersion": "batch/v1", "kind": "Job",
-    "metadata": {"name": "pretrain-workers-0", "namespace": "ml", "uid": "job-uid",
-                 "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                                      "name": "pretrain", "uid": "jobset-uid",
-                                      "controller": true}]},
-    "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}})"));
-  server.AddObject(nlohmann::json::parse(R"({
-    "apiVersion": "v1", "kind": "Pod",
-    "metadata": {"name": "pretrain-workers-0-0-x7k2p", "namespace": "ml", "uid": "pod-uid",
-                 "creationTimestamp": "2024-05-06T06:00:00Z",
-                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
-                                      "name": "pretrain-workers-0", "uid": "job-uid",
-                                      "controller": true}]},
-    "spec": {"nodeName": "gpu-a", "containers": [{"name": "trainer",
-             "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
-    "status": {"phase": "Running"}})"));
+  server.AddObject(gpunode::testing::JobSetJob());
+  server.AddObject(
+      gpunode::testing::JobSetPod("pretrain-workers-0-0-x7k2p", "gpu-a", "2024-05-06T06:00:00Z"));
 }
 
 // The safe default: GPU pods are waited for until they end, however long, and nothing holding a

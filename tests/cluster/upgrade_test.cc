@@ -518,28 +518,12 @@ TEST_F(UpgradeSoakTest, AGpuLostDuringTheSoakHaltsIt) {
       << result->summary;
 }
 
-// A GPU pod of a Job (which a JobSet made) training on canary-0, started an hour before the
-// rollout.
+// A GPU pod of a Job (which a JobSet made) training on canary-0 since `started`.
 void AddTrainingPod(ApiServerDouble& server, absl::Time started) {
-  server.AddObject(json::parse(R"({
-    "apiVersion": "batch/v1", "kind": "Job",
-    "metadata": {"name": "pretrain-workers-0", "namespace": "ml", "uid": "job-uid",
-                 "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                                      "name": "pretrain", "uid": "jobset-uid",
-                                      "controller": true}]},
-    "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}})"));
-  json pod = json::parse(R"({
-    "apiVersion": "v1", "kind": "Pod",
-    "metadata": {"name": "pretrain-0", "namespace": "ml", "uid": "pod-uid",
-                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
-                                      "name": "pretrain-workers-0", "uid": "job-uid",
-                                      "controller": true}]},
-    "spec": {"nodeName": "canary-0", "containers": [{"name": "trainer",
-             "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
-    "status": {"phase": "Running"}})");
-  pod["metadata"]["creationTimestamp"] =
-      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", started, absl::UTCTimeZone());
-  server.AddObject(pod);
+  server.AddObject(gpunode::testing::JobSetJob());
+  server.AddObject(gpunode::testing::JobSetPod(
+      "pretrain-0", "canary-0",
+      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", started, absl::UTCTimeZone())));
 }
 
 // By default the rollout waits for a node's GPU jobs however long they run, evicting nothing;

@@ -81,4 +81,31 @@ std::string SmokeDoctorReport(const std::string& status, const std::string& evid
   return report.dump();
 }
 
+nlohmann::json JobSetJob() {
+  return nlohmann::json::parse(R"({
+    "apiVersion": "batch/v1", "kind": "Job",
+    "metadata": {"name": "pretrain-workers-0", "namespace": "ml", "uid": "job-uid",
+                 "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                                      "name": "pretrain", "uid": "jobset-uid",
+                                      "controller": true}]},
+    "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}})");
+}
+
+nlohmann::json JobSetPod(const std::string& pod, const std::string& node,
+                         const std::string& created) {
+  nlohmann::json object = nlohmann::json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"namespace": "ml", "uid": "pod-uid",
+                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                      "name": "pretrain-workers-0", "uid": "job-uid",
+                                      "controller": true}]},
+    "spec": {"containers": [{"name": "trainer",
+             "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+    "status": {"phase": "Running"}})");
+  object["metadata"]["name"] = pod;
+  object["metadata"]["creationTimestamp"] = created;
+  object["spec"]["nodeName"] = node;
+  return object;
+}
+
 }  // namespace gpunode::testing
