@@ -1,14 +1,9 @@
 // `gpunode cdi generate` and `gpunode cdi validate`, run as a user runs them, on a driver root
 // laid out from NVIDIA's real driver user space as Debian packages it (component non-free,
-// driver 535): the .debs that scripts/install-deps.sh fetches into the cache below are extracted
-// with dpkg-deb, given the links Debian's nvidia-alternative makes, and indexed by the real
-// ldconfig. The simulator stands in for the GPUs (NVML), reporting the packages' version.
-#include <dirent.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
-
+// driver 535) by tests/cdi/driver_root.sh: the .debs that scripts/install-deps.sh fetches into the
+// cache below, extracted with dpkg-deb, given the links Debian's nvidia-alternative makes, and
+// indexed by the real ldconfig. The simulator stands in for the GPUs (NVML), reporting the
+// packages' version.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -85,72 +80,21 @@ struct DriverLayout {
   std::vector<std::string> debs;
   std::string version, root, profile;
   PackagedFiles files;
-  int socket = -1;
-  ~DriverLayout() {
-    if (socket >= 0) close(socket);
-  }
 };
 
 // Empty on success, else why the layout could not be made.
 std::string LayOut(DriverLayout& d) {
+  d.root = d.dir.path() + "/driver";
+  testing::ProcessResult laid =
+      testing::RunProcess({"/bin/bash", GPUNODE_SOURCE_DIR "/tests/cdi/driver_root.sh", d.root});
+  if (laid.exit_code != 0) return "tests/cdi/driver_root.sh: " + laid.err;
+  d.version = laid.out.substr(0, laid.out.find('\n'));
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(kDebCache, ec)) {
     if (entry.path().extension() == ".deb") d.debs.push_back(entry.path());
   }
-  if (d.debs.empty()) {
-    return std::string("no NVIDIA driver packages in ") + kDebCache +
-           ": run scripts/install-deps.sh (as root) to fetch them from Debian's non-free archive";
-  }
   std::sort(d.debs.begin(), d.debs.end());
-  std::string libcuda;
-  for (const std::string& deb : d.debs)
-    if (fs::path(deb).filename().string().starts_with("libcuda1_")) libcuda = deb;
-  if (libcuda.empty()) {
-    return std::string("libcuda1 is missing from ") + kDebCache + "; run scripts/install-deps.sh";
-  }
-  // "535.261.03-1" -> "535.261.03": the Debian revision is not part of the driver's version.
-  d.version = Sh("dpkg-deb -f '" + libcuda + "' Version").out;
-  d.version = d.version.substr(0, d.version.find('-'));
   d.files = ListPackages(d.debs, d.version);
-  d.root = d.dir.path() + "/driver";
-  for (const std::string& deb : d.debs) {
-    testing::ProcessResult r = Sh("dpkg-deb -x '" + deb + "' '" + d.root + "'");
-    if (r.exit_code != 0) return deb + ": " + r.err;
-  }
-  // Debian's nvidia-alternative links /usr/bin/nvidia-smi to the packaged program and adds the
-  // library directory to the loader's path; then ldconfig indexes the tree.
-  fs::create_directories(d.root + "/usr/bin");
-  for (const std::string& program : d.files.alternatives) {
-    fs::create_symlink(program, d.root + "/usr/bin/" + fs::path(program).filename().string());
-  }
-  fs::create_symlink("nvidia/current/libnvidia-ml.so.1",
-                     d.root + "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1");
-  fs::create_directories(d.root + "/etc/ld.so.conf.d");
-  std::ofstream(d.root + "/etc/ld.so.conf.d/nvidia.conf")
-      << "/usr/lib/x86_64-linux-gnu/nvidia/current\n/usr/lib/x86_64-linux-gnu\n";
-  std::ofstream(d.root + "/etc/ld.so.conf") << "include /etc/ld.so.conf.d/*.conf\n";
-  testing::ProcessResult ldconfig = Sh("ldconfig -r '" + d.root + "'");
-  if (ldconfig.exit_code != 0) return "ldconfig -r " + d.root + ": " + ldconfig.err;
-  // The node: control devices, a persistenced socket, the MPS pipe directory, MIG capabilities
-  // and nvidia-cdi-hook.
-  fs::create_directories(d.root + "/dev");
-  for (const char* dev : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"})
-    std::ofstream(d.root + "/dev/" + dev);
-  fs::create_directories(d.root + "/run/nvidia-persistenced");
-  std::string socket_path = d.root + "/run/nvidia-persistenced/socket";
-  d.socket = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un address{.sun_family = AF_UNIX, .sun_path = {}};
-  if (socket_path.size() >= sizeof address.sun_path) return socket_path + ": too long for a socket";
-  socket_path.copy(address.sun_path, socket_path.size());
-  if (bind(d.socket, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    return "cannot bind " + socket_path;
-  }
-  fs::create_directories(d.root + "/tmp/nvidia-mps");
-  fs::create_directories(d.root + "/proc/driver/nvidia-caps");
-  fs::copy_file(GPUNODE_FIXTURES_DIR "/plugin/host/proc/driver/nvidia-caps/mig-minors",
-                d.root + "/proc/driver/nvidia-caps/mig-minors");
-  std::ofstream(d.root + "/usr/bin/nvidia-cdi-hook") << "#!/bin/sh\n";
-  fs::permissions(d.root + "/usr/bin/nvidia-cdi-hook", fs::perms::owner_all, fs::perm_options::add);
   // The simulator's a100-mig node, reporting the packages' driver version.
   std::string profile = Slurp(GPUNODE_SOURCE_DIR "/sim/profiles/a100-mig.yaml");
   profile = std::regex_replace(profile, std::regex(R"(\ndriver_version: "[0-9.]+")"),

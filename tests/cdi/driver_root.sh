@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Lays out a driver root from NVIDIA's driver user space as Debian packages it (component
+# non-free, driver 535: the .debs scripts/install-deps.sh fetches into /var/cache/gpunode/nvidia-
+# debs and never installs), so that `gpunode cdi generate` and `nvidia-ctk cdi generate` find a
+# real driver's files where the packages put them: each package extracted with dpkg-deb, the links
+# Debian's nvidia-alternative makes, the tree indexed by the real ldconfig. Then what a running
+# node adds: the control device nodes (plain files: only their presence is read), the
+# persistenced socket, the MPS pipe directory, the driver's MIG minors under proc/, and a stand-in
+# for nvidia-cdi-hook. tests/cdi/cdi_driver_test.cc, tests/side_by_side/cdi_generate_test.sh and
+# bench/side_by_side/cdi_generate.sh all run on this one layout.
+#
+# Usage: driver_root.sh ROOT   (ROOT must not exist yet; prints the driver's version;
+#                               exit 77 with the reason when the packages are not there)
+set -euo pipefail
+root=$1
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+debs=/var/cache/gpunode/nvidia-debs
+
+shopt -s nullglob
+packages=("$debs"/*.deb)
+libcuda=("$debs"/libcuda1_*.deb)
+if ((${#packages[@]} == 0 || ${#libcuda[@]} == 0)); then
+  echo "no NVIDIA driver packages (libcuda1) in $debs: run scripts/install-deps.sh (as root) to" \
+    "fetch them from Debian's non-free archive" >&2
+  exit 77
+fi
+# "535.261.03-1" -> "535.261.03": the Debian revision is not part of the driver's version.
+version=$(dpkg-deb -f "${libcuda[0]}" Version)
+version=${version%%-*}
+
+mkdir "$root"
+for deb in "${packages[@]}"; do dpkg-deb -x "$deb" "$root"; done
+# nvidia-alternative links /usr/bin/nvidia-smi (and the other programs kept in
+# /usr/lib/nvidia/current) to the packaged program, and adds the library directory to the
+# loader's path; then ldconfig indexes the tree.
+mkdir -p "$root/usr/bin"
+for program in "$root"/usr/lib/nvidia/current/*; do
+  if [[ -f $program && -x $program ]]; then
+    ln -s "/usr/lib/nvidia/current/${program##*/}" "$root/usr/bin/${program##*/}"
+  fi
+done
+ln -s nvidia/current/libnvidia-ml.so.1 "$root/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+mkdir -p "$root/etc/ld.so.conf.d"
+printf '%s\n' /usr/lib/x86_64-linux-gnu/nvidia/current /usr/lib/x86_64-linux-gnu \
+  >"$root/etc/ld.so.conf.d/nvidia.conf"
+echo 'include /etc/ld.so.conf.d/*.conf' >"$root/etc/ld.so.conf"
+ldconfig -r "$root"
+
+mkdir -p "$root/dev" "$root/run/nvidia-persistenced" "$root/tmp/nvidia-mps" \
+  "$root/proc/driver/nvidia-caps"
+for device in nvidiactl nvidia-uvm nvidia-uvm-tools nvidia-modeset; do : >"$root/dev/$device"; done
+# A bound socket file stays a socket after its process ends: that is all a generator looks at.
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+  "$root/run/nvidia-persistenced/socket"
+cp "$source_dir/tests/fixtures/plugin/host/proc/driver/nvidia-caps/mig-minors" \
+  "$root/proc/driver/nvidia-caps/mig-minors"
+printf '#!/bin/sh\n' >"$root/usr/bin/nvidia-cdi-hook"
+chmod +x "$root/usr/bin/nvidia-cdi-hook"
+echo "$version"
