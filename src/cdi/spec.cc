@@ -17,12 +17,23 @@ Spec Device(const std::string& name, Spec nodes) {
   return {{"name", name}, {"containerEdits", {{"deviceNodes", std::move(nodes)}}}};
 }
 
-Spec Mount(const DriverFile& file, bool socket) {
-  Spec options = Spec::array({"ro", "nosuid", "nodev", "bind"});
-  if (socket) options.push_back("noexec");
+// internal/discover/mounts.go and ipc.go: rprivate, so that nothing mounted later under a bound
+// directory reaches the other side; the IPC sockets and the MPS pipe directory are not read-only,
+// or a runtime nested in the container cannot bind them on (NVIDIA/nvidia-container-toolkit#1593).
+Spec Mount(const DriverFile& file, bool ipc) {
+  Spec options = ipc ? Spec::array({"nosuid", "nodev", "rbind", "rprivate", "noexec"})
+                     : Spec::array({"ro", "nosuid", "nodev", "rbind", "rprivate"});
   return {{"hostPath", file.host_path},
           {"containerPath", file.container_path},
           {"options", std::move(options)}};
+}
+
+// pkg/nvcdi/wrapper.go: the "void" device of the volume-mounts device list, the counterpart of
+// NVIDIA_VISIBLE_DEVICES=void for an NVIDIA runtime hook that reads the list from mounts.
+Spec VoidDeviceListMount() {
+  return {{"hostPath", "/dev/null"},
+          {"containerPath", "/var/run/nvidia-container-devices/void"},
+          {"options", Spec::array({"ro", "nosuid", "nodev", "bind"})}};
 }
 
 std::string Directory(const std::string& path) {
@@ -129,7 +140,8 @@ Spec BuildSpec(const std::vector<GpuDevice>& gpus, const DriverFiles& driver,
     for (const DriverFile& file : *group) mounts.push_back(Mount(file, false));
   }
   for (const DriverFile& file : driver.ipc) mounts.push_back(Mount(file, true));
-  if (!mounts.empty()) edits["mounts"] = std::move(mounts);
+  mounts.push_back(VoidDeviceListMount());
+  edits["mounts"] = std::move(mounts);
   if (options.hook_path) {
     Spec hooks = Hooks(driver, *options.hook_path);
     if (!hooks.empty()) edits["hooks"] = std::move(hooks);

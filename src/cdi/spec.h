@@ -2,9 +2,9 @@
 // layout of `nvidia-ctk cdi generate`: a device per GPU (its index and its UUID), per MIG device
 // ("<gpu>:<mig>" and its UUID) and "all", each with only its device nodes; everything else a
 // container needs is in the edits common to every device: the control device nodes, the driver's
-// libraries, binaries, firmware and IPC sockets as read-only bind mounts, the update-ldcache and
-// create-symlinks hooks, and NVIDIA_VISIBLE_DEVICES=void (so that a legacy NVIDIA hook still in
-// the runtime injects nothing more).
+// libraries, binaries and firmware as read-only bind mounts, the IPC sockets as writable ones, the
+// update-ldcache and create-symlinks hooks, and NVIDIA_VISIBLE_DEVICES=void with the "void"
+// device-list mount (so that a legacy NVIDIA hook still in the runtime injects nothing more).
 #pragma once
 
 #include <optional>

@@ -168,13 +168,25 @@ TEST_F(CdiDriverTest, TheSpecMountsExactlyTheDriversFiles) {
   }
   ASSERT_GE(files_.firmware.size(), 1u);
 
+  // The "void" device list: an NVIDIA runtime hook reading devices from mounts finds none.
+  expected["/var/run/nvidia-container-devices/void"] = "/dev/null";
+
   std::map<std::string, std::string> mounted;
+  const std::set<std::string> ipc = {"/var/run/nvidia-persistenced/socket", "/tmp/nvidia-mps"};
   for (const json& m : spec["containerEdits"]["mounts"]) {
-    mounted[m["containerPath"]] = m["hostPath"];
+    const std::string path = m["containerPath"];
+    mounted[path] = m["hostPath"];
     EXPECT_TRUE(fs::exists(m["hostPath"].get<std::string>())) << m;
     std::vector<std::string> options = m["options"];
-    EXPECT_EQ(std::vector<std::string>(options.begin(), options.begin() + 4),
-              (std::vector<std::string>{"ro", "nosuid", "nodev", "bind"}));
+    if (ipc.contains(path)) {  // writable: a runtime in the container may bind it on
+      EXPECT_EQ(options,
+                (std::vector<std::string>{"nosuid", "nodev", "rbind", "rprivate", "noexec"}));
+    } else if (path.starts_with("/var/run/nvidia-container-devices/")) {
+      EXPECT_EQ(options, (std::vector<std::string>{"ro", "nosuid", "nodev", "bind"}));
+    } else {
+      EXPECT_EQ(options, (std::vector<std::string>{"ro", "nosuid", "nodev", "rbind", "rprivate"}))
+          << path;
+    }
   }
   EXPECT_EQ(mounted, expected);
 

@@ -292,7 +292,8 @@ TEST_F(DevicePluginTest, CdiStrategiesAndTheSpecFile) {
   std::set<std::string> mounts;
   for (const json& m : spec["containerEdits"]["mounts"]) mounts.insert(m["containerPath"]);
   EXPECT_EQ(mounts, (std::set<std::string>{"/usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07",
-                                           "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07"}));
+                                           "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07",
+                                           "/var/run/nvidia-container-devices/void"}));
   testing::ProcessResult valid = testing::RunProcess(
       {GPUNODE_BINARY, "cdi", "validate", dir_ + "/k8s.device-plugin.nvidia.com-gpu.json"});
   EXPECT_EQ(valid.exit_code, 0) << valid.err;
