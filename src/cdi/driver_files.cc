@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cdi/ld_so_cache.h"
+#include "cdi/library_links.h"
 
 namespace gpunode::cdi {
 namespace {
@@ -273,6 +274,7 @@ absl::StatusOr<DriverFiles> DiscoverDriverFiles(const std::string& version,
                        "; install the NVIDIA driver's user space or set --driver-root"));
     }
   }
+  files.library_links = LibraryLinks(driver, files.libraries, &files.missing);
   files.binaries = FindBinaries(driver, options, &files.missing);
   files.firmware = FindFirmware(driver, host, version, options, &files.missing);
   files.ipc = FindIpc(driver, options, &files.missing);

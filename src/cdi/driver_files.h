@@ -37,6 +37,8 @@ struct DriverFiles {
   std::vector<DriverFile> firmware;          // sorted
   std::vector<DriverFile> ipc;               // sockets, then the MPS pipe directory
   std::vector<std::string> control_devices;  // container paths, "/dev/nvidiactl"
+  // The create-symlinks hook's links, "<target>::<link>" (library_links.h).
+  std::vector<std::string> library_links;
   // Each thing looked for and not found, for the log ("nvidia-debugdump: not on the search path").
   std::vector<std::string> missing;
 };

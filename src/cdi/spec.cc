@@ -3,7 +3,6 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace gpunode::cdi {
@@ -55,20 +54,10 @@ Spec Hook(const std::string& hook_path, const std::string& name, const Spec& arg
 
 Spec Hooks(const DriverFiles& driver, const std::string& hook_path) {
   Spec hooks = Spec::array();
-  // internal/discover/symlinks.go: programs dlopen "libcuda.so", which only the development
-  // package provides; link it to the SONAME that update-ldcache's ldconfig creates.
   Spec links = Spec::array();
-  for (const DriverFile& library : driver.libraries) {
-    const std::string name = Base(library.container_path);
-    std::string dir = Directory(library.container_path);
-    if (absl::StartsWith(name, "libcuda.so.")) {
-      links.push_back("--link");
-      links.push_back(absl::StrCat("libcuda.so.1::", dir, "/libcuda.so"));
-    } else if (absl::StartsWith(name, "libnvidia-opticalflow.so.")) {
-      links.push_back("--link");
-      links.push_back(
-          absl::StrCat("libnvidia-opticalflow.so.1::", dir, "/libnvidia-opticalflow.so"));
-    }
+  for (const std::string& link : driver.library_links) {
+    links.push_back("--link");
+    links.push_back(link);
   }
   if (!links.empty()) hooks.push_back(Hook(hook_path, "create-symlinks", links));
   // internal/discover/ldconfig.go: one --folder per directory holding a library.

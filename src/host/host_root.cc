@@ -1,6 +1,7 @@
 #include "host/host_root.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/file_io.h"
+#include "core/unique_fd.h"
 
 namespace gpunode::host {
 namespace {
@@ -41,6 +43,25 @@ std::string HostRoot::Resolve(const std::string& host_path) const {
 
 absl::StatusOr<std::string> HostRoot::ReadFile(const std::string& host_path) const {
   return core::ReadFile(Resolve(host_path));
+}
+
+absl::StatusOr<std::string> HostRoot::ReadFileAt(const std::string& host_path, uint64_t offset,
+                                                 size_t length) const {
+  std::string path = Resolve(host_path);
+  core::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Errno("cannot open", path);
+  std::string out(length, '\0');
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n =
+        ::pread(fd.get(), out.data() + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("cannot read", path);
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return out;
 }
 
 absl::StatusOr<std::string> HostRoot::ReadAttribute(const std::string& host_path) const {

@@ -31,6 +31,10 @@ class HostRoot {
   std::string Resolve(const std::string& host_path) const;
 
   absl::StatusOr<std::string> ReadFile(const std::string& host_path) const;
+  // Up to `length` bytes from `offset` (fewer at the end of the file): a look at a large file's
+  // headers without reading it all.
+  absl::StatusOr<std::string> ReadFileAt(const std::string& host_path, uint64_t offset,
+                                         size_t length) const;
   // The file's contents with surrounding whitespace removed (sysfs attributes end in "\n").
   absl::StatusOr<std::string> ReadAttribute(const std::string& host_path) const;
   bool Exists(const std::string& host_path) const;

@@ -198,14 +198,36 @@ TEST_F(CdiDriverTest, TheSpecMountsExactlyTheDriversFiles) {
   EXPECT_EQ(spec["cdiVersion"], "0.5.0");
   EXPECT_EQ(spec["kind"], "nvidia.com/gpu");
 
-  // The hooks: ldconfig over every library directory, and the libcuda.so link.
+  // The hooks: the links programs load the libraries by, then ldconfig over every library
+  // directory. The SONAME links are those the packages make beside each library (the SONAMEs
+  // read from the libraries themselves), libcuda.so the one no runtime package makes, and
+  // libnvidia-ml.so the one libnvidia-ml1 ships.
   ASSERT_EQ(spec["containerEdits"]["hooks"].size(), 2u);
   json links = spec["containerEdits"]["hooks"][0];
   EXPECT_EQ(links["path"], "/usr/bin/nvidia-cdi-hook");
   EXPECT_EQ(links["hookName"], "createContainer");
-  EXPECT_EQ(links["args"], json::array({"nvidia-cdi-hook", "create-symlinks", "--link",
-                                        "libcuda.so.1::/usr/lib/x86_64-linux-gnu/nvidia/current/"
-                                        "libcuda.so"}));
+  ASSERT_GE(links["args"].size(), 2u);
+  EXPECT_EQ(links["args"][0], "nvidia-cdi-hook");
+  EXPECT_EQ(links["args"][1], "create-symlinks");
+  std::set<std::string> hook_links;
+  for (size_t i = 2; i + 1 < links["args"].size(); i += 2) {
+    EXPECT_EQ(links["args"][i], "--link");
+    hook_links.insert(links["args"][i + 1].get<std::string>());
+  }
+  const std::string current = "/usr/lib/x86_64-linux-gnu/nvidia/current/";
+  std::set<std::string> expected_links = {"libcuda.so.1::" + current + "libcuda.so",
+                                          "libnvidia-ml.so.1::" + current + "libnvidia-ml.so"};
+  for (const auto& [name, soname] : std::map<std::string, std::string>{
+           {"libcuda", "libcuda.so.1"},
+           {"libnvidia-allocator", "libnvidia-allocator.so.1"},
+           {"libnvidia-cfg", "libnvidia-cfg.so.1"},
+           {"libnvidia-ml", "libnvidia-ml.so.1"},
+           {"libnvidia-nvvm", "libnvidia-nvvm.so.4"},
+           {"libnvidia-opencl", "libnvidia-opencl.so.1"},
+           {"libnvidia-ptxjitcompiler", "libnvidia-ptxjitcompiler.so.1"}}) {
+    expected_links.insert(name + ".so." + version_ + "::" + current + soname);
+  }
+  EXPECT_EQ(hook_links, expected_links);
   std::set<std::string> folders;
   for (const std::string& lib : files_.libraries) folders.insert(fs::path(lib).parent_path());
   json ldcache = spec["containerEdits"]["hooks"][1];

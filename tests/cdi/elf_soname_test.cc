@@ -1,0 +1,76 @@
+// The SONAME reader: on files laid out as a linker lays out a library, and on the real libraries
+// this test has loaded, against binutils' readelf.
+#include "cdi/elf_soname.h"
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "elf_file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "process.h"
+#include "temp_dir.h"
+
+namespace gpunode::cdi {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ElfSonameTest, TheDynamicSectionsSonameOrTheFileName) {
+  testing::TempDir dir("gpunode-soname");
+  dir.Write("libcuda.so.535.261.03", testing::ElfLibrary({"libcuda.so.1"}));
+  dir.Write("libnvidia-pkcs11.so.535.261.03", testing::ElfLibrary({}));
+  host::HostRoot root(dir.path());
+  EXPECT_EQ(ReadSoname(root, "/libcuda.so.535.261.03").value_or("?"), "libcuda.so.1");
+  // As debug/elf and the toolkit take it: no SONAME, the file's own name.
+  EXPECT_EQ(ReadSoname(root, "/libnvidia-pkcs11.so.535.261.03").value_or("?"),
+            "libnvidia-pkcs11.so.535.261.03");
+}
+
+TEST(ElfSonameTest, WhatIsNotOneLibraryIsAnError) {
+  testing::TempDir dir("gpunode-soname");
+  dir.Write("two", testing::ElfLibrary({"liba.so.1", "libb.so.1"}));
+  dir.Write("text", "ELF, but not the magic");
+  std::string elf32 = testing::ElfLibrary({"liba.so.1"});
+  elf32[4] = 1;  // ELFCLASS32
+  dir.Write("elf32", elf32);
+  std::string cut = testing::ElfLibrary({"liba.so.1"});
+  dir.Write("cut", cut.substr(0, cut.size() - 10));  // the section headers cut short
+  host::HostRoot root(dir.path());
+  EXPECT_THAT(ReadSoname(root, "/two").status().message(), HasSubstr("more than one SONAME"));
+  EXPECT_THAT(ReadSoname(root, "/text").status().message(), HasSubstr("not an ELF file"));
+  EXPECT_THAT(ReadSoname(root, "/elf32").status().message(), HasSubstr("not a 64-bit"));
+  EXPECT_THAT(ReadSoname(root, "/cut").status().message(), HasSubstr("cut short"));
+  EXPECT_EQ(ReadSoname(root, "/absent").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Every shared library mapped into this process (libc, libstdc++, gtest, abseil, ...), as the
+// system's linker made it: the SONAME readelf prints.
+TEST(ElfSonameTest, RealLibrariesAgreeWithReadelf) {
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> libraries;
+  std::string line;
+  while (std::getline(maps, line)) {
+    size_t slash = line.find('/');
+    if (slash != std::string::npos && line.find(".so", slash) != std::string::npos) {
+      libraries.insert(line.substr(slash));
+    }
+  }
+  ASSERT_GE(libraries.size(), 3u);
+  host::HostRoot root("/");
+  std::regex soname(R"(\(SONAME\)\s+Library soname: \[([^\]]+)\])");
+  for (const std::string& library : libraries) {
+    testing::ProcessResult r =
+        testing::RunProcess({"/bin/sh", "-c", "exec readelf -d \"$0\"", library});
+    ASSERT_EQ(r.exit_code, 0) << library << ": " << r.err;
+    std::smatch m;
+    std::string expected =
+        std::regex_search(r.out, m, soname) ? m[1].str() : library.substr(library.rfind('/') + 1);
+    EXPECT_EQ(ReadSoname(root, library).value_or("?"), expected) << library;
+  }
+}
+
+}  // namespace
+}  // namespace gpunode::cdi
