@@ -86,7 +86,7 @@ differ() {
   local fact i
   while IFS= read -r fact; do
     for i in "${!declared[@]}"; do
-      # shellcheck disable=SC2053  # the declaration is a glob
+      # The declaration is a glob: unquoted on the right of ==.
       if [[ ${declared_side[i]} == "$2" && $fact == ${declared[i]} ]]; then
         seen[$i]=1
         continue 2
