@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 // The state of the one call, filled in by nghttp2's callbacks.
 struct Call {
+  explicit Call(size_t max_response_bytes) : reader(max_response_bytes) {}
   int32_t stream_id = -1;
   std::string request;  // framed
   size_t request_offset = 0;
@@ -119,7 +120,8 @@ absl::Status CallStatus(const Call& call, const std::string& target) {
 }  // namespace
 
 absl::StatusOr<std::string> CallUnary(const std::string& socket_path, std::string_view method_path,
-                                      std::string_view request, std::chrono::milliseconds timeout) {
+                                      std::string_view request, std::chrono::milliseconds timeout,
+                                      size_t max_response_bytes) {
   const Clock::time_point deadline = Clock::now() + timeout;
   const std::string target = absl::StrCat(socket_path, " (", std::string(method_path), ")");
   absl::StatusOr<sockaddr_un> address = core::UnixAddress(socket_path);
@@ -132,7 +134,7 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path, std::strin
         absl::StrCat("cannot connect to ", socket_path, ": ", std::strerror(errno)));
   }
 
-  Call call;
+  Call call(max_response_bytes);
   AppendFramedMessage(request, call.request);
   nghttp2_session_callbacks* callbacks = nullptr;
   nghttp2_session_callbacks_new(&callbacks);
@@ -214,9 +216,10 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path, std::strin
 
 absl::Status CallUnary(const std::string& socket_path, std::string_view method_path,
                        const google::protobuf::MessageLite& request,
-                       google::protobuf::MessageLite& response, std::chrono::milliseconds timeout) {
+                       google::protobuf::MessageLite& response, std::chrono::milliseconds timeout,
+                       size_t max_response_bytes) {
   absl::StatusOr<std::string> bytes =
-      CallUnary(socket_path, method_path, request.SerializeAsString(), timeout);
+      CallUnary(socket_path, method_path, request.SerializeAsString(), timeout, max_response_bytes);
   if (!bytes.ok()) return bytes.status();
   if (!response.ParseFromString(*bytes)) {
     return absl::InternalError(absl::StrCat("cannot parse the response of ",
