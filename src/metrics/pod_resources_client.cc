@@ -4,41 +4,34 @@
 
 #include "absl/strings/str_cat.h"
 #include "gpu/dra_devices.h"
-#include "grpcpp/grpcpp.h"
-#include "podresources/api.grpc.pb.h"
+#include "h2grpc/client.h"
+#include "podresources/api.pb.h"
 
 namespace gpunode::metrics {
+namespace {
 
-struct PodResourcesClient::Stub {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::PodResourcesLister::Stub> lister;
-};
+constexpr char kListMethod[] = "/v1.PodResourcesLister/List";
+// Answers grow with the number of pods; the kubelet's own limit is 16 MiB.
+constexpr size_t kMaxListBytes = 16 * 1024 * 1024;
+
+}  // namespace
 
 PodResourcesClient::PodResourcesClient(std::string socket_path)
-    : socket_path_(std::move(socket_path)), stub_(std::make_unique<Stub>()) {
-  grpc::ChannelArguments args;
-  // The kubelet is local: retry a restarted kubelet quickly instead of gRPC's default backoff
-  // of up to two minutes, so attribution comes back within a refresh or two.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  // Answers grow with the number of pods; the kubelet's own limit is 16 MiB.
-  args.SetMaxReceiveMessageSize(16 * 1024 * 1024);
-  stub_->channel = grpc::CreateCustomChannel(absl::StrCat("unix://", socket_path_),
-                                             grpc::InsecureChannelCredentials(), args);
-  stub_->lister = v1::PodResourcesLister::NewStub(stub_->channel);
-}
-
-PodResourcesClient::~PodResourcesClient() = default;
+    : socket_path_(std::move(socket_path)) {}
 
 absl::StatusOr<std::vector<ListedDevices>> PodResourcesClient::List(absl::Duration timeout) const {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
   v1::ListPodResourcesRequest request;
   v1::ListPodResourcesResponse response;
-  grpc::Status status = stub_->lister->List(&context, request, &response);
+  absl::Status status = h2grpc::CallUnary(
+      socket_path_, kListMethod, request, response,
+      std::chrono::duration_cast<std::chrono::milliseconds>(absl::ToChronoMilliseconds(timeout)),
+      kMaxListBytes);
   if (!status.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("PodResources List on ", socket_path_, ": ", status.error_message()));
+    // A server's status may come without a message (gRPC C++ answers an unknown method with a
+    // bare UNIMPLEMENTED): then the code is the message.
+    return absl::UnavailableError(absl::StrCat(
+        "PodResources List on ", socket_path_, ": ",
+        status.message().empty() ? absl::StatusCodeToString(status.code()) : status.message()));
   }
   std::vector<ListedDevices> out;
   for (const v1::PodResources& pod : response.pod_resources()) {

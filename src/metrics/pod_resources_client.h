@@ -1,8 +1,9 @@
-// A client of the kubelet's PodResources API v1 over one kept gRPC channel: the channel connects
-// on first use and reconnects by itself when the kubelet restarts, so callers never dial.
+// A client of the kubelet's PodResources API v1 on the project's own HTTP/2 unary client
+// (h2grpc), not gRPC C++: each call opens its own connection to the local socket, so a restarted
+// kubelet is reached at the next call with no reconnect backoff, and the exporter runs no gRPC
+// threads and maps no gRPC core.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,21 +17,17 @@ class PodResourcesClient {
  public:
   // `socket_path` is the kubelet's socket as this process sees it (already under --host-root).
   explicit PodResourcesClient(std::string socket_path);
-  ~PodResourcesClient();
-  PodResourcesClient(const PodResourcesClient&) = delete;
-  PodResourcesClient& operator=(const PodResourcesClient&) = delete;
 
   const std::string& socket_path() const { return socket_path_; }
 
   // List: every container of every active pod with its device IDs, and each device of
   // gpu.nvidia.com it holds through a ResourceClaim (containers without devices are left out).
-  // Fails with the gRPC status text, naming the socket.
+  // Fails UNAVAILABLE with the call's status text (no socket, timeout, UNIMPLEMENTED from a
+  // kubelet without the API), naming the socket.
   absl::StatusOr<std::vector<ListedDevices>> List(absl::Duration timeout) const;
 
  private:
-  struct Stub;
   std::string socket_path_;
-  std::unique_ptr<Stub> stub_;
 };
 
 }  // namespace gpunode::metrics
