@@ -4,16 +4,38 @@
 # scrape. Usage, from the repository root:
 #   bench/metrics/measure_exporter.sh [GPUNODE_BINARY] [SPEC] [SCRAPES]
 # e.g. bench/metrics/measure_exporter.sh build/gpunode dgx-h100 100000
+# The exporter runs as deployed (deploy/exporter/daemonset.yaml: `exporter --listen=:9400
+# --interval=1s`, plain HTTP, pod attribution on), on a loopback port, with the kubelet's
+# PodResources played by build/bench/metrics/kubelet_podresources_server (GPUNODE_KUBELET_SERVER
+# to use another build's), which gives one pod to each of the node's GPUs. GPUNODE_ATTRIBUTION=off
+# measures the reduced configuration, `--pod-resources-socket ""` (no kubelet thread).
 set -euo pipefail
 binary=${1:-build/gpunode}
 spec=${2:-dgx-h100}
 scrapes=${3:-100000}
+kubelet_server=${GPUNODE_KUBELET_SERVER:-build/bench/metrics/kubelet_podresources_server}
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+work=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
-"$binary" --sim "$spec" exporter --listen "127.0.0.1:$port" --interval 1s \
-  --pod-resources-socket "" &
+if [[ ${GPUNODE_ATTRIBUTION:-on} == off ]]; then
+  attribution=(--pod-resources-socket "")
+  echo "configuration: reduced (--pod-resources-socket \"\", no pod attribution)"
+else
+  socket=$work/pod-resources/kubelet.sock
+  mapfile -t uuids < <("$binary" --sim "$spec" exporter --once --pod-resources-socket "" |
+    grep -o 'UUID="GPU-[^"]*"' | sort -u | sed 's/^UUID="\(.*\)"$/\1/')
+  "$kubelet_server" "$socket" "${uuids[@]}" >/dev/null &
+  pids+=($!)
+  for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.05; done
+  attribution=(--pod-resources-socket "$socket")
+  echo "configuration: as deployed (pod attribution on: ${#uuids[@]} pods, one per GPU)"
+fi
+
+"$binary" --sim "$spec" exporter --listen="127.0.0.1:$port" --interval=1s "${attribution[@]}" &
 pid=$!
-trap 'kill $pid 2>/dev/null || true' EXIT
+pids+=($pid)
 
 python3 - "$pid" "$port" "$scrapes" <<'PY'
 import http.client, sys, time
@@ -67,6 +89,8 @@ def scrape():
 body = scrape()
 time.sleep(3)
 idle = status()
+up = [l for l in scrape().splitlines() if l.startswith("gpunode_pod_resources_up ")]
+print(f"attribution: {up[0] if up else 'off'}")
 # CPU per sample: idle for 60 s (sampling once a second, nobody scraping); /proc counts CPU in
 # 10 ms ticks, so a long window is needed for a per-sample figure.
 c0, s0 = cpu_seconds(), samples(scrape())
