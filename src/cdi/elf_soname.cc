@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace gpunode::cdi {
@@ -18,6 +19,7 @@ constexpr uint32_t kSectionDynamic = 6;  // SHT_DYNAMIC
 constexpr uint64_t kTagSoname = 14;      // DT_SONAME
 // Bounds on what a real library holds, so that a corrupt header cannot make us read gigabytes.
 constexpr uint64_t kMaxDynamicSize = 1 << 20;
+constexpr size_t kMaxSectionTableSize = 1 << 20;  // a library has tens of 64-byte headers
 constexpr size_t kMaxSonameLength = 4096;
 
 uint64_t Little(const std::string& bytes, size_t offset, size_t width) {
@@ -65,6 +67,7 @@ absl::StatusOr<std::string> ReadSoname(const host::HostRoot& root, const std::st
   size_t count = Little(*header, 0x3C, 2);
   if (count == 0) return SonameFallback(path);  // no section headers: nothing names a SONAME
   if (entry_size < kSectionHeaderSize) return problem("section headers too small");
+  if (entry_size * count > kMaxSectionTableSize) return problem("section headers too large");
   absl::StatusOr<std::string> table = root.ReadFileAt(path, section_offset, entry_size * count);
   if (!table.ok()) return table.status();
   if (table->size() < entry_size * count) return problem("section headers cut short");
@@ -96,7 +99,13 @@ absl::StatusOr<std::string> ReadSoname(const host::HostRoot& root, const std::st
     sonames.push_back(text->substr(0, end));
   }
   if (sonames.size() > 1) return problem("more than one SONAME");
-  return sonames.empty() ? SonameFallback(path) : sonames[0];
+  if (sonames.empty()) return SonameFallback(path);
+  // The hook makes a link of this name beside the library in the container: only a file name.
+  const std::string& soname = sonames[0];
+  if (soname.empty() || soname == "." || soname == ".." || soname.find('/') != std::string::npos) {
+    return problem(absl::StrCat("the SONAME \"", absl::CHexEscape(soname), "\" is no file name"));
+  }
+  return soname;
 }
 
 }  // namespace gpunode::cdi

@@ -14,7 +14,8 @@ namespace gpunode::cdi {
 
 // The library's SONAME; its file name when it has none (as the toolkit takes it). Fails when the
 // file is not a 64-bit little-endian ELF file (the only libraries a spec mounts), is cut short,
-// or names more than one SONAME.
+// names more than one SONAME, or names one that is no file name (empty, "." or "..", or with a
+// '/': the hook would make a link elsewhere than beside the library).
 absl::StatusOr<std::string> ReadSoname(const host::HostRoot& root, const std::string& path);
 
 }  // namespace gpunode::cdi

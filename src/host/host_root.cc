@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -50,6 +51,13 @@ absl::StatusOr<std::string> HostRoot::ReadFileAt(const std::string& host_path, u
   std::string path = Resolve(host_path);
   core::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Errno("cannot open", path);
+  // A length read from the file itself (a header's size field) is no promise: a regular file is
+  // read no further than its end, so a lying header cannot make a large allocation.
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
+    uint64_t size = static_cast<uint64_t>(st.st_size);
+    length = offset >= size ? 0 : static_cast<size_t>(std::min<uint64_t>(length, size - offset));
+  }
   std::string out(length, '\0');
   size_t done = 0;
   while (done < length) {

@@ -46,6 +46,34 @@ TEST(ElfSonameTest, WhatIsNotOneLibraryIsAnError) {
   EXPECT_EQ(ReadSoname(root, "/absent").status().code(), absl::StatusCode::kNotFound);
 }
 
+// The hook makes a link of the SONAME's name beside the library: a name that is no file name
+// would put it elsewhere (or nowhere), so it is refused.
+TEST(ElfSonameTest, ASonameThatIsNoFileNameIsRefused) {
+  testing::TempDir dir("gpunode-soname");
+  dir.Write("up", testing::ElfLibrary({"../../usr/lib/libc.so.6"}));
+  dir.Write("dots", testing::ElfLibrary({".."}));
+  dir.Write("empty", testing::ElfLibrary({""}));
+  host::HostRoot root(dir.path());
+  for (const char* file : {"/up", "/dots", "/empty"}) {
+    absl::StatusOr<std::string> soname = ReadSoname(root, file);
+    EXPECT_FALSE(soname.ok()) << file << ": " << soname.value_or("");
+    EXPECT_THAT(soname.status().message(), HasSubstr("is no file name")) << file;
+  }
+}
+
+// A section header table the header claims to be huge is refused before anything is read.
+TEST(ElfSonameTest, AHeaderThatClaimsHugeSectionsIsAnError) {
+  testing::TempDir dir("gpunode-soname");
+  std::string elf = testing::ElfLibrary({"liba.so.1"});
+  elf[0x3A] = '\xff';  // e_shentsize 0xffff ...
+  elf[0x3B] = '\xff';
+  elf[0x3C] = '\xff';  // ... times e_shnum 0xffff
+  elf[0x3D] = '\xff';
+  dir.Write("huge", elf);
+  host::HostRoot root(dir.path());
+  EXPECT_THAT(ReadSoname(root, "/huge").status().message(), HasSubstr("too large"));
+}
+
 // Every shared library mapped into this process (libc, libstdc++, gtest, abseil, ...), as the
 // system's linker made it: the SONAME readelf prints.
 TEST(ElfSonameTest, RealLibrariesAgreeWithReadelf) {
