@@ -303,9 +303,6 @@ int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI
           "-o/--output names the features file of --write file, and --write node writes the "
           "node's labels through the API server; give one of them"));
     }
-    if (cmd.count("--node-name") == 0) {
-      if (const char* env = std::getenv("NODE_NAME")) options.node_name = env;
-    }
     if (options.node_name.empty()) {
       return ReportError(absl::InvalidArgumentError(
           "--write node: no node; set --node-name (or NODE_NAME) from the pod's spec.nodeName"));
@@ -503,7 +500,8 @@ void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
                   "through the API server (KUBECONFIG or the pod's service account)")
       ->capture_default_str();
   cmd->add_option("--node-name", options->node_name,
-                  "the node --write node labels (env NODE_NAME, from spec.nodeName)");
+                  "the node --write node labels (env NODE_NAME, from spec.nodeName)")
+      ->envname("NODE_NAME");
   cmd->callback([&global, &run, options, cmd] {
     run = [&global, options, cmd] { return RunLabels(global, *options, *cmd); };
   });

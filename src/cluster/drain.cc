@@ -529,16 +529,9 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
     clock.sleep(std::min(options.poll_interval, next_due - now));
     ASSIGN_OR_RETURN(current, ReadNodePods(client, options.node, false, false));
   }
-  int finished = 0;
-  for (const std::string& name : seen) {
-    bool still_there =
-        std::any_of(current.pods.begin(), current.pods.end(), [&](const kube::PodView& pod) {
-          return ShouldDrain(pod, options) && kube::NamespacedName(pod) == name;
-        });
-    finished += !still_there && !evicted_seen.count(name);
-  }
-
   if (!incomplete) {
+    // Every pod seen is gone: what was not evicted finished on its own.
+    const size_t finished = seen.size() - evicted_seen.size();
     outcome.end = DrainOutcome::End::kDrained;
     outcome.summary =
         StrCat("node ", options.node, " drained: ", finished, " pod(s) finished on their own, ",
