@@ -151,6 +151,9 @@ struct NodeReading {
   std::string hostname;
   std::string driver_version;  // empty when the driver does not say
   std::vector<GpuReading> gpus;
+  // The NVIDIA GPUs the machine has: the driver's count (lost GPUs included) or the NVIDIA
+  // controllers on the PCI bus, whichever is larger, so a card the driver did not take counts.
+  unsigned physical_gpus = 0;
   ExporterStats stats;
 };
 

@@ -251,6 +251,13 @@ void RenderExposition(const NodeReading& node, std::string* out) {
       orphans.Sample(gpu_series[i].base, "", uint64_t{*node.gpus[i].orphan_processes});
   }
 
+  writer.Family("gpunode_physical_gpus", MetricType::kGauge,
+                "NVIDIA GPUs the machine has: the driver's count (lost GPUs included) or the "
+                "NVIDIA controllers on the PCI bus, whichever is larger.");
+  std::string hostname;
+  AppendLabel("Hostname", node.hostname, &hostname);
+  writer.Sample("gpunode_physical_gpus", hostname, "", uint64_t{node.physical_gpus});
+
   const ExporterStats& stats = node.stats;
   writer.Family("gpunode_exporter_sample_duration_seconds", MetricType::kGauge,
                 "Time the last sample of NVML, the kubelet and /proc took.");

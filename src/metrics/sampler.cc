@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "gpu/dra_devices.h"
+#include "host/pci.h"
 #include "metrics/cgroup.h"
 #include "metrics/render.h"
 #include "nvml/system.h"
@@ -87,6 +88,9 @@ Sampler::Sampler(const nvml::Library& library, const host::HostRoot& host, XidWa
   // The driver cannot change under a loaded NVML; read its version once.
   if (absl::StatusOr<std::string> version = nvml::DriverVersion(library_); version.ok())
     driver_version_ = *version;
+  // A bus that cannot be read (no /sys under --host-root) leaves the driver's count alone.
+  if (absl::StatusOr<std::vector<host::PciDevice>> bus = host::ScanNvidiaGpus(host_); bus.ok())
+    pci_gpus_ = static_cast<unsigned>(bus->size());
 }
 
 Sampler::~Sampler() {
@@ -190,6 +194,7 @@ void Sampler::SampleNow() {
   node.hostname = options_.hostname;
   node.driver_version = driver_version_;
   node.gpus = reader_.Read(&nvml_errors_);
+  node.physical_gpus = std::max(pci_gpus_, static_cast<unsigned>(node.gpus.size()));
   if (xids_ != nullptr) {
     std::vector<XidCounts> xids = xids_->Snapshot();
     for (GpuReading& gpu : node.gpus) {

@@ -69,6 +69,9 @@ class Sampler {
   const SamplerOptions options_;
   GpuReader reader_;
   std::string driver_version_;
+  // The NVIDIA controllers on the PCI bus, read once: a card that appears needs a reboot or a
+  // rescan, after which the exporter restarts with the driver anyway.
+  unsigned pci_gpus_ = 0;
   uint64_t samples_ = 0;
   uint64_t nvml_errors_ = 0;
   // The name of each GPU and MIG device in the DRA driver's pool, by UUID: PodResources names the

@@ -82,6 +82,7 @@ TEST_P(BuiltinProfile, OnceReportsEveryGpuHealthyWithItsIdentity) {
   EXPECT_THAT(out, HasSubstr("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
   EXPECT_THAT(out, HasSubstr("# TYPE gpunode_exporter_sample_duration_seconds gauge\n"));
   EXPECT_THAT(out, Not(HasSubstr("gpunode_pod_resources_up"))) << "attribution was turned off";
+  EXPECT_EQ(testing::SampleValue(out, "gpunode_physical_gpus"), gpus);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exporter, BuiltinProfile,
@@ -93,6 +94,16 @@ INSTANTIATE_TEST_SUITE_P(Exporter, BuiltinProfile,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// Two A10s answer NVML on a host whose bus has eight NVIDIA controllers (the doctor's healthy
+// tree): the physical count is the bus's, so the six cards the driver did not take show.
+TEST(Exporter, PhysicalGpusCountTheCardsOnTheBus) {
+  std::string out = Once({"--sim", kFixtures + "/metrics/xid-lost.yaml", "--host-root",
+                          kFixtures + "/doctor/healthy"});
+  EXPECT_EQ(testing::SampleCount(out, "gpunode_gpu_health"), 2);
+  EXPECT_THAT(out, HasSubstr("# TYPE gpunode_physical_gpus gauge\n"));
+  EXPECT_EQ(testing::SampleValue(out, "gpunode_physical_gpus"), 8);
+}
 
 TEST(Exporter, MigDevicesCarryTheirProfileAndInstance) {
   std::string out = Once({"--sim", "a100-mig"});
