@@ -11,10 +11,11 @@ fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-5}
 bash scripts/install-deps.sh
 start=$(date +%s)
 
-echo "== the real Kubernetes components, helm and NVIDIA's programs (scripts/build-k8s.sh, scripts/build-helm.sh,
-   scripts/build-nvidia-tools.sh: cached after the first build)"
+echo "== the real Kubernetes components, helm, kube-state-metrics and NVIDIA's programs (scripts/build-k8s.sh,
+   scripts/build-helm.sh, scripts/build-kube-state-metrics.sh, scripts/build-nvidia-tools.sh: cached after the first build)"
 bash scripts/build-k8s.sh
 bash scripts/build-helm.sh
+bash scripts/build-kube-state-metrics.sh
 bash scripts/build-nvidia-tools.sh
 
 echo "== release build and tests"

@@ -218,6 +218,8 @@ TEST_F(HelmChartTest, EachRoleRendersItsObjects) {
   EXPECT_EQ((*dashboard)["metadata"]["labels"]["grafana_dashboard"], "1");
   EXPECT_EQ((*dashboard)["data"]["gpunode-exporter.json"],
             Slurp(kSource + "/deploy/exporter/dashboard.json"));
+  EXPECT_EQ((*dashboard)["data"]["gpunode-fleet.json"],
+            Slurp(kSource + "/deploy/exporter/fleet-dashboard.json"));
 }
 
 // The objects as the chart and deploy/ spell them, for comparison: without Namespaces (Helm's
