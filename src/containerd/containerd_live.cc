@@ -21,8 +21,10 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& socket,
                                          status.error_message(), " (is containerd running?)"));
 }
 
+// gRPC's unix:PATH takes a relative path too (a relative --host-root gives one); in unix://PATH
+// the first component of a relative path would be read as an authority, which unix refuses.
 std::shared_ptr<grpc::Channel> Channel(const std::string& socket) {
-  return grpc::CreateChannel(absl::StrCat("unix://", socket), grpc::InsecureChannelCredentials());
+  return grpc::CreateChannel(absl::StrCat("unix:", socket), grpc::InsecureChannelCredentials());
 }
 
 std::unique_ptr<::runtime::v1::RuntimeService::Stub> Connect(const std::string& socket) {

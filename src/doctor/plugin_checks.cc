@@ -37,8 +37,9 @@ absl::StatusOr<std::vector<Socket>> Sockets(const Context& context) {
 }
 
 absl::Status AskOptions(const std::string& path, std::chrono::milliseconds timeout) {
+  // unix:PATH, not unix://PATH: the path is relative under a relative --host-root.
   auto stub = v1beta1::DevicePlugin::NewStub(
-      grpc::CreateChannel(absl::StrCat("unix://", path), grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(absl::StrCat("unix:", path), grpc::InsecureChannelCredentials()));
   grpc::ClientContext rpc;
   rpc.set_deadline(std::chrono::system_clock::now() + timeout);
   v1beta1::Empty request;

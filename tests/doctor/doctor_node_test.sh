@@ -33,8 +33,9 @@ fi
 [[ $out == "doctor-node: containerd and gpunode's device plugin (dgx-h100) run for $dir; stop them with scripts/doctor-node.sh down $dir" ]] ||
   fail "up printed: $out"
 
+# A relative --host-root, as the docs give it: the socket checks dial paths relative to it.
 set +e
-report=$(gpunode --sim dgx-h100 --host-root "$dir" doctor -o json)
+report=$(cd "$work" && gpunode --sim dgx-h100 --host-root node doctor -o json)
 rc=$?
 set -e
 ((rc == 0)) || fail "doctor exited $rc"
