@@ -217,6 +217,12 @@ const std::set<std::string> kDaemons = {
     "gpunode labels --config-file /config/config.yaml --mig-strategy mixed --stable-labels",
 };
 
+// Commands that exit 3 with one line where the machine lacks what they need (root, containerd):
+// there the block is skipped with that line, since what follows them builds on what they start.
+const std::set<std::string> kNeedsTheMachine = {
+    "bash scripts/doctor-node.sh up node",
+};
+
 // Files the commands name, laid down before a block runs: a relative path in the working
 // directory, an absolute one under the temporary root. Each is laid for a block that holds its
 // path, or `when` where one name means different files or a command reads a path it does not
@@ -257,6 +263,9 @@ const std::vector<Fixture> kFixtures = {
     {"/srv/driver", "tests/fixtures/doctor/pod", "cdi generate"},
     {"/", "tests/fixtures/doctor/pod", "cdi generate"},
     {"/etc/cdi/nvidia.yaml", "tests/fixtures/docs/cdi-spec.yaml"},
+    // The script and the trees it copies, where it finds them from its own path.
+    {"scripts/doctor-node.sh", "scripts/doctor-node.sh"},
+    {"tests/fixtures/doctor", "tests/fixtures/doctor", "scripts/doctor-node.sh"},
 };
 
 // Options a command leaves at the node's own paths, given explicitly so that it reads and writes
@@ -709,6 +718,9 @@ TEST_P(DocExample, RunsAsWritten) {
     std::string out = Slurp(files + ".out");
     std::string err = Slurp(files + ".err");
     std::string rc = Trim(Slurp(files + ".rc"));
+    if (kNeedsTheMachine.count(command.text) != 0 && rc == "3") {
+      GTEST_SKIP() << command.text << ": " << err;
+    }
     Expectation expected = ExpectationOf(command.text);
     EXPECT_EQ(rc, std::to_string(expected.exit_code)) << "stdout:\n" << out << "stderr:\n" << err;
     if (!expected.output.empty()) {
@@ -770,6 +782,9 @@ TEST(DocExamples, TablesNameOnlyCommandsOfTheDocs) {
   }
   for (const Expectation& entry : kExpectations) {
     EXPECT_EQ(commands.count(entry.command), 1u) << "kExpectations: no doc has " << entry.command;
+  }
+  for (const std::string& command : kNeedsTheMachine) {
+    EXPECT_EQ(commands.count(command), 1u) << "kNeedsTheMachine: no doc has " << command;
   }
   for (const std::string& daemon : kDaemons) {
     EXPECT_EQ(commands.count(daemon), 1u) << "kDaemons: no doc has " << daemon;
