@@ -143,6 +143,7 @@ cri_answers() {
   "$gpunode" runtime status --socket "$dir/run/containerd/containerd.sock" --handler runc
 }
 
+# The plugin answers GetDevicePluginOptions on its socket, as doctor's plugin.socket asks it.
 plugin_answers() {
   local report
   report=$("$gpunode" --sim "$profile" --host-root "$dir" doctor 2>/dev/null || true)
@@ -200,8 +201,7 @@ up() {
 
 down() {
   [[ -e $dir ]] || return 0
-  state=$dir/run/doctor-node
-  if [[ ! -d $state ]]; then
+  if [[ ! -d $dir/run/doctor-node ]]; then
     echo "doctor-node: $dir was not made by up: left alone" >&2
     exit 2
   fi

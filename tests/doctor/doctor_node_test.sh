@@ -6,7 +6,7 @@
 # Usage: doctor_node_test.sh SOURCE_DIR GPUNODE_BINARY   (exit 77: skipped, with the reason)
 set -euo pipefail
 script=$1/scripts/doctor-node.sh
-export PATH="$(dirname "$2"):$PATH"
+PATH=$(dirname "$2"):$PATH
 
 work=$(mktemp -d)
 dir=$work/node
