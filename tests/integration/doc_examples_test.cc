@@ -114,6 +114,8 @@ const std::vector<NotRun> kNotRun = {
      "runs against the real cluster in tests/k8s/real_cluster_test"},
     {"bash scripts/build-helm.sh",
      "builds helm from Go modules: a minute and a half on a cold cache"},
+    {"bash scripts/build-kube-state-metrics.sh",
+     "builds kube-state-metrics from Go modules: two minutes on a cold cache"},
     {"bash scripts/build-nvidia-tools.sh",
      "builds NVIDIA's device plugin, GFD and nvidia-ctk from Go modules: minutes on a cold cache"},
     {"ctest --test-dir build -L peers --output-on-failure",
