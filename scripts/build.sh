@@ -37,7 +37,8 @@ case $flavour in
   *) echo "build.sh: unknown flavour '$flavour'; use release, binary, asan, tsan, fuzz or dist" >&2; exit 2 ;;
 esac
 
-cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
+# GPUNODE_WERROR=ON (scripts/test.sh sets it) makes a warning in src/ or sim/ an error.
+cmake -S . -B "$dir" -G Ninja "${args[@]}" "-DGPUNODE_WERROR=${GPUNODE_WERROR:-OFF}" >/dev/null
 if [[ $flavour == fuzz ]]; then
   # Only the fuzzers and what they link: the rest is built and tested by the other flavours.
   mapfile -t targets < <(ninja -C "$dir" -t targets all | sed -n 's/^\(fuzz_[A-Za-z0-9_]*\): .*/\1/p' | sort -u)

@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-5}
+# Every flavour's src/ and sim/ must compile without a warning (docs/STYLE.md).
+export GPUNODE_WERROR=ON
 
 bash scripts/install-deps.sh
 start=$(date +%s)

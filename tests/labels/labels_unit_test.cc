@@ -340,7 +340,10 @@ TEST(NodeLabelPatch, TheTimestampAloneDoesNotRewriteTheNode) {
 // matches.
 TEST(NodeLabelPatch, TheStableSchemeWithoutAPrefixIsBare) {
   NodeFacts facts;
-  facts.gpus.push_back({.index = 0, .name = "NVIDIA A10", .memory_mib = 23028});
+  GpuFacts a10;
+  a10.name = "NVIDIA A10";
+  a10.memory_mib = 23028;
+  facts.gpus.push_back(a10);
   facts.physical_count = 1;
   std::optional<NodeLabelPatch> patch = MakeNodeLabelPatch(Node({}), StableLabels(facts, ""));
   ASSERT_TRUE(patch.has_value());

@@ -37,20 +37,6 @@ const char kNodeLabelsAllowlist[] =
     "nvidia.com/gpu.sharing-strategy,nvidia.com/gpu.replicas,nvidia.com/mig.config,"
     "nvidia.com/mig.config.state]";
 
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '_' || c == '.' || c == '-') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 // What Grafana puts in place of the dashboard's variables when every node is selected.
 std::string AsGrafanaSends(std::string expr) {
   for (const auto& [variable, value] : std::vector<std::pair<std::string, std::string>>{
@@ -125,7 +111,7 @@ class FleetDashboard : public ::testing::Test {
 
   json Query(const std::string& query) {
     testing::HttpResult r =
-        testing::HttpGet(prometheus_port_, "/api/v1/query?query=" + Escape(query));
+        testing::HttpGet(prometheus_port_, "/api/v1/query?query=" + testing::UrlEncode(query));
     if (r.status != 200) return json::array();
     json body = json::parse(r.body, nullptr, false);
     if (body.is_discarded() || body["status"] != "success") return json::array();

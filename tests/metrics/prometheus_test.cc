@@ -51,26 +51,12 @@ class RealPrometheus : public ::testing::Test {
 
   // The instant vector of `query`, or an empty array.
   json Query(const std::string& query) {
-    httplib_query_ = "/api/v1/query?query=" + Escape(query);
+    httplib_query_ = "/api/v1/query?query=" + testing::UrlEncode(query);
     testing::HttpResult r = testing::HttpGet(prometheus_port_, httplib_query_);
     if (r.status != 200) return json::array();
     json body = json::parse(r.body, nullptr, false);
     if (body.is_discarded() || body["status"] != "success") return json::array();
     return body["data"]["result"];
-  }
-
-  static std::string Escape(const std::string& text) {
-    std::string out;
-    for (unsigned char c : text) {
-      if (std::isalnum(c) || c == '_' || c == '.' || c == '-') {
-        out.push_back(static_cast<char>(c));
-      } else {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, "%%%02X", c);
-        out += buf;
-      }
-    }
-    return out;
   }
 
   testing::TempDir dir_{"gpunode-prometheus"};

@@ -4,7 +4,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -38,6 +40,20 @@ HttpResult HttpGet(int port, const std::string& path) {
     result.content_type = res->get_header_value("Content-Type");
   }
   return result;
+}
+
+std::string UrlEncode(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '_' || c == '.' || c == '-') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit) {

@@ -18,6 +18,8 @@ struct HttpResult {
   std::string content_type;
 };
 HttpResult HttpGet(int port, const std::string& path);
+// `text` as a URL query value: everything but letters, digits and "_.-" percent-encoded.
+std::string UrlEncode(const std::string& text);
 
 // Calls `done` until it returns true or `limit` passes; true when it did.
 bool Eventually(const std::function<bool()>& done,
