@@ -172,6 +172,15 @@ int KubeletDouble::RegistrationCount(const std::string& resource) {
   return static_cast<int>(registrations_[resource].size());
 }
 
+std::vector<std::string> KubeletDouble::RegisteredResources() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& [resource, registrations] : registrations_) {
+    if (!registrations.empty()) names.push_back(resource);
+  }
+  return names;
+}
+
 std::vector<std::string> KubeletDouble::RefusedRegistrations() {
   std::lock_guard lock(mutex_);
   return refused_;

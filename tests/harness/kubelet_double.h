@@ -65,6 +65,8 @@ class KubeletDouble {
   std::optional<RegisteredPlugin> WaitForRegistration(const std::string& resource, int count,
                                                       std::chrono::milliseconds timeout);
   int RegistrationCount(const std::string& resource);
+  // Every resource that registered at least once, in name order.
+  std::vector<std::string> RegisteredResources();
   // Called inside each Register, after the plugin answered GetDevicePluginOptions and before
   // Register returns: the plugin is then blocked in its registration, so a test can change the
   // world at exactly that moment. Set it before the plugin registers.

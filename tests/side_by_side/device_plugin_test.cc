@@ -1,0 +1,419 @@
+// NVIDIA's device plugin (k8s-device-plugin v0.19.1, scripts/build-nvidia-tools.sh) and gpunode's,
+// one after the other, on the same simulated node and the same kubelet (tests/harness's double):
+// the resources each registers and its options, the devices ListAndWatch advertises (IDs, health,
+// NUMA), Allocate's answer for the same requests (environment, mounts, device nodes, annotations,
+// CDI devices, or the refusal's gRPC code) and GetPreferredAllocation's choice. Every difference
+// must be one docs/DEVICE_PLUGIN.md ("Beside NVIDIA's device plugin") declares, and each
+// declaration must still differ somewhere: a declaration that stops holding fails too.
+//
+// Both run in a mount namespace of their own (tests/side_by_side/device_plugin_node.sh): NVIDIA's
+// plugin puts its sockets in /var/lib/kubelet/device-plugins whatever its flags say, and reads
+// /proc/driver for MIG, so both get the simulated node of the CDI comparison and the test's
+// kubelet directory there.
+#include <fnmatch.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kubelet_double.h"
+#include "nlohmann/json.hpp"
+#include "process.h"
+#include "temp_dir.h"
+
+namespace gpunode {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kSource = GPUNODE_SOURCE_DIR;
+const std::string kBinary = GPUNODE_BINARY;
+
+// One configuration both plugins run with: a simulator profile, the MIG strategy, and a config
+// file (tests/fixtures/plugin), with the resources it must register.
+struct Case {
+  std::string name;  // as the declarations of docs/DEVICE_PLUGIN.md name it
+  std::string profile;
+  std::string mig_strategy;
+  std::string config;              // under tests/fixtures/plugin; empty for none
+  std::vector<std::string> flags;  // given to both, in a form both parse
+  std::vector<std::string> resources;
+};
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case> cases = {
+      {"dgx-h100", "dgx-h100", "none", "", {}, {"nvidia.com/gpu"}},
+      {"dgx-h100-time-slicing-4",
+       "dgx-h100",
+       "none",
+       "time-slicing-4.yaml",
+       {},
+       {"nvidia.com/gpu"}},
+      {"dgx-h100-time-slicing-strict",
+       "dgx-h100",
+       "none",
+       "time-slicing-strict.yaml",
+       {},
+       {"nvidia.com/gpu.shared"}},
+      {"dgx-h100-index-device-specs",
+       "dgx-h100",
+       "none",
+       "",
+       {"--device-id-strategy=index", "--pass-device-specs"},
+       {"nvidia.com/gpu"}},
+      {"a10-pcie-4", "a10-pcie-4", "none", "", {}, {"nvidia.com/gpu"}},
+      {"a10-pcie-4-volume-mounts",
+       "a10-pcie-4",
+       "none",
+       "",
+       {"--device-list-strategy=volume-mounts"},
+       {"nvidia.com/gpu"}},
+      {"a100-mig-mixed",
+       "a100-mig",
+       "mixed",
+       "",
+       {},
+       {"nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb",
+        "nvidia.com/mig-3g.40gb", "nvidia.com/mig-4g.40gb", "nvidia.com/mig-7g.80gb"}},
+  };
+  return cases;
+}
+
+// A node's GPUs as gpunode's inventory reports them: which GPU each GPU or MIG UUID is on, and
+// the link between each two GPUs (nvidia-smi topo's words).
+struct Topology {
+  std::map<std::string, size_t> gpu_of;
+  std::vector<std::vector<std::string>> links;
+};
+
+// How well a set of devices is connected: the sum over each two of them of their link's worth,
+// the same GPU best, then NVLink by link count, then PCIe from the nearest switch to across
+// sockets. Both plugins' GetPreferredAllocation answers are judged by it.
+int LinkScore(const Topology& topology, const std::vector<std::string>& ids) {
+  std::vector<size_t> gpus;
+  for (const std::string& id : ids) {
+    auto gpu = topology.gpu_of.find(id.substr(0, id.find("::")));
+    if (gpu != topology.gpu_of.end()) gpus.push_back(gpu->second);
+  }
+  int score = 0;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    for (size_t j = i + 1; j < gpus.size(); ++j) {
+      if (gpus[i] == gpus[j]) {
+        score += 1000;
+        continue;
+      }
+      const std::string& link = topology.links[gpus[i]][gpus[j]];
+      if (link.starts_with("NV")) {
+        score += 100 + std::atoi(link.c_str() + 2);
+      } else {
+        static const std::map<std::string, int> kPcie = {
+            {"PIX", 50}, {"PXB", 40}, {"PHB", 30}, {"NODE", 20}, {"SYS", 10}};
+        auto worth = kPcie.find(link);
+        score += worth == kPcie.end() ? 0 : worth->second;
+      }
+    }
+  }
+  return score;
+}
+
+std::string Join(const std::vector<std::string>& items, const char* separator = ",") {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+// What one plugin showed the kubelet, as key -> value (keys are compared across the plugins).
+using Observations = std::map<std::string, std::string>;
+
+void Record(Observations& seen, const std::string& prefix,
+            const v1beta1::ContainerAllocateResponse& response) {
+  // NVIDIA's plugin lists the devices of an environment variable in Go map order, which changes
+  // from run to run; gpunode keeps the request's order. Compared as sets.
+  for (const auto& [name, value] : response.envs()) {
+    std::vector<std::string> items;
+    std::stringstream list(value);
+    for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+    std::sort(items.begin(), items.end());
+    seen[prefix + "/env/" + name] = Join(items);
+  }
+  std::vector<std::string> mounts, devices, cdi;
+  for (const auto& mount : response.mounts()) {
+    mounts.push_back(mount.container_path() + "<-" + mount.host_path() +
+                     (mount.read_only() ? " ro" : " rw"));
+  }
+  for (const auto& device : response.devices()) {
+    devices.push_back(device.container_path() + "<-" + device.host_path() + " " +
+                      device.permissions());
+  }
+  for (const auto& device : response.cdi_devices()) cdi.push_back(device.name());
+  std::sort(mounts.begin(), mounts.end());
+  std::sort(devices.begin(), devices.end());
+  std::sort(cdi.begin(), cdi.end());
+  seen[prefix + "/mounts"] = Join(mounts, " ");
+  seen[prefix + "/devices"] = Join(devices, " ");
+  seen[prefix + "/cdi-devices"] = Join(cdi, " ");
+  for (const auto& [name, value] : response.annotations())
+    seen[prefix + "/annotation/" + name] = value;
+}
+
+class DevicePluginsSideBySide : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    testing::ProcessResult tools = testing::RunProcess(
+        {"/bin/bash", kSource + "/scripts/build-nvidia-tools.sh", "--print-dir"});
+    nvidia_plugin_ = tools.out.substr(0, tools.out.find('\n')) + "/nvidia-device-plugin";
+    if (!fs::exists(nvidia_plugin_)) {
+      skip_ = "NVIDIA's nvidia-device-plugin is not built (" + nvidia_plugin_ +
+              "): run scripts/build-nvidia-tools.sh";
+      return;
+    }
+    work_ = new testing::TempDir("gpunode-plugins-side-by-side");
+    // The node of the CDI comparison: Debian's driver root, its /proc/driver (MIG minors) and
+    // device nodes, the simulator's profiles at the packages' driver version.
+    testing::ProcessResult node = testing::RunProcess(
+        {"/bin/bash", "-c",
+         "source \"$0/tests/side_by_side/cdi_node.sh\" && cdi_node_check \"$0\" && "
+         "cdi_node_prepare \"$0\" \"$1\"",
+         kSource, work_->path()});
+    if (node.exit_code == 77) {
+      skip_ = node.out;
+    } else if (node.exit_code != 0) {
+      skip_ = "";
+      prepare_error_ = node.out + node.err;
+    }
+  }
+  static void TearDownTestSuite() {
+    delete work_;
+    work_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(prepare_error_.empty()) << prepare_error_;
+  }
+
+  // The simulated GPUs of `profile` as sysfs shows them: a directory per PCI address with its
+  // numa_node (what gpunode's inventory says), made once per profile.
+  std::string PciTree(const std::string& profile) {
+    const std::string tree = work_->path() + "/pci-" + profile;
+    if (fs::exists(tree)) return tree;
+    Topology& topology = topologies_[profile];
+    testing::ProcessResult inventory =
+        testing::RunProcess({kBinary, "--sim", work_->path() + "/profiles/" + profile + ".yaml",
+                             "inventory", "-o", "json"});
+    EXPECT_EQ(inventory.exit_code, 0) << inventory.err;
+    nlohmann::json node = nlohmann::json::parse(inventory.out, nullptr, false);
+    fs::create_directories(tree);
+    if (node.is_discarded()) return tree;
+    for (const nlohmann::json& row : node["topology"])
+      topology.links.push_back(row.get<std::vector<std::string>>());
+    for (const nlohmann::json& gpu : node["gpus"]) {
+      size_t index = gpu["index"].get<size_t>();
+      topology.gpu_of[gpu["uuid"].get<std::string>()] = index;
+      for (const nlohmann::json& mig : gpu["mig_devices"])
+        topology.gpu_of[mig["uuid"].get<std::string>()] = index;
+      std::string address = gpu["pci_bus_id"].get<std::string>().substr(4);  // 00000000:07:00.0
+      std::transform(address.begin(), address.end(), address.begin(), ::tolower);
+      fs::create_directories(tree + "/" + address);
+      std::ofstream(tree + "/" + address + "/numa_node")
+          << (gpu["numa_node"].is_number() ? gpu["numa_node"].get<int>() : -1) << "\n";
+    }
+    return tree;
+  }
+
+  // Runs one plugin on the case's node with a fresh kubelet and records what the kubelet sees.
+  Observations Observe(const Case& c, bool nvidias) {
+    testing::TempDir varlib("gpunode-varlib");
+    const std::string dir = varlib.path() + "/kubelet/device-plugins";
+    fs::create_directories(dir);
+    // The plugins' sockets are made by root inside the namespace; the double dials them.
+    ::chmod(dir.c_str(), 0755);
+    testing::KubeletDouble kubelet(dir);
+    EXPECT_TRUE(kubelet.Start());
+    const std::string profile = work_->path() + "/profiles/" + c.profile + ".yaml";
+    std::vector<std::string> argv = {
+        "/usr/bin/unshare",
+        "-rm",
+        "bash",
+        kSource + "/tests/side_by_side/device_plugin_node.sh",
+        kSource,
+        work_->path(),
+        fs::path(kBinary).parent_path().string() + "/libgpunode-sim.so",
+        profile,
+        PciTree(c.profile),
+        varlib.path()};
+    const std::string driver = work_->path() + "/driver";
+    const std::string config =
+        c.config.empty() ? "" : kSource + "/tests/fixtures/plugin/" + c.config;
+    if (nvidias) {
+      // GDS, MOFED and GDRCopy off, as NVIDIA's chart installs it: gpunode has none of them.
+      argv.insert(argv.end(), {nvidia_plugin_, "--driver-root", driver, "--dev-root", driver,
+                               "--mig-strategy", c.mig_strategy, "--gds-enabled=false",
+                               "--mofed-enabled=false", "--gdrcopy-enabled=false"});
+      if (!config.empty()) argv.push_back("--config-file=" + config);
+      argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    } else {
+      argv.insert(argv.end(), {kBinary, "--driver-root", driver, "device-plugin", "--dev-root",
+                               driver, "--mig-strategy", c.mig_strategy, "--kubelet-dir",
+                               "/var/lib/kubelet/device-plugins"});
+      if (!config.empty()) argv.insert(argv.end(), {"--config-file", config});
+      argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    }
+    testing::BackgroundProcess plugin(argv);
+    const std::string who = nvidias ? "nvidia" : "gpunode";
+    Observations seen;
+    for (const std::string& resource : c.resources) {
+      if (!kubelet.WaitForRegistration(resource, 1, 30s)) {
+        ADD_FAILURE() << who << " did not register " << resource << " in " << c.name << ":\n"
+                      << plugin.Stderr();
+      }
+    }
+    std::vector<std::string> resources = kubelet.RegisteredResources();
+    seen["resources"] = Join(resources);
+    for (const std::string& resource : resources) {
+      std::optional<testing::RegisteredPlugin> registered =
+          kubelet.WaitForRegistration(resource, 1, 1s);
+      const bool preferred_allocation =
+          registered && registered->options.get_preferred_allocation_available();
+      seen["options/" + resource] =
+          std::string("preferred-allocation=") + (preferred_allocation ? "1" : "0") +
+          " pre-start=" + (registered && registered->options.pre_start_required() ? "1" : "0");
+      std::optional<std::pair<size_t, testing::DeviceUpdate>> update = kubelet.WaitForDevices(
+          resource, [](const auto& devices) { return !devices.empty(); }, 20s);
+      if (!update) {
+        ADD_FAILURE() << who << " advertised no device of " << resource << " in " << c.name;
+        continue;
+      }
+      std::vector<testing::DeviceState> devices = update->second.devices;
+      std::sort(devices.begin(), devices.end(),
+                [](const auto& a, const auto& b) { return a.id < b.id; });
+      std::vector<std::string> listed, ids;
+      for (const testing::DeviceState& device : devices) {
+        std::vector<std::string> numa;
+        for (int64_t node : device.numa_nodes) numa.push_back(std::to_string(node));
+        listed.push_back(device.id + " " + device.health + " numa=" + Join(numa));
+        ids.push_back(device.id);
+      }
+      seen["devices/" + resource] = Join(listed, "; ");
+      for (size_t count : {size_t{1}, size_t{2}}) {
+        if (ids.size() < count) continue;
+        std::vector<std::string> request(ids.begin(), ids.begin() + count);
+        std::vector<v1beta1::ContainerAllocateResponse> responses;
+        grpc::Status status = kubelet.Allocate(resource, {request}, &responses);
+        const std::string prefix = "allocate/" + resource + "/" + std::to_string(count);
+        if (!status.ok()) {
+          seen[prefix + "/refused"] = "gRPC code " + std::to_string(status.error_code());
+        } else if (responses.size() == 1) {
+          Record(seen, prefix, responses[0]);
+        }
+      }
+      if (preferred_allocation) {
+        for (int size : {2, 4}) {
+          if (ids.size() < static_cast<size_t>(size) * 2) continue;
+          std::vector<std::string> chosen;
+          grpc::Status status = kubelet.GetPreferredAllocation(resource, ids, {}, size, &chosen);
+          // Equally good answers are the same answer: the score is compared, the set shown.
+          const std::string key = "preferred/" + resource + "/" + std::to_string(size);
+          if (!status.ok()) {
+            seen[key] = "gRPC code " + std::to_string(status.error_code());
+            continue;
+          }
+          std::sort(chosen.begin(), chosen.end());
+          seen[key] = "link score " + std::to_string(LinkScore(topologies_[c.profile], chosen));
+          std::cout << c.name << ": " << who << " prefers " << Join(chosen) << " (" << seen[key]
+                    << ")\n";
+        }
+      }
+    }
+    EXPECT_EQ(plugin.Stop(SIGTERM), 0) << who << " in " << c.name << ":\n" << plugin.Stderr();
+    return seen;
+  }
+
+  // The key patterns docs/DEVICE_PLUGIN.md declares different: the first column of the table
+  // under "### Beside NVIDIA's device plugin".
+  static std::vector<std::string> Declared() {
+    std::ifstream in(kSource + "/docs/DEVICE_PLUGIN.md");
+    std::vector<std::string> patterns;
+    bool inside = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.starts_with("### ")) inside = line == "### Beside NVIDIA's device plugin";
+      if (!inside || !line.starts_with("| `")) continue;
+      size_t end = line.find('`', 3);
+      if (end != std::string::npos) patterns.push_back(line.substr(3, end - 3));
+    }
+    return patterns;
+  }
+
+  std::map<std::string, Topology> topologies_;  // by profile, with PciTree
+  static std::string nvidia_plugin_;
+  static std::string skip_;
+  static std::string prepare_error_;
+  static testing::TempDir* work_;
+};
+
+std::string DevicePluginsSideBySide::nvidia_plugin_;
+std::string DevicePluginsSideBySide::skip_;
+std::string DevicePluginsSideBySide::prepare_error_;
+testing::TempDir* DevicePluginsSideBySide::work_ = nullptr;
+
+TEST_F(DevicePluginsSideBySide, SameAnswersOrADeclaredDifference) {
+  std::vector<std::string> declared = Declared();
+  EXPECT_FALSE(declared.empty()) << "docs/DEVICE_PLUGIN.md declares no difference";
+  std::set<std::string> seen_differing;
+  size_t compared = 0;
+  for (const Case& c : Cases()) {
+    Observations nvidia = Observe(c, true);
+    Observations ours = Observe(c, false);
+    std::set<std::string> keys;
+    for (const auto& [key, value] : nvidia) keys.insert(key);
+    for (const auto& [key, value] : ours) keys.insert(key);
+    for (const std::string& key : keys) {
+      ++compared;
+      auto theirs = nvidia.find(key), mine = ours.find(key);
+      std::string a = theirs == nvidia.end() ? "(absent)" : theirs->second;
+      std::string b = mine == ours.end() ? "(absent)" : mine->second;
+      if (a == b) continue;
+      const std::string where = c.name + ":" + key;
+      // NVIDIA's plugin breaks ties among replicas and MIG devices in Go map order, so its
+      // answer changes from run to run: gpunode's must never be connected worse, whatever it is.
+      if (key.starts_with("preferred/") && a.starts_with("link score ") &&
+          b.starts_with("link score ")) {
+        EXPECT_GE(std::stoi(b.substr(11)), std::stoi(a.substr(11)))
+            << where << ": gpunode's preferred allocation is connected worse than NVIDIA's";
+        continue;
+      }
+      auto declaration = std::find_if(declared.begin(), declared.end(), [&](const auto& pattern) {
+        return ::fnmatch(pattern.c_str(), where.c_str(), 0) == 0;
+      });
+      std::cout << where << ": NVIDIA's " << a << "; gpunode's " << b
+                << (declaration == declared.end() ? "" : "  [declared]") << "\n";
+      if (declaration == declared.end()) {
+        ADD_FAILURE() << where << " differs and is not declared in "
+                      << "docs/DEVICE_PLUGIN.md: NVIDIA's " << a << ", gpunode's " << b;
+      } else {
+        seen_differing.insert(*declaration);
+      }
+    }
+  }
+  EXPECT_GT(compared, 100u);
+  for (const std::string& pattern : declared) {
+    EXPECT_TRUE(seen_differing.contains(pattern))
+        << "docs/DEVICE_PLUGIN.md declares " << pattern << " different, but it no longer differs";
+  }
+}
+
+}  // namespace
+}  // namespace gpunode
