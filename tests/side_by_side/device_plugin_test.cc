@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -208,12 +209,11 @@ class DevicePluginsSideBySide : public ::testing::Test {
   // The simulated GPUs of `profile` as sysfs shows them: a directory per PCI address with its
   // numa_node (what gpunode's inventory says), made once per profile.
   std::string PciTree(const std::string& profile) {
-    const std::string tree = work_->path() + "/pci-" + profile;
+    const std::string tree = work_->path() + "/pci-" + fs::path(profile).stem().string();
     if (fs::exists(tree)) return tree;
     Topology& topology = topologies_[profile];
     testing::ProcessResult inventory =
-        testing::RunProcess({kBinary, "--sim", work_->path() + "/profiles/" + profile + ".yaml",
-                             "inventory", "-o", "json"});
+        testing::RunProcess({kBinary, "--sim", ProfilePath(profile), "inventory", "-o", "json"});
     EXPECT_EQ(inventory.exit_code, 0) << inventory.err;
     nlohmann::json node = nlohmann::json::parse(inventory.out, nullptr, false);
     fs::create_directories(tree);
@@ -235,15 +235,23 @@ class DevicePluginsSideBySide : public ::testing::Test {
   }
 
   // Runs one plugin on the case's node with a fresh kubelet and records what the kubelet sees.
-  Observations Observe(const Case& c, bool nvidias) {
-    testing::TempDir varlib("gpunode-varlib");
-    const std::string dir = varlib.path() + "/kubelet/device-plugins";
+  // One plugin on the case's node with a kubelet of its own; both stop when this goes.
+  struct PluginOnNode {
+    testing::TempDir varlib{"gpunode-varlib"};
+    std::unique_ptr<testing::KubeletDouble> kubelet;
+    std::unique_ptr<testing::BackgroundProcess> process;
+  };
+
+  // `profile` is a built-in profile's name or a path; gpunode's own flags go after the case's.
+  std::unique_ptr<PluginOnNode> Start(const Case& c, bool nvidias,
+                                      const std::vector<std::string>& gpunode_flags = {}) {
+    auto node = std::make_unique<PluginOnNode>();
+    const std::string dir = node->varlib.path() + "/kubelet/device-plugins";
     fs::create_directories(dir);
     // The plugins' sockets are made by root inside the namespace; the double dials them.
     ::chmod(dir.c_str(), 0755);
-    testing::KubeletDouble kubelet(dir);
-    EXPECT_TRUE(kubelet.Start());
-    const std::string profile = work_->path() + "/profiles/" + c.profile + ".yaml";
+    node->kubelet = std::make_unique<testing::KubeletDouble>(dir);
+    EXPECT_TRUE(node->kubelet->Start());
     std::vector<std::string> argv = {
         "/usr/bin/unshare",
         "-rm",
@@ -252,9 +260,9 @@ class DevicePluginsSideBySide : public ::testing::Test {
         kSource,
         work_->path(),
         fs::path(kBinary).parent_path().string() + "/libgpunode-sim.so",
-        profile,
+        ProfilePath(c.profile),
         PciTree(c.profile),
-        varlib.path()};
+        node->varlib.path()};
     const std::string driver = work_->path() + "/driver";
     const std::string config =
         c.config.empty() ? "" : kSource + "/tests/fixtures/plugin/" + c.config;
@@ -271,8 +279,35 @@ class DevicePluginsSideBySide : public ::testing::Test {
                                "/var/lib/kubelet/device-plugins"});
       if (!config.empty()) argv.insert(argv.end(), {"--config-file", config});
       argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+      argv.insert(argv.end(), gpunode_flags.begin(), gpunode_flags.end());
     }
-    testing::BackgroundProcess plugin(argv);
+    node->process = std::make_unique<testing::BackgroundProcess>(argv);
+    return node;
+  }
+
+  // A built-in profile at the driver packages' version (cdi_node_prepare wrote them), or a
+  // fixture copied there with that version.
+  std::string ProfilePath(const std::string& profile) {
+    if (!profile.ends_with(".yaml")) return work_->path() + "/profiles/" + profile + ".yaml";
+    const std::string copy = work_->path() + "/profiles/" + fs::path(profile).filename().string();
+    if (fs::exists(copy)) return copy;
+    std::ifstream version_file(work_->path() + "/version");
+    std::string version;
+    std::getline(version_file, version);
+    std::ifstream in(kSource + "/" + profile);
+    std::ofstream out(copy);
+    for (std::string line; std::getline(in, line);) {
+      out << (line.starts_with("driver_version:") ? "driver_version: \"" + version + "\"" : line)
+          << "\n";
+    }
+    return copy;
+  }
+
+  // Runs one plugin on the case's node with a fresh kubelet and records what the kubelet sees.
+  Observations Observe(const Case& c, bool nvidias) {
+    std::unique_ptr<PluginOnNode> node = Start(c, nvidias);
+    testing::KubeletDouble& kubelet = *node->kubelet;
+    testing::BackgroundProcess& plugin = *node->process;
     const std::string who = nvidias ? "nvidia" : "gpunode";
     Observations seen;
     for (const std::string& resource : c.resources) {
@@ -412,6 +447,118 @@ TEST_F(DevicePluginsSideBySide, SameAnswersOrADeclaredDifference) {
   for (const std::string& pattern : declared) {
     EXPECT_TRUE(seen_differing.contains(pattern))
         << "docs/DEVICE_PLUGIN.md declares " << pattern << " different, but it no longer differs";
+  }
+}
+
+// What each GPU of tests/fixtures/plugin/dgx-h100-xid-storm.yaml went through on one plugin:
+// "Healthy" (never marked), "Unhealthy" (still), or "Unhealthy, then Healthy".
+std::map<size_t, std::string> HealthStory(const std::vector<testing::DeviceUpdate>& updates,
+                                          const Topology& topology) {
+  std::map<size_t, bool> ever_unhealthy, unhealthy_now;
+  for (const testing::DeviceUpdate& update : updates) {
+    for (const testing::DeviceState& device : update.devices) {
+      auto gpu = topology.gpu_of.find(device.id);
+      if (gpu == topology.gpu_of.end()) continue;
+      bool unhealthy = device.health != "Healthy";
+      ever_unhealthy[gpu->second] = ever_unhealthy[gpu->second] || unhealthy;
+      unhealthy_now[gpu->second] = unhealthy;
+    }
+  }
+  std::map<size_t, std::string> story;
+  for (const auto& [gpu, ever] : ever_unhealthy) {
+    story[gpu] = !ever ? "Healthy" : unhealthy_now[gpu] ? "Unhealthy" : "Unhealthy, then Healthy";
+  }
+  return story;
+}
+
+// The updates of `resource`, taken as they come until `done` holds for all so far or `limit`
+// passes.
+std::vector<testing::DeviceUpdate> Updates(
+    testing::KubeletDouble& kubelet, const std::string& resource,
+    const std::function<bool(const std::vector<testing::DeviceUpdate>&)>& done,
+    std::chrono::milliseconds limit) {
+  std::vector<testing::DeviceUpdate> updates;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (size_t from = 0;; ++from) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() < 0) return updates;
+    auto update = kubelet.WaitForDevices(
+        resource, [](const auto&) { return true; }, left, from);
+    if (!update) return updates;
+    from = update->first;
+    updates.push_back(update->second);
+    if (done(updates)) return updates;
+  }
+}
+
+// The table of docs/DEVICE_PLUGIN.md ("Health beside NVIDIA's device plugin"): per GPU, what
+// NVIDIA's plugin and gpunode's end with.
+std::map<size_t, std::pair<std::string, std::string>> DocumentedHealth() {
+  std::ifstream in(kSource + "/docs/DEVICE_PLUGIN.md");
+  std::map<size_t, std::pair<std::string, std::string>> rows;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("### ")) inside = line == "### Health beside NVIDIA's device plugin";
+    if (!inside || !line.starts_with("| ") || line.starts_with("| GPU") ||
+        line.starts_with("|--") || line.starts_with("| --"))
+      continue;
+    std::vector<std::string> cells;
+    std::stringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) {
+      size_t first = cell.find_first_not_of(' '), last = cell.find_last_not_of(' ');
+      cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+    }
+    if (cells.size() >= 4 && std::isdigit(static_cast<unsigned char>(cells[0][0])))
+      rows[std::stoul(cells[0])] = {cells[2], cells[3]};
+  }
+  return rows;
+}
+
+// The same storm of XIDs on both plugins (a different fault on each GPU, one falling off the bus
+// and answering again): which GPUs each marks Unhealthy, and which come back, must be what
+// docs/DEVICE_PLUGIN.md's table says. gpunode recovers on evidence after
+// --health-recovery-period (2 s here); NVIDIA's plugin never does, so it is watched until the
+// storm's last event and 3 s beyond.
+TEST_F(DevicePluginsSideBySide, HealthAfterTheSameXidStorm) {
+  const Case storm{
+      "dgx-h100-xid-storm", "tests/fixtures/plugin/dgx-h100-xid-storm.yaml", "none", "", {},
+      {"nvidia.com/gpu"}};
+  std::map<size_t, std::pair<std::string, std::string>> documented = DocumentedHealth();
+  ASSERT_EQ(documented.size(), 8u) << "docs/DEVICE_PLUGIN.md's health table has a row per GPU";
+  std::map<size_t, std::string> stories[2];
+  for (bool nvidias : {true, false}) {
+    std::unique_ptr<PluginOnNode> node = Start(storm, nvidias, {"--health-recovery-period", "2s"});
+    const std::string who = nvidias ? "NVIDIA's" : "gpunode's";
+    ASSERT_TRUE(node->kubelet->WaitForRegistration("nvidia.com/gpu", 1, 30s))
+        << who << " did not register:\n"
+        << node->process->Stderr();
+    const Topology& topology = topologies_[storm.profile];
+    std::vector<testing::DeviceUpdate> updates;
+    if (nvidias) {
+      // Nothing would come to await: watch past the last event (5.2 s) for a recovery.
+      updates = Updates(
+          *node->kubelet, "nvidia.com/gpu", [](const auto&) { return false; }, 8500ms);
+    } else {
+      updates = Updates(
+          *node->kubelet, "nvidia.com/gpu",
+          [&](const std::vector<testing::DeviceUpdate>& so_far) {
+            std::map<size_t, std::string> story = HealthStory(so_far, topology);
+            for (const auto& [gpu, expected] : documented) {
+              if (story[gpu] != expected.second) return false;
+            }
+            return true;
+          },
+          30s);
+    }
+    stories[nvidias ? 0 : 1] = HealthStory(updates, topology);
+    EXPECT_EQ(node->process->Stop(SIGTERM), 0) << who << ":\n" << node->process->Stderr();
+  }
+  for (const auto& [gpu, expected] : documented) {
+    std::cout << "GPU " << gpu << ": NVIDIA's " << stories[0][gpu] << "; gpunode's "
+              << stories[1][gpu] << "\n";
+    EXPECT_EQ(stories[0][gpu], expected.first) << "NVIDIA's plugin, GPU " << gpu;
+    EXPECT_EQ(stories[1][gpu], expected.second) << "gpunode's plugin, GPU " << gpu;
   }
 }
 
