@@ -12,7 +12,6 @@
 // kubelet directory there.
 #include <fnmatch.h>
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,7 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_double.h"
-#include "nlohmann/json.hpp"
+#include "plugin_node.h"
 #include "process.h"
 #include "temp_dir.h"
 
@@ -93,17 +92,10 @@ const std::vector<Case>& Cases() {
   return cases;
 }
 
-// A node's GPUs as gpunode's inventory reports them: which GPU each GPU or MIG UUID is on, and
-// the link between each two GPUs (nvidia-smi topo's words).
-struct Topology {
-  std::map<std::string, size_t> gpu_of;
-  std::vector<std::vector<std::string>> links;
-};
-
 // How well a set of devices is connected: the sum over each two of them of their link's worth,
 // the same GPU best, then NVLink by link count, then PCIe from the nearest switch to across
 // sockets. Both plugins' GetPreferredAllocation answers are judged by it.
-int LinkScore(const Topology& topology, const std::vector<std::string>& ids) {
+int LinkScore(const testing::Topology& topology, const std::vector<std::string>& ids) {
   std::vector<size_t> gpus;
   for (const std::string& id : ids) {
     auto gpu = topology.gpu_of.find(id.substr(0, id.find("::")));
@@ -172,140 +164,31 @@ void Record(Observations& seen, const std::string& prefix,
 
 class DevicePluginsSideBySide : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    testing::ProcessResult tools = testing::RunProcess(
-        {"/bin/bash", kSource + "/scripts/build-nvidia-tools.sh", "--print-dir"});
-    nvidia_plugin_ = tools.out.substr(0, tools.out.find('\n')) + "/nvidia-device-plugin";
-    if (!fs::exists(nvidia_plugin_)) {
-      skip_ = "NVIDIA's nvidia-device-plugin is not built (" + nvidia_plugin_ +
-              "): run scripts/build-nvidia-tools.sh";
-      return;
-    }
-    work_ = new testing::TempDir("gpunode-plugins-side-by-side");
-    // The node of the CDI comparison: Debian's driver root, its /proc/driver (MIG minors) and
-    // device nodes, the simulator's profiles at the packages' driver version.
-    testing::ProcessResult node = testing::RunProcess(
-        {"/bin/bash", "-c",
-         "source \"$0/tests/side_by_side/cdi_node.sh\" && cdi_node_check \"$0\" && "
-         "cdi_node_prepare \"$0\" \"$1\"",
-         kSource, work_->path()});
-    if (node.exit_code == 77) {
-      skip_ = node.out;
-    } else if (node.exit_code != 0) {
-      skip_ = "";
-      prepare_error_ = node.out + node.err;
-    }
-  }
+  static void SetUpTestSuite() { node_ = new testing::PluginNode(kSource, kBinary); }
   static void TearDownTestSuite() {
-    delete work_;
-    work_ = nullptr;
+    delete node_;
+    node_ = nullptr;
   }
 
   void SetUp() override {
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-    ASSERT_TRUE(prepare_error_.empty()) << prepare_error_;
+    if (!node_->skip().empty()) GTEST_SKIP() << node_->skip();
+    ASSERT_TRUE(node_->error().empty()) << node_->error();
   }
 
-  // The simulated GPUs of `profile` as sysfs shows them: a directory per PCI address with its
-  // numa_node (what gpunode's inventory says), made once per profile.
-  std::string PciTree(const std::string& profile) {
-    const std::string tree = work_->path() + "/pci-" + fs::path(profile).stem().string();
-    if (fs::exists(tree)) return tree;
-    Topology& topology = topologies_[profile];
-    testing::ProcessResult inventory =
-        testing::RunProcess({kBinary, "--sim", ProfilePath(profile), "inventory", "-o", "json"});
-    EXPECT_EQ(inventory.exit_code, 0) << inventory.err;
-    nlohmann::json node = nlohmann::json::parse(inventory.out, nullptr, false);
-    fs::create_directories(tree);
-    if (node.is_discarded()) return tree;
-    for (const nlohmann::json& row : node["topology"])
-      topology.links.push_back(row.get<std::vector<std::string>>());
-    for (const nlohmann::json& gpu : node["gpus"]) {
-      size_t index = gpu["index"].get<size_t>();
-      topology.gpu_of[gpu["uuid"].get<std::string>()] = index;
-      for (const nlohmann::json& mig : gpu["mig_devices"])
-        topology.gpu_of[mig["uuid"].get<std::string>()] = index;
-      std::string address = gpu["pci_bus_id"].get<std::string>().substr(4);  // 00000000:07:00.0
-      std::transform(address.begin(), address.end(), address.begin(), ::tolower);
-      fs::create_directories(tree + "/" + address);
-      std::ofstream(tree + "/" + address + "/numa_node")
-          << (gpu["numa_node"].is_number() ? gpu["numa_node"].get<int>() : -1) << "\n";
-    }
-    return tree;
-  }
-
-  // Runs one plugin on the case's node with a fresh kubelet and records what the kubelet sees.
-  // One plugin on the case's node with a kubelet of its own; both stop when this goes.
-  struct PluginOnNode {
-    testing::TempDir varlib{"gpunode-varlib"};
-    std::unique_ptr<testing::KubeletDouble> kubelet;
-    std::unique_ptr<testing::BackgroundProcess> process;
-  };
-
-  // `profile` is a built-in profile's name or a path; gpunode's own flags go after the case's.
-  std::unique_ptr<PluginOnNode> Start(const Case& c, bool nvidias,
-                                      const std::vector<std::string>& gpunode_flags = {}) {
-    auto node = std::make_unique<PluginOnNode>();
-    const std::string dir = node->varlib.path() + "/kubelet/device-plugins";
-    fs::create_directories(dir);
-    // The plugins' sockets are made by root inside the namespace; the double dials them.
-    ::chmod(dir.c_str(), 0755);
-    node->kubelet = std::make_unique<testing::KubeletDouble>(dir);
-    EXPECT_TRUE(node->kubelet->Start());
-    std::vector<std::string> argv = {
-        "/usr/bin/unshare",
-        "-rm",
-        "bash",
-        kSource + "/tests/side_by_side/device_plugin_node.sh",
-        kSource,
-        work_->path(),
-        fs::path(kBinary).parent_path().string() + "/libgpunode-sim.so",
-        ProfilePath(c.profile),
-        PciTree(c.profile),
-        node->varlib.path()};
-    const std::string driver = work_->path() + "/driver";
-    const std::string config =
-        c.config.empty() ? "" : kSource + "/tests/fixtures/plugin/" + c.config;
-    if (nvidias) {
-      // GDS, MOFED and GDRCopy off, as NVIDIA's chart installs it: gpunode has none of them.
-      argv.insert(argv.end(), {nvidia_plugin_, "--driver-root", driver, "--dev-root", driver,
-                               "--mig-strategy", c.mig_strategy, "--gds-enabled=false",
-                               "--mofed-enabled=false", "--gdrcopy-enabled=false"});
-      if (!config.empty()) argv.push_back("--config-file=" + config);
-      argv.insert(argv.end(), c.flags.begin(), c.flags.end());
-    } else {
-      argv.insert(argv.end(), {kBinary, "--driver-root", driver, "device-plugin", "--dev-root",
-                               driver, "--mig-strategy", c.mig_strategy, "--kubelet-dir",
-                               "/var/lib/kubelet/device-plugins"});
-      if (!config.empty()) argv.insert(argv.end(), {"--config-file", config});
-      argv.insert(argv.end(), c.flags.begin(), c.flags.end());
-      argv.insert(argv.end(), gpunode_flags.begin(), gpunode_flags.end());
-    }
-    node->process = std::make_unique<testing::BackgroundProcess>(argv);
-    return node;
-  }
-
-  // A built-in profile at the driver packages' version (cdi_node_prepare wrote them), or a
-  // fixture copied there with that version.
-  std::string ProfilePath(const std::string& profile) {
-    if (!profile.ends_with(".yaml")) return work_->path() + "/profiles/" + profile + ".yaml";
-    const std::string copy = work_->path() + "/profiles/" + fs::path(profile).filename().string();
-    if (fs::exists(copy)) return copy;
-    std::ifstream version_file(work_->path() + "/version");
-    std::string version;
-    std::getline(version_file, version);
-    std::ifstream in(kSource + "/" + profile);
-    std::ofstream out(copy);
-    for (std::string line; std::getline(in, line);) {
-      out << (line.starts_with("driver_version:") ? "driver_version: \"" + version + "\"" : line)
-          << "\n";
-    }
-    return copy;
+  std::unique_ptr<testing::PluginOnNode> Start(const Case& c, bool nvidias,
+                                               std::vector<std::string> gpunode_flags = {}) {
+    return node_->Start(
+        {.nvidias = nvidias,
+         .profile = c.profile,
+         .mig_strategy = c.mig_strategy,
+         .config_file = c.config.empty() ? "" : kSource + "/tests/fixtures/plugin/" + c.config,
+         .flags = c.flags,
+         .gpunode_flags = std::move(gpunode_flags)});
   }
 
   // Runs one plugin on the case's node with a fresh kubelet and records what the kubelet sees.
   Observations Observe(const Case& c, bool nvidias) {
-    std::unique_ptr<PluginOnNode> node = Start(c, nvidias);
+    std::unique_ptr<testing::PluginOnNode> node = Start(c, nvidias);
     testing::KubeletDouble& kubelet = *node->kubelet;
     testing::BackgroundProcess& plugin = *node->process;
     const std::string who = nvidias ? "nvidia" : "gpunode";
@@ -367,7 +250,7 @@ class DevicePluginsSideBySide : public ::testing::Test {
             continue;
           }
           std::sort(chosen.begin(), chosen.end());
-          seen[key] = "link score " + std::to_string(LinkScore(topologies_[c.profile], chosen));
+          seen[key] = "link score " + std::to_string(LinkScore(node_->topology(c.profile), chosen));
           std::cout << c.name << ": " << who << " prefers " << Join(chosen) << " (" << seen[key]
                     << ")\n";
         }
@@ -392,17 +275,10 @@ class DevicePluginsSideBySide : public ::testing::Test {
     return patterns;
   }
 
-  std::map<std::string, Topology> topologies_;  // by profile, with PciTree
-  static std::string nvidia_plugin_;
-  static std::string skip_;
-  static std::string prepare_error_;
-  static testing::TempDir* work_;
+  static testing::PluginNode* node_;
 };
 
-std::string DevicePluginsSideBySide::nvidia_plugin_;
-std::string DevicePluginsSideBySide::skip_;
-std::string DevicePluginsSideBySide::prepare_error_;
-testing::TempDir* DevicePluginsSideBySide::work_ = nullptr;
+testing::PluginNode* DevicePluginsSideBySide::node_ = nullptr;
 
 TEST_F(DevicePluginsSideBySide, SameAnswersOrADeclaredDifference) {
   std::vector<std::string> declared = Declared();
@@ -453,7 +329,7 @@ TEST_F(DevicePluginsSideBySide, SameAnswersOrADeclaredDifference) {
 // What each GPU of tests/fixtures/plugin/dgx-h100-xid-storm.yaml went through on one plugin:
 // "Healthy" (never marked), "Unhealthy" (still), or "Unhealthy, then Healthy".
 std::map<size_t, std::string> HealthStory(const std::vector<testing::DeviceUpdate>& updates,
-                                          const Topology& topology) {
+                                          const testing::Topology& topology) {
   std::map<size_t, bool> ever_unhealthy, unhealthy_now;
   for (const testing::DeviceUpdate& update : updates) {
     for (const testing::DeviceState& device : update.devices) {
@@ -528,12 +404,13 @@ TEST_F(DevicePluginsSideBySide, HealthAfterTheSameXidStorm) {
   ASSERT_EQ(documented.size(), 8u) << "docs/DEVICE_PLUGIN.md's health table has a row per GPU";
   std::map<size_t, std::string> stories[2];
   for (bool nvidias : {true, false}) {
-    std::unique_ptr<PluginOnNode> node = Start(storm, nvidias, {"--health-recovery-period", "2s"});
+    std::unique_ptr<testing::PluginOnNode> node =
+        Start(storm, nvidias, {"--health-recovery-period", "2s"});
     const std::string who = nvidias ? "NVIDIA's" : "gpunode's";
     ASSERT_TRUE(node->kubelet->WaitForRegistration("nvidia.com/gpu", 1, 30s))
         << who << " did not register:\n"
         << node->process->Stderr();
-    const Topology& topology = topologies_[storm.profile];
+    const testing::Topology& topology = node_->topology(storm.profile);
     std::vector<testing::DeviceUpdate> updates;
     if (nvidias) {
       // Nothing would come to await: watch past the last event (5.2 s) for a recovery.

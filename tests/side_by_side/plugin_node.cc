@@ -1,0 +1,122 @@
+#include "plugin_node.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "nlohmann/json.hpp"
+
+namespace gpunode::testing {
+
+namespace fs = std::filesystem;
+
+PluginNode::PluginNode(std::string source_dir, std::string gpunode)
+    : source_dir_(std::move(source_dir)), gpunode_(std::move(gpunode)) {
+  ProcessResult tools =
+      RunProcess({"/bin/bash", source_dir_ + "/scripts/build-nvidia-tools.sh", "--print-dir"});
+  nvidia_plugin_ = tools.out.substr(0, tools.out.find('\n')) + "/nvidia-device-plugin";
+  if (!fs::exists(nvidia_plugin_)) {
+    skip_ = "NVIDIA's nvidia-device-plugin is not built (" + nvidia_plugin_ +
+            "): run scripts/build-nvidia-tools.sh";
+    return;
+  }
+  ProcessResult node = RunProcess({"/bin/bash", "-c",
+                                   "source \"$0/tests/side_by_side/cdi_node.sh\" && "
+                                   "cdi_node_check \"$0\" && cdi_node_prepare \"$0\" \"$1\"",
+                                   source_dir_, work_.path()});
+  if (node.exit_code == 77) {
+    skip_ = node.out;
+  } else if (node.exit_code != 0) {
+    error_ = node.out + node.err;
+  }
+}
+
+// A built-in profile at the driver packages' version (cdi_node_prepare wrote them), or a fixture
+// copied there with that version.
+std::string PluginNode::ProfilePath(const std::string& profile) {
+  if (!profile.ends_with(".yaml")) return work_.path() + "/profiles/" + profile + ".yaml";
+  const std::string copy = work_.path() + "/profiles/" + fs::path(profile).filename().string();
+  if (fs::exists(copy)) return copy;
+  std::ifstream version_file(work_.path() + "/version");
+  std::string version;
+  std::getline(version_file, version);
+  std::ifstream in(source_dir_ + "/" + profile);
+  std::ofstream out(copy);
+  for (std::string line; std::getline(in, line);) {
+    out << (line.starts_with("driver_version:") ? "driver_version: \"" + version + "\"" : line)
+        << "\n";
+  }
+  return copy;
+}
+
+// The simulated GPUs of `profile` as sysfs shows them: a directory per PCI address with its
+// numa_node (what gpunode's inventory says), made once per profile, with the topology.
+std::string PluginNode::PciTree(const std::string& profile) {
+  const std::string tree = work_.path() + "/pci-" + fs::path(profile).stem().string();
+  if (fs::exists(tree)) return tree;
+  fs::create_directories(tree);
+  ProcessResult inventory =
+      RunProcess({gpunode_, "--sim", ProfilePath(profile), "inventory", "-o", "json"});
+  nlohmann::json node = nlohmann::json::parse(inventory.out, nullptr, false);
+  if (inventory.exit_code != 0 || node.is_discarded()) {
+    error_ = "gpunode inventory of " + profile + " failed: " + inventory.err;
+    return tree;
+  }
+  Topology& topology = topologies_[profile];
+  for (const nlohmann::json& row : node["topology"])
+    topology.links.push_back(row.get<std::vector<std::string>>());
+  for (const nlohmann::json& gpu : node["gpus"]) {
+    size_t index = gpu["index"].get<size_t>();
+    topology.gpu_of[gpu["uuid"].get<std::string>()] = index;
+    for (const nlohmann::json& mig : gpu["mig_devices"])
+      topology.gpu_of[mig["uuid"].get<std::string>()] = index;
+    std::string address = gpu["pci_bus_id"].get<std::string>().substr(4);  // 00000000:07:00.0
+    std::transform(address.begin(), address.end(), address.begin(), ::tolower);
+    fs::create_directories(tree + "/" + address);
+    std::ofstream(tree + "/" + address + "/numa_node")
+        << (gpu["numa_node"].is_number() ? gpu["numa_node"].get<int>() : -1) << "\n";
+  }
+  return tree;
+}
+
+std::unique_ptr<PluginOnNode> PluginNode::Start(const PluginRun& run) {
+  auto node = std::make_unique<PluginOnNode>();
+  const std::string dir = node->varlib.path() + "/kubelet/device-plugins";
+  fs::create_directories(dir);
+  // The plugins' sockets are made by root inside the namespace; the double dials them.
+  ::chmod(dir.c_str(), 0755);
+  node->kubelet = std::make_unique<KubeletDouble>(dir);
+  if (!node->kubelet->Start()) error_ = "the kubelet double cannot serve in " + dir;
+  std::vector<std::string> argv = {"/usr/bin/unshare",
+                                   "-rm",
+                                   "bash",
+                                   source_dir_ + "/tests/side_by_side/device_plugin_node.sh",
+                                   source_dir_,
+                                   work_.path(),
+                                   fs::path(gpunode_).parent_path().string() + "/libgpunode-sim.so",
+                                   ProfilePath(run.profile),
+                                   PciTree(run.profile),
+                                   node->varlib.path()};
+  const std::string driver = work_.path() + "/driver";
+  if (run.nvidias) {
+    // GDS, MOFED and GDRCopy off, as NVIDIA's chart installs it: gpunode has none of them.
+    argv.insert(argv.end(), {nvidia_plugin_, "--driver-root", driver, "--dev-root", driver,
+                             "--mig-strategy", run.mig_strategy, "--gds-enabled=false",
+                             "--mofed-enabled=false", "--gdrcopy-enabled=false"});
+    if (!run.config_file.empty()) argv.push_back("--config-file=" + run.config_file);
+    argv.insert(argv.end(), run.flags.begin(), run.flags.end());
+  } else {
+    argv.insert(argv.end(), {gpunode_, "--driver-root", driver, "device-plugin", "--dev-root",
+                             driver, "--mig-strategy", run.mig_strategy, "--kubelet-dir",
+                             "/var/lib/kubelet/device-plugins"});
+    if (!run.config_file.empty()) argv.insert(argv.end(), {"--config-file", run.config_file});
+    argv.insert(argv.end(), run.flags.begin(), run.flags.end());
+    argv.insert(argv.end(), run.gpunode_flags.begin(), run.gpunode_flags.end());
+  }
+  node->process = std::make_unique<BackgroundProcess>(argv);
+  return node;
+}
+
+}  // namespace gpunode::testing
