@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -36,7 +35,6 @@
 namespace gpunode {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 const std::string kSource = GPUNODE_SOURCE_DIR;
