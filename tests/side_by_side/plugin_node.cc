@@ -65,8 +65,12 @@ std::string PluginNode::PciTree(const std::string& profile) {
     return tree;
   }
   Topology& topology = topologies_[profile];
-  for (const nlohmann::json& row : node["topology"])
-    topology.links.push_back(row.get<std::vector<std::string>>());
+  // A profile without a topology has null links (nvidia-smi's N/A).
+  for (const nlohmann::json& row : node["topology"]) {
+    std::vector<std::string>& links = topology.links.emplace_back();
+    for (const nlohmann::json& link : row)
+      links.push_back(link.is_string() ? link.get<std::string>() : "");
+  }
   for (const nlohmann::json& gpu : node["gpus"]) {
     size_t index = gpu["index"].get<size_t>();
     topology.gpu_of[gpu["uuid"].get<std::string>()] = index;
