@@ -108,6 +108,10 @@ void Measure(testing::PluginNode& node, bool nvidias, const std::string& profile
   std::vector<std::string> ids;
   auto update = kubelet.WaitForDevices(
       kResource, [](const auto& devices) { return !devices.empty(); }, 10s);
+  if (!update) {
+    std::cerr << "the plugin advertised no device:\n" << plugin->process->Stderr();
+    return;
+  }
   for (const auto& device : update->second.devices) ids.push_back(device.id);
   std::sort(ids.begin(), ids.end());
 
