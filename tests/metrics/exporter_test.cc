@@ -453,10 +453,12 @@ TEST(Exporter, CountsXidsAndKeepsALostGpusHealthSeries) {
   ASSERT_TRUE(served.ready()) << served.process().Stderr();
   std::string gpu0 = Label("gpu", "0"), gpu1 = Label("gpu", "1");
   std::string out;
+  // The sampler can see GPU1 lost before the XID watcher has taken its XID 79: await both.
   ASSERT_TRUE(testing::Eventually([&] {
     out = served.Metrics();
     return testing::SampleValue(out, "gpunode_gpu_health", {gpu1}) == 0 &&
-           testing::SampleValue(out, "gpunode_xid_errors_total", {gpu0, Label("xid", "48")}) == 1;
+           testing::SampleValue(out, "gpunode_xid_errors_total", {gpu0, Label("xid", "48")}) == 1 &&
+           testing::SampleValue(out, "gpunode_xid_errors_total", {gpu1, Label("xid", "79")}) == 1;
   })) << out;
   EXPECT_EQ(testing::SampleValue(out, "gpunode_xid_errors_total", {gpu0, Label("xid", "43")}), 2);
   EXPECT_EQ(testing::SampleValue(out, "DCGM_FI_DEV_XID_ERRORS", {gpu0}), 48);
