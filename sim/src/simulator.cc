@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "container_view.h"
 #include "error_strings.h"
 #include "messages.h"
 #include "mig_state_file.h"
@@ -52,7 +53,11 @@ int Simulator::configure_locked(const char* spec, const char* topology_file, std
     error = one_line(loaded.error());
     return 1;
   }
-  auto node = std::make_unique<NodeState>(std::move(loaded.value()), *scale);
+  NodeModel model = std::move(loaded.value());
+  if (const char* dev = std::getenv("GPUNODE_SIM_DEVICE_NODES"); dev != nullptr && *dev != '\0') {
+    if (!keep_gpus_with_device_nodes(model, dev, error)) return 1;
+  }
+  auto node = std::make_unique<NodeState>(std::move(model), *scale);
   if (const char* state = std::getenv("GPUNODE_SIM_STATE"); state != nullptr && *state != '\0') {
     node->set_mig_state_file(state);
     if (!load_mig_state(*node, state, error)) return 1;
