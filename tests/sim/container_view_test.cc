@@ -1,5 +1,7 @@
 // The simulator's container view (GPUNODE_SIM_DEVICE_NODES): NVML in a container shows only the
 // GPUs whose device nodes the runtime created there.
+#include "container_view.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,7 +9,6 @@
 #include <string>
 #include <utility>
 
-#include "container_view.h"
 #include "spec_loader.h"
 
 namespace gpunode::sim {
