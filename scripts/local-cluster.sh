@@ -14,8 +14,12 @@
 # where DIR/node/kubelet is /var/lib/kubelet (the kubelet's device plugin directory cannot be
 # moved), so the device plugin registers at DIR/node/kubelet/device-plugins/kubelet.sock. Pods
 # get their network from the ptp and host-local CNI plugins (10.249.0.0/24) and their sandbox
-# from a pause image built here (tests/k8s/pause): nothing is pulled. Without the privileges or
-# programs the node needs, `node` exits 3 with one line naming what is missing.
+# from a pause image built here (tests/k8s/pause): nothing is pulled. With a gpunode build
+# (GPUNODE_BUILD_DIR, default build/) the node also has gpunode's image and an `nvidia` runtime
+# handler for its simulated GPUs (simulated_gpu_runtime below). The kubelet runs as under an
+# external cloud provider, whose part this plays: the Node's address is 127.0.0.1, so the apiserver
+# reaches the kubelet (logs, exec). Without the privileges or programs the node needs, `node`
+# exits 3 with one line naming what is missing.
 #
 # Nothing listens beyond 127.0.0.1. A component that exits during `up` or `node` fails it with
 # the last lines of its log. DIR is created when missing and kept after `down` (its logs are
@@ -297,12 +301,82 @@ start_kubelet() {
   start_program kubelet nsenter --mount="/proc/$(<"$dir/pids/node-namespace")/ns/mnt" -- \
     "$bin/kubelet" --config "$dir/node/kubelet-config.yaml" \
     --kubeconfig "$dir/node/kubelet.kubeconfig" --root-dir /var/lib/kubelet \
-    --hostname-override "$(<"$dir/node/name")" --cert-dir /var/lib/kubelet/pki
+    --hostname-override "$(<"$dir/node/name")" --cert-dir /var/lib/kubelet/pki \
+    --cloud-provider external
+}
+
+node_registered() {
+  "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get node "$(<"$dir/node/name")" >/dev/null 2>&1
+}
+
+# The kubelet will not report a loopback address as its node's (it refuses --node-ip 127.0.0.1),
+# and the apiserver reaches a kubelet (logs, exec) at the Node's address. So the kubelet runs as
+# under an external cloud provider, which leaves the Node's addresses to that provider, and this
+# plays the provider's part, as a cloud controller manager does: the address 127.0.0.1, where the
+# kubelet listens, and the uninitialized taint lifted.
+initialize_node() {
+  local name kubectl=("$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig")
+  name=$(<"$dir/node/name")
+  "${kubectl[@]}" patch node "$name" --subresource status --type merge \
+    -p '{"status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"}]}}' >/dev/null
+  "${kubectl[@]}" taint node "$name" node.cloudprovider.kubernetes.io/uninitialized- >/dev/null
 }
 
 node_ready() {
   [[ $("$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get node "$(<"$dir/node/name")" \
     -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+
+# A node's simulated GPUs as the NVIDIA runtime would show them to containers, and gpunode's image,
+# made when a build of gpunode is at hand (GPUNODE_BUILD_DIR, default build/; the GPUs are the
+# simulator's default, dgx-h100):
+# - DIR/node/driver/dev: the GPUs' device nodes (char 195:N), /dev/nvidiactl and /dev/nvidia-uvm,
+#   made with mknod (nothing opens them): a device plugin started with `--dev-root
+#   DIR/node/driver --pass-device-specs` hands a pod's GPUs to its containers through them;
+# - the runtime handler `nvidia` (RuntimeClass nvidia), standing in for NVIDIA's runtime: its
+#   containers get the simulator mounted as the driver's libnvidia-ml.so (and an empty libcuda.so:
+#   the simulator has no CUDA), and GPUNODE_SIM_DEVICE_NODES=/dev, so NVML there shows only the
+#   GPUs whose nodes the container was given, as in a container on a real node;
+# - deploy/'s image, ghcr.io/gpunode/gpunode:0.1.0, from this build: the files deploy/Dockerfile
+#   copies (the binary stripped, the simulator, the HTTP module) with the shared libraries they
+#   load taken from this machine, and the pause program to keep a pod running.
+simulated_gpu_runtime() {
+  local build=${GPUNODE_BUILD_DIR:-$repo/build} drv=$dir/node/driver ctd=$dir/node/containerd
+  if [[ ! -x $build/gpunode || ! -f $build/libgpunode-sim.so ]]; then
+    echo "local-cluster: no gpunode build in $build: no nvidia runtime handler and no gpunode image" >&2
+    return 0
+  fi
+  local version lib=/usr/lib/x86_64-linux-gnu minor
+  version=$("$build/gpunode" --sim dgx-h100 inventory -o json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["driver_version"])')
+  rm -rf "$drv" && mkdir -p "$drv/dev" "$drv/lib"
+  for ((minor = 0; minor < 16; minor++)); do mknod -m 0666 "$drv/dev/nvidia$minor" c 195 "$minor"; done
+  mknod -m 0666 "$drv/dev/nvidiactl" c 195 255
+  mknod -m 0666 "$drv/dev/nvidia-uvm" c 510 0
+  install -m 0644 "$build/libgpunode-sim.so" "$drv/lib/libnvidia-ml.so.$version"
+  install -m 0644 /dev/null "$drv/lib/libcuda.so.$version"
+  mkdir -p "$drv/proc/driver/nvidia"
+  echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module  $version  (simulated by gpunode)" \
+    >"$drv/proc/driver/nvidia/version"
+  ctr oci spec | python3 "$repo/tests/k8s/pause/nvidia_base_spec.py" "$drv" "$lib" "$version" \
+    "$repo/tests/k8s/pause/mount-proc-driver.sh" >"$ctd/nvidia-base-spec.json"
+
+  local root=$dir/node/gpunode-image
+  rm -rf "$root" && mkdir -p "$root/usr/local/bin"
+  strip -o "$root/usr/local/bin/gpunode" "$build/gpunode"
+  local file modules=("$build/libgpunode-sim.so")
+  [[ -f $build/libgpunode-http.so ]] && modules+=("$build/libgpunode-http.so")
+  cp "${modules[@]}" "$root/usr/local/bin/"
+  ln -s gpunode "$root/usr/local/bin/kubectl-gpunode"
+  cp "$dir/node/pause/pause" "$root/pause"
+  for file in $(ldd "$build/gpunode" "${modules[@]}" | grep -oE '/[^ :]+ \(0x' | cut -d' ' -f1 |
+    sort -u); do
+    [[ -f $file ]] || continue
+    mkdir -p "$root$(dirname "$file")"
+    cp -L "$file" "$root$file"
+  done
+  python3 "$repo/tests/k8s/pause/oci_image.py" --root "$root" "$dir/node/gpunode.tar" \
+    ghcr.io/gpunode/gpunode:0.1.0 /usr/local/bin/gpunode
 }
 
 add_node() {
@@ -326,6 +400,8 @@ add_node() {
   gcc -static -Os -s -o "$node/pause/visible-gpus" "$repo/tests/k8s/pause/visible-gpus.c"
   python3 "$repo/tests/k8s/pause/oci_image.py" "$node/pause.tar" gpunode.local/pause:1 \
     "$node/pause/pause" "$node/pause/visible-gpus"
+  mkdir -p "$ctd"
+  simulated_gpu_runtime
 
   # A mount namespace that outlives no test: its holder is stopped by down.
   start_program node-namespace unshare --mount --propagation private -- \
@@ -360,6 +436,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"
 TOML
+  [[ -f $ctd/nvidia-base-spec.json ]] && cat >>"$ctd/config.toml" <<TOML
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+  runtime_type = "io.containerd.runc.v2"
+  base_runtime_spec = "$ctd/nvidia-base-spec.json"
+TOML
   cat >"$ctd/cni/10-gpunode-test.conflist" <<JSON
 {"cniVersion": "1.0.0", "name": "gpunode-test", "plugins": [
   {"type": "ptp", "ipMasq": false,
@@ -369,6 +450,9 @@ JSON
   start_program containerd nsenter "$enter" -- containerd --config "$ctd/config.toml"
   await containerd 30 ctr -a "$ctd/containerd.sock" version
   ctr -a "$ctd/containerd.sock" -n k8s.io images import "$node/pause.tar" >/dev/null
+  if [[ -f $node/gpunode.tar ]]; then
+    ctr -a "$ctd/containerd.sock" -n k8s.io images import "$node/gpunode.tar" >/dev/null
+  fi
 
   # The node's credentials: a client certificate in system:nodes, as the Node authorizer and
   # NodeRestriction expect of a kubelet.
@@ -410,6 +494,8 @@ YAML
   echo "$healthz_port" >"$node/healthz-port"
   record_host_chains
   start_kubelet
+  await kubelet 60 node_registered
+  initialize_node
   await kubelet 60 node_ready
   echo "local-cluster: node $name ready in $((SECONDS - started))s; device plugins register at $node/kubelet/device-plugins/kubelet.sock" >&2
 }

@@ -45,9 +45,11 @@ LocalCluster::~LocalCluster() {
   if (missing_.empty()) RunProcess({"/bin/bash", Script(), "down", dir_.path()});
 }
 
-bool LocalCluster::StartNode() {
+bool LocalCluster::StartNode(const std::string& gpunode_build) {
   if (!running()) return false;
-  ProcessResult node = RunProcess({"/bin/bash", Script(), "node", dir_.path()});
+  std::vector<std::string> env;
+  if (!gpunode_build.empty()) env.push_back("GPUNODE_BUILD_DIR=" + gpunode_build);
+  ProcessResult node = RunProcess({"/bin/bash", Script(), "node", dir_.path()}, env);
   constexpr int kCannotRunHere = 3;  // the script's exit code for a missing privilege or program
   if (node.exit_code == kCannotRunHere) {
     node_missing_ = Trimmed(node.err);

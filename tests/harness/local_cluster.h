@@ -35,8 +35,10 @@ class LocalCluster {
 
   // Adds the node (scripts/local-cluster.sh node). False when it did not start: `node_missing()`
   // says which privilege or program this machine lacks (a test skips with it), else `error()`
-  // holds the end of the failed component's log.
-  bool StartNode();
+  // holds the end of the failed component's log. With `gpunode_build`, the directory of a
+  // gpunode binary and its simulator, the node also gets the `nvidia` runtime handler of its
+  // simulated GPUs and gpunode's image (kGpunodeImage).
+  bool StartNode(const std::string& gpunode_build = "");
   const std::string& node_missing() const { return node_missing_; }
   // Stops the kubelet and starts it again with the same configuration; false with `error()` set
   // when it did not come back healthy.
@@ -52,6 +54,12 @@ class LocalCluster {
   // The image the node's pods can run without a registry: a static program that waits for
   // SIGTERM (tests/k8s/pause), also the pods' sandbox.
   static constexpr char kLocalImage[] = "gpunode.local/pause:1";
+  // deploy/'s image of gpunode, made from `gpunode_build` (StartNode): the binary, the simulator
+  // and the shared libraries they load, and /pause to keep a pod running.
+  static constexpr char kGpunodeImage[] = "ghcr.io/gpunode/gpunode:0.1.0";
+  // The simulated driver's device nodes: a device plugin with --dev-root here and
+  // --pass-device-specs hands GPUs to the pods of RuntimeClass nvidia.
+  std::string driver_dir() const { return dir_.path() + "/node/driver"; }
 
   // kubectl as cluster-admin.
   ProcessResult Kubectl(const std::vector<std::string>& args, const std::string& input = "") const;

@@ -121,7 +121,7 @@ const std::vector<NotRun> kNotRun = {
     {"ctest --test-dir build -L peers --output-on-failure",
      "runs the side-by-side suites, which scripts/test.sh runs"},
     {"kubectl exec -it my-training-pod -- gpunode doctor --in-container --cuda 12.4",
-     "needs a pod with gpunode in its image, on a node the apiserver can reach"},
+     "runs against the real node in tests/k8s/real_kubelet_test"},
     {"MPS_ROOT=/run/nvidia/mps gpunode mps-control-daemon --config-file config.yaml",
      "runs the driver's nvidia-cuda-mps-control, installed on a GPU node only; tests/plugin's "
      "mps_test runs it from Debian's package extracted into a driver root"},

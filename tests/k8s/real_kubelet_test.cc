@@ -68,7 +68,7 @@ class NodeEnvironment : public ::testing::Environment {
   void SetUp() override {
     chains_before_ = HostKubeChains();
     cluster = new testing::LocalCluster();
-    node_started = cluster->StartNode();
+    node_started = cluster->StartNode(std::filesystem::path(GPUNODE_BINARY).parent_path().string());
   }
   void TearDown() override {
     delete cluster;
@@ -180,6 +180,20 @@ class Plugin {
  private:
   std::unique_ptr<testing::BackgroundProcess> process_;
 };
+
+// The plugin's flags that hand the simulated driver's device nodes to the pods
+// (LocalCluster::driver_dir), as the NVIDIA runtime would create them.
+std::vector<std::string> WithDeviceNodes() {
+  return {"--dev-root", cluster->driver_dir(), "--pass-device-specs"};
+}
+
+// deploy/runtime/runtimeclass.yaml: pods that name RuntimeClass nvidia run with the node's
+// `nvidia` runtime handler.
+void ApplyTheNvidiaRuntimeClass() {
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/runtime/runtimeclass.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
 
 // The device plugin tests' profile (dgx-h100 with a process on GPU 7) with `timeline` in place of
 // its own: every version has the same name, hence the same GPU UUIDs, so a plugin started on one
@@ -925,13 +939,110 @@ TEST(UpgradeOnTheRealNode, RollsTheNodeThroughHoldingTheLease) {
   cluster->Kubectl({"label", "node", node, "pool-", "nvidia.com/gpu-driver-upgrade-state-"});
 }
 
+// `cluster upgrade --maintenance-job` on the real node: the Job controller runs gpunode's Job,
+// pinned to the cordoned node, with the environment the upgrade gives it; its container, standing
+// in for a driver installer, is the labeller of the now upgraded (simulated) driver, which
+// reports the new version on the Node under deploy/labels' grants, and the rollout goes on to
+// its end with nothing else touching the node.
+TEST(UpgradeOnTheRealNode, RunsTheMaintenanceJobOnTheCordonedNode) {
+  REQUIRE_NODE();
+  const std::string node = cluster->node_name();
+  Plugin plugin("dgx-h100", {});
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  LabelLikeGpuFeatureDiscovery("dgx-h100");
+  ASSERT_FALSE(StandInDevicePluginDaemonSet().empty());
+  std::string kubeconfig = KubeconfigWithTheGrantsOf("upgrade", "gpunode-upgrade");
+  ASSERT_FALSE(kubeconfig.empty());
+  // deploy/labels' grants, for its ServiceAccount as installed in the Job's namespace (the
+  // policy there matches the account by name in any namespace).
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/labels/rbac.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  cluster->Kubectl({"create", "serviceaccount", "gpunode-labels", "-n", "gpunode-system"});
+  cluster->Kubectl({"create", "clusterrolebinding", "gpunode-labels-in-gpunode-system",
+                    "--clusterrole", "gpunode-labels", "--serviceaccount",
+                    "gpunode-system:gpunode-labels"});
+  r = cluster->Kubectl({"label", "node", node, "pool=training",
+                        "nvidia.com/cuda.driver-version.full=535.129.03", "--overwrite"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // The pod reaches the apiserver on loopback (host network: this cluster has no Service
+  // proxy) with the token the kubelet gives it, bound to the pod and its node.
+  std::string port = cluster->server().substr(cluster->server().rfind(':') + 1);
+  json container = {
+      {"name", "driver-installer"},
+      {"image", testing::LocalCluster::kGpunodeImage},
+      {"imagePullPolicy", "Never"},
+      // The upgrade's environment, expanded by the kubelet.
+      {"command",
+       {"gpunode", "--sim", "dgx-h100", "labels", "--write", "node", "--oneshot", "--node-name",
+        "$(GPUNODE_NODE_NAME)"}},
+      {"env", json::array({{{"name", "KUBERNETES_SERVICE_HOST"}, {"value", "127.0.0.1"}},
+                           {{"name", "KUBERNETES_SERVICE_PORT"}, {"value", port}}})}};
+  json pod_spec = {{"restartPolicy", "Never"},
+                   {"serviceAccountName", "gpunode-labels"},
+                   {"hostNetwork", true},
+                   {"containers", json::array({container})}};
+  json job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata", {{"name", "driver-install"}}},
+              {"spec", {{"backoffLimit", 0}, {"template", {{"spec", pod_spec}}}}}};
+  testing::TempDir work("gpunode-maintenance-job");
+  std::string manifest = work.path() + "/maintenance-job.json";
+  std::ofstream(manifest) << job.dump();
+
+  r = Gpunode({"cluster",
+               "upgrade",
+               "--driver-version",
+               "550.90.07",
+               "--pools",
+               "training",
+               "--maintenance-job",
+               manifest,
+               "--maintenance-timeout",
+               "2m",
+               "--soak",
+               "2s",
+               "--soak-check-interval",
+               "1s",
+               "--poll-interval",
+               "1s",
+               "--lease-namespace",
+               "gpunode-system",
+               "-n",
+               "gpunode-system",
+               "--image",
+               testing::LocalCluster::kLocalImage,
+               "--command",
+               "/visible-gpus 2",
+               "--kubeconfig",
+               kubeconfig});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("maintenance Job gpunode-system/gpunode-upgrade-" + node + " created"));
+  EXPECT_THAT(r.err, HasSubstr("maintenance Job gpunode-upgrade-" + node + " succeeded"));
+  json done = Node();
+  const json& labels = done["metadata"]["labels"];
+  EXPECT_EQ(labels.value("nvidia.com/gpu-driver-upgrade-state", ""), "upgrade-done") << r.err;
+  // Written by the labeller in the Job: the label is among those it owns.
+  EXPECT_EQ(labels.value("nvidia.com/cuda.driver-version.full", ""), "550.90.07");
+  EXPECT_THAT(done["metadata"]["annotations"].value("gpunode.io/labels", ""),
+              HasSubstr("nvidia.com/cuda.driver-version.full"));
+  EXPECT_FALSE(done["spec"].value("unschedulable", false));
+  // A Job that succeeded is deleted.
+  EXPECT_TRUE(Get({"job", "gpunode-upgrade-" + node, "-n", "gpunode-system"}).is_null());
+
+  cluster->Kubectl({"label", "node", node, "pool-", "nvidia.com/gpu-driver-upgrade-state-"});
+}
+
 // cluster verify end to end on the real node: its smoke pod goes through the real scheduler,
 // the kubelet's admission calls Allocate, containerd runs it, and the program in it sees exactly
 // the two GPUs it was given.
 TEST(VerifyOnTheRealNode, TheSmokePodRunsWithTwoGpus) {
   REQUIRE_NODE();
   const std::string node = cluster->node_name();
-  Plugin plugin("dgx-h100", {});
+  Plugin plugin("dgx-h100", WithDeviceNodes());
+  ApplyTheNvidiaRuntimeClass();
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
   LabelLikeGpuFeatureDiscovery("dgx-h100");
   StandInDevicePluginDaemonSet();
@@ -939,10 +1050,10 @@ TEST(VerifyOnTheRealNode, TheSmokePodRunsWithTwoGpus) {
   ASSERT_FALSE(kubeconfig.empty());
   testing::ProcessResult r;
 
-  // The workload, a pod of its own after the smoke pod: the same program, which exits 0 only
-  // with exactly the two GPUs, stands in for a CUDA sample.
-  r = Gpunode({"cluster", "verify", node, "-n", "gpunode-system", "--image",
-               testing::LocalCluster::kLocalImage, "--command", "/visible-gpus 2",
+  // The smoke pod is verify's own: gpunode's image running `gpunode doctor --in-container`,
+  // with the nvidia runtime handler. The workload, a pod of its own after the smoke pod, runs
+  // a program that exits 0 only with exactly the two GPUs, standing in for a CUDA sample.
+  r = Gpunode({"cluster", "verify", node, "-n", "gpunode-system", "--runtime-class", "nvidia",
                "--workload-image", testing::LocalCluster::kLocalImage, "--workload-command",
                "/visible-gpus 2", "--timeout", "60s", "-o", "json", "--kubeconfig", kubeconfig});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -960,14 +1071,53 @@ TEST(VerifyOnTheRealNode, TheSmokePodRunsWithTwoGpus) {
        {"ready", "labels", "device-plugin", "capacity", "smoke-pod", "workload"}) {
     EXPECT_EQ(results[step], "pass") << step << "\n" << r.out;
   }
-  // The apiserver cannot read this node's logs (the kubelet has no address it can reach), so the
-  // pod's end is the evidence: /visible-gpus exits 0 only when it was given exactly 2 GPUs.
-  EXPECT_THAT(smoke_evidence, HasSubstr("the pod succeeded with 2 GPU(s)")) << r.out;
-  EXPECT_THAT(smoke_evidence, HasSubstr("its log could not be read")) << r.out;
+  // The doctor report in the pod's log, which the apiserver read from the kubelet, is the
+  // evidence: NVML in the container saw exactly the two GPUs the kubelet allocated.
+  EXPECT_THAT(smoke_evidence,
+              HasSubstr("doctor in the pod with 2 GPU(s): container.visible-devices ok: 2 GPU(s) "
+                        "listed, all visible to NVML and no other"))
+      << r.out;
   // The smoke pod and the workload's are gone afterwards.
   EXPECT_TRUE(Get({"pod", "gpunode-verify-" + node, "-n", "gpunode-system"}).is_null());
   EXPECT_TRUE(
       Get({"pod", "gpunode-verify-" + node + "-workload", "-n", "gpunode-system"}).is_null());
+}
+
+// docs/DOCTOR.md's `kubectl exec` line, word for word, on a pod of gpunode's image given two GPUs
+// by the real kubelet: the apiserver reaches the kubelet's exec endpoint, and doctor inside the
+// container finds what the runtime gave it.
+TEST(DocsOnTheRealNode, TheInContainerDoctorLineRuns) {
+  REQUIRE_NODE();
+  const std::string line =
+      "kubectl exec -it my-training-pod -- gpunode doctor --in-container --cuda 12.4";
+  std::ifstream in(std::string(GPUNODE_SOURCE_DIR) + "/docs/DOCTOR.md");
+  std::string doc((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_THAT(doc, HasSubstr(line)) << "no longer in docs/DOCTOR.md";
+  Plugin plugin("dgx-h100", WithDeviceNodes());
+  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
+  ApplyTheNvidiaRuntimeClass();
+  json pod = LocalPod("my-training-pod", {{"nvidia.com/gpu", "2"}});
+  pod["spec"]["runtimeClassName"] = "nvidia";
+  pod["spec"]["containers"][0]["image"] = testing::LocalCluster::kGpunodeImage;
+  pod["spec"]["containers"][0]["command"] = {"/pause"};
+  testing::ProcessResult r = cluster->Kubectl({"create", "-f", "-"}, pod.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = cluster->Kubectl({"wait", "--for=condition=Ready", "pod/my-training-pod", "--timeout=60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  std::string path =
+      std::filesystem::path(cluster->kubectl()).parent_path().string() + ":/usr/bin:/bin";
+  r = testing::RunProcess({"/bin/bash", "-c", line},
+                          {"PATH=" + path, "KUBECONFIG=" + cluster->admin_kubeconfig()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("container.visible-devices   2 GPU(s) listed, all visible to NVML "
+                               "and no other"))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr("container.cuda-compat       the driver (CUDA up to 12.4) runs "
+                               "CUDA 12.4"))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr(", 0 fail,")) << r.out;
+  DeletePod("my-training-pod");
 }
 
 // The MIG manager under deploy/mig-manager/rbac.yaml's grants, following the real Node's

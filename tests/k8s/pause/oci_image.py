@@ -1,10 +1,13 @@
-"""Writes a one-layer OCI image archive of static binaries, for `ctr images import`.
+"""Writes a one-layer OCI image archive, for `ctr images import`.
 
     python3 oci_image.py OUT.tar NAME:TAG ENTRYPOINT [BINARY...]
+    python3 oci_image.py --root DIR OUT.tar NAME:TAG ENTRYPOINT
 
-The layer holds ENTRYPOINT and each BINARY as /<its file name>; the image runs ENTRYPOINT as
-user 65535 (as registry.k8s.io/pause does). Times and owners are fixed, so the same binaries give
-the same image digest.
+The first form's layer holds ENTRYPOINT and each BINARY (static programs) as /<its file name>, and
+the image runs ENTRYPOINT as user 65535 (as registry.k8s.io/pause does). The second's layer is the
+tree DIR (files, folders and symbolic links as they are there), ENTRYPOINT a path in it, run as
+root like deploy/Dockerfile's image. Times and owners are fixed, so the same files give the same
+image digest.
 """
 import hashlib
 import io
@@ -27,22 +30,43 @@ def add_blob(archive, data):
     return "sha256:" + digest
 
 
-def main(out, reference, binaries):
-    entry = os.path.basename(binaries[0])
+def clean(info):
+    info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+    return info
+
+
+def binaries_layer(binaries):
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for binary in binaries:
-            info = tar.gettarinfo(binary, os.path.basename(binary))
-            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
             with open(binary, "rb") as f:
-                tar.addfile(info, f)
-    layer = layer.getvalue()
+                tar.addfile(clean(tar.gettarinfo(binary, os.path.basename(binary))), f)
+    return layer.getvalue()
+
+
+def tree_layer(root):
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for folder, folders, files in os.walk(root):
+            folders.sort()
+            for name in sorted(folders) + sorted(files):
+                path = os.path.join(folder, name)
+                info = clean(tar.gettarinfo(path, os.path.relpath(path, root)))
+                if info.isfile():
+                    with open(path, "rb") as f:
+                        tar.addfile(info, f)
+                else:
+                    tar.addfile(info)
+    return layer.getvalue()
+
+
+def main(out, reference, image_config, layer):
     tag = reference.rsplit(":", 1)[1]
     with tarfile.open(out + ".new", "w", format=tarfile.PAX_FORMAT) as archive:
         layer_digest = add_blob(archive, layer)
         config = json.dumps({
             "architecture": "amd64", "os": "linux",
-            "config": {"Entrypoint": ["/" + entry], "User": "65535:65535"},
+            "config": image_config,
             "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
         }).encode()
         manifest = json.dumps({
@@ -64,6 +88,19 @@ def main(out, reference, binaries):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or ":" not in sys.argv[2]:
-        sys.exit("usage: oci_image.py OUT.tar NAME:TAG ENTRYPOINT [BINARY...]")
-    main(sys.argv[1], sys.argv[2], sys.argv[3:])
+    args = sys.argv[1:]
+    root = None
+    if args[:1] == ["--root"] and len(args) >= 2:
+        root, args = args[1], args[2:]
+    if len(args) < 3 or ":" not in args[1] or (root is not None and len(args) != 3):
+        sys.exit("usage: oci_image.py OUT.tar NAME:TAG ENTRYPOINT [BINARY...] | "
+                 "--root DIR OUT.tar NAME:TAG ENTRYPOINT")
+    if root is None:
+        config = {"Entrypoint": ["/" + os.path.basename(args[2])], "User": "65535:65535"}
+        main(args[0], args[1], config, binaries_layer(args[2:]))
+    else:
+        # Debian's PATH, as in deploy/Dockerfile's base image, so `kubectl exec POD -- gpunode`
+        # finds the program.
+        config = {"Entrypoint": [args[2]],
+                  "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}
+        main(args[0], args[1], config, tree_layer(root))
