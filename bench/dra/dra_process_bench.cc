@@ -221,7 +221,7 @@ int Run(const std::string& binary) {
                                      grpc::InsecureChannelCredentials());
   auto stub = drav1::DRAPlugin::NewStub(channel);
   PrepareRoundTrips(cluster, *stub, "one-", 200, 1);
-  PrepareRoundTrips(cluster, *stub, "eight-", 50, 8);
+  PrepareRoundTrips(cluster, *stub, "eight-", 200, 8);
 
   std::map<std::string, std::string> status = bench::ProcStatus(plugin.pid());
   std::printf(

@@ -75,7 +75,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 absl::Status WriteFileAtomic(const std::string& path, std::string_view contents, mode_t mode,
-                             Backup backup) {
+                             Backup backup, Durability durability) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (backup == Backup::kCopyToBak && fs::exists(path, ec)) {
@@ -102,7 +102,8 @@ absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
   }
   // The umask must not decide the mode of a file an operator asked for explicitly.
   if (st.ok() && ::fchmod(fd, mode) != 0) st = OsError("cannot set the mode of", path, errno);
-  if (st.ok() && ::fsync(fd) != 0) st = OsError("cannot write", path, errno);
+  if (st.ok() && durability == Durability::kPowerLoss && ::fsync(fd) != 0)
+    st = OsError("cannot write", path, errno);
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = OsError("cannot rename into place", path, errno);
@@ -110,6 +111,7 @@ absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
     ::unlink(tmp.c_str());
     return st;
   }
+  if (durability == Durability::kThisBoot) return absl::OkStatus();
   // Persist the rename itself.
   std::string dir = fs::path(path).parent_path().string();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

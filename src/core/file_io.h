@@ -20,12 +20,22 @@ enum class Backup {
   kCopyToBak,  // copied to "<path>.bak" first, so an operator can always go back
 };
 
-// Writes `contents` to a temporary file in the same directory, fsyncs it and renames it over
-// `path`, so readers see either the old or the new file, never a torn one. The file gets `mode`,
+// What a write must outlive.
+enum class Durability {
+  // A crash of the machine: the file is fsynced before the rename and the directory after it.
+  kPowerLoss,
+  // A crash of the writer, while the machine runs: the rename alone, as the page cache outlives
+  // the process. After a power loss the file may be the old one, the new one or torn, so only a
+  // caller that knows which boot wrote it may ask for this (host/dra_checkpoint.h).
+  kThisBoot,
+};
+
+// Writes `contents` to a temporary file in the same directory and renames it over `path`, so
+// readers see either the old or the new file, never a torn one. The file gets `mode`,
 // whatever the umask, also when it replaces one with another mode: a caller that must keep the
 // old mode reads it first. A replaced file keeps its owner and group (an error when they cannot
 // be kept, rather than a silent change). Errors name `path`, never the temporary file.
 absl::Status WriteFileAtomic(const std::string& path, std::string_view contents, mode_t mode,
-                             Backup backup);
+                             Backup backup, Durability durability = Durability::kPowerLoss);
 
 }  // namespace gpunode::core

@@ -77,11 +77,14 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOpt
                                                                      cdi::DriverFiles driver,
                                                                      const host::HostRoot& host,
                                                                      ClaimReader read_claim) {
-  ASSIGN_OR_RETURN(std::optional<host::DraCheckpoint> loaded,
-                   host::ReadDraCheckpoint(options.checkpoint_path));
+  std::unique_ptr<ClaimPreparer> preparer(
+      new ClaimPreparer(std::move(options), std::move(driver), host, std::move(read_claim)));
+  ASSIGN_OR_RETURN(std::optional<host::DraCheckpoint> loaded, preparer->checkpoint_file_.Read());
+  if (!preparer->checkpoint_file_.dropped().empty()) {
+    spdlog::warn("checkpoint {}: {}", preparer->checkpoint_file_.path(),
+                 preparer->checkpoint_file_.dropped());
+  }
   host::DraCheckpoint checkpoint = loaded.value_or(host::DraCheckpoint{});
-  std::unique_ptr<ClaimPreparer> preparer(new ClaimPreparer(
-      std::move(options), std::move(driver), host, std::move(read_claim), host::DraCheckpoint{}));
   preparer->checkpoint_ = checkpoint;
   bool changed = !loaded.has_value();
   if (loaded && checkpoint.boot_id != preparer->options_.boot_id) {
@@ -127,8 +130,7 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOpt
   }
   preparer->checkpoint_.boot_id = preparer->options_.boot_id;
   if (changed) {
-    RETURN_IF_ERROR(
-        host::WriteDraCheckpoint(preparer->options_.checkpoint_path, preparer->checkpoint_));
+    RETURN_IF_ERROR(preparer->checkpoint_file_.Write(preparer->checkpoint_));
   }
   return preparer;
 }
@@ -211,7 +213,7 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
                                      .name = claim.name,
                                      .state = host::ClaimState::kPrepareStarted,
                                      .devices = {}};
-    RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
+    RETURN_IF_ERROR(checkpoint_file_.Write(checkpoint_));
   }
   if (!devices.empty()) {
     ASSIGN_OR_RETURN(cdi::Spec spec, ClaimSpec(claim.uid, devices, driver_, host_, options_));
@@ -226,7 +228,7 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
   record.name = claim.name;
   record.state = host::ClaimState::kPrepareCompleted;
   record.devices = answer;
-  RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
+  RETURN_IF_ERROR(checkpoint_file_.Write(checkpoint_));
   spdlog::info("claim {}: prepared {} device(s)", ClaimName(claim), answer.size());
   return answer;
 }
@@ -266,7 +268,7 @@ absl::Status ClaimPreparer::Unprepare(const std::string& uid) {
   std::string name = core::StrCat(it->second.name_space, "/", it->second.name);
   std::vector<host::PreparedDevice> released = it->second.devices;
   checkpoint_.claims.erase(it);
-  RETURN_IF_ERROR(host::WriteDraCheckpoint(options_.checkpoint_path, checkpoint_));
+  RETURN_IF_ERROR(checkpoint_file_.Write(checkpoint_));
   for (const host::PreparedDevice& device : released) {
     std::string gpu = GpuUuidOf(device.device);
     if (device.time_slice.empty() || gpu.empty()) continue;

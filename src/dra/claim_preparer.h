@@ -76,12 +76,12 @@ class ClaimPreparer {
 
  private:
   ClaimPreparer(PreparerOptions options, cdi::DriverFiles driver, const host::HostRoot& host,
-                ClaimReader read_claim, host::DraCheckpoint checkpoint)
+                ClaimReader read_claim)
       : options_(std::move(options)),
         driver_(std::move(driver)),
         host_(host),
         read_claim_(std::move(read_claim)),
-        checkpoint_(std::move(checkpoint)) {}
+        checkpoint_file_(options_.checkpoint_path, options_.boot_id) {}
 
   absl::StatusOr<std::vector<host::PreparedDevice>> PrepareLocked(const ClaimRef& claim);
   absl::Status RemoveSpec(const std::string& uid);
@@ -95,6 +95,7 @@ class ClaimPreparer {
   const host::HostRoot& host_;
   const ClaimReader read_claim_;
   mutable std::mutex mutex_;
+  host::DraCheckpointFile checkpoint_file_;
   host::DraCheckpoint checkpoint_;  // as on disk
   std::vector<gpu::DraDevice> devices_;
 };

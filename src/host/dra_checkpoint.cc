@@ -1,6 +1,7 @@
 #include "host/dra_checkpoint.h"
 
 #include <filesystem>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -173,6 +174,46 @@ absl::StatusOr<std::optional<DraCheckpoint>> ReadDraCheckpoint(const std::string
 
 absl::Status WriteDraCheckpoint(const std::string& path, const DraCheckpoint& checkpoint) {
   return core::WriteFileAtomic(path, RenderDraCheckpoint(checkpoint), 0600, core::Backup::kNone);
+}
+
+DraCheckpointFile::DraCheckpointFile(std::string path, std::string boot_id)
+    : path_(std::move(path)), boot_id_(std::move(boot_id)) {}
+
+absl::StatusOr<std::optional<DraCheckpoint>> DraCheckpointFile::Read() {
+  dropped_.clear();
+  std::error_code ec;
+  std::string marker;
+  if (std::filesystem::exists(MarkerPath(), ec)) {
+    absl::StatusOr<std::string> text = core::ReadFile(MarkerPath());
+    if (!text.ok()) return text.status();
+    marker = std::string(core::TrimSpace(*text));
+  }
+  marked_ = !marker.empty() && marker == boot_id_;
+  absl::StatusOr<std::optional<DraCheckpoint>> read = ReadDraCheckpoint(path_);
+  if (read.ok() || marker.empty() || marked_) return read;
+  dropped_ = absl::StrCat("the checkpoint of boot ", core::Printable(marker), " cannot be read (",
+                          read.status().message(),
+                          "): a machine crash may leave it so; its claims ended with that boot");
+  DraCheckpoint empty;
+  empty.boot_id = marker;
+  return std::optional<DraCheckpoint>(std::move(empty));
+}
+
+absl::Status DraCheckpointFile::Write(const DraCheckpoint& checkpoint) {
+  std::string text = RenderDraCheckpoint(checkpoint);
+  if (marked_) {
+    return core::WriteFileAtomic(path_, text, 0600, core::Backup::kNone,
+                                 core::Durability::kThisBoot);
+  }
+  // The file first: a marker of this boot must never name a file written in another.
+  if (absl::Status st = core::WriteFileAtomic(path_, text, 0600, core::Backup::kNone); !st.ok())
+    return st;
+  if (absl::Status st =
+          core::WriteFileAtomic(MarkerPath(), boot_id_ + "\n", 0600, core::Backup::kNone);
+      !st.ok())
+    return st;
+  marked_ = true;
+  return absl::OkStatus();
 }
 
 }  // namespace gpunode::host

@@ -59,4 +59,38 @@ absl::StatusOr<std::optional<DraCheckpoint>> ReadDraCheckpoint(const std::string
 // Atomically (core::WriteFileAtomic), mode 0600: it names the pods' claims.
 absl::Status WriteDraCheckpoint(const std::string& path, const DraCheckpoint& checkpoint);
 
+// The plugin's checkpoint file across its writes. A Prepare waits for no disk: within a boot the
+// file is replaced without fsync, which a restarted plugin still reads whole, as the page cache
+// outlives the process. Only a crash of the machine can leave it torn, and that starts another
+// boot, whose claims are dropped anyway. So the boot's first write is fsynced, and then
+// `<path>.boot`, also fsynced, names the boot whose writes the file holds; a file marked with
+// another boot that cannot be read is dropped, not refused.
+//
+// Thread-safety: none; the preparer calls it under its own lock.
+class DraCheckpointFile {
+ public:
+  DraCheckpointFile(std::string path, std::string boot_id);
+
+  // nullopt when there is none (a first start). A file of this boot, or one no boot marker
+  // names (as earlier versions wrote it, fsynced), is read strictly: torn or edited, it is
+  // refused with one line. A file marked with another boot that cannot be read gives an empty
+  // checkpoint of that boot, and `dropped()` says why.
+  absl::StatusOr<std::optional<DraCheckpoint>> Read();
+  // Why the last Read dropped an unreadable file of another boot; empty when it did not.
+  const std::string& dropped() const { return dropped_; }
+  // Replaces the file, mode 0600: fsynced and marked with this boot the first time, unsynced
+  // after that.
+  absl::Status Write(const DraCheckpoint& checkpoint);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string MarkerPath() const { return path_ + ".boot"; }
+
+  std::string path_;
+  std::string boot_id_;
+  bool marked_ = false;  // the marker names this boot
+  std::string dropped_;
+};
+
 }  // namespace gpunode::host

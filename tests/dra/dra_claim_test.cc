@@ -376,5 +376,32 @@ TEST_F(Preparer, ACorruptCheckpointStopsTheStartAndDeletesNothing) {
   EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u9.json"));
 }
 
+// Within a boot the checkpoint is replaced without fsync, so only a machine crash can tear it,
+// and that ends the boot its claims belonged to: the file the boot marker names as another boot's
+// is dropped when it cannot be read, and the plugin starts. One of this boot is still refused.
+TEST_F(Preparer, ATornCheckpointOfAnEarlierBootIsDroppedAndOneOfThisBootRefused) {
+  claims_["c1"] = Claim("u1", json::array({Result("gpu-0")}));
+  ASSERT_TRUE(Make("boot-1")->Prepare({"ml", "c1", "u1"}).ok());
+  const std::string path = Options().checkpoint_path;
+  std::ifstream marker(path + ".boot");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(marker), {}), "boot-1\n");
+  std::ifstream in(path);
+  std::string whole(std::istreambuf_iterator<char>(in), {});
+  std::ofstream(path, std::ios::trunc) << whole.substr(0, whole.size() / 2);
+
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> same_boot =
+      ClaimPreparer::Create(Options("boot-1"), driver_, host_, nullptr);
+  ASSERT_FALSE(same_boot.ok());
+  EXPECT_THAT(same_boot.status().message(), HasSubstr(path));
+
+  std::unique_ptr<ClaimPreparer> rebooted = Make("boot-2");
+  EXPECT_TRUE(rebooted->PreparedClaims().empty());
+  absl::StatusOr<std::optional<host::DraCheckpoint>> on_disk = host::ReadDraCheckpoint(path);
+  ASSERT_TRUE(on_disk.ok() && on_disk->has_value()) << on_disk.status();
+  EXPECT_EQ((*on_disk)->boot_id, "boot-2");
+  std::ifstream remarked(path + ".boot");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(remarked), {}), "boot-2\n");
+}
+
 }  // namespace
 }  // namespace gpunode::dra
