@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "cdi/spec_file.h"
 #include "cdi/validate.h"
+#include "core/text.h"
 #include "core/unix_socket.h"
 #include "doctor/checks.h"
 #include "gpu/dra_devices.h"
@@ -146,6 +147,19 @@ Finding PreparedClaims(const Context& context) {
   absl::StatusOr<std::string> text = context.host().ReadFile(path);
   if (!text.ok()) return Skip("no checkpoint of gpunode's DRA plugin: no claim prepared", path);
   absl::StatusOr<host::DraCheckpoint> checkpoint = host::ParseDraCheckpoint(*text, path);
+  // The claims of an earlier boot ended with it, and a file a machine crash tore can only be of
+  // an earlier boot (host/dra_checkpoint.h): the plugin drops both when it starts.
+  absl::StatusOr<std::string> boot = context.host().ReadFile("/proc/sys/kernel/random/boot_id");
+  absl::StatusOr<std::string> marker = context.host().ReadFile(path + ".boot");
+  std::string written_in = checkpoint.ok() ? checkpoint->boot_id
+                           : marker.ok()   ? std::string(core::TrimSpace(*marker))
+                                           : std::string();
+  std::string this_boot = boot.ok() ? std::string(core::TrimSpace(*boot)) : std::string();
+  if (!this_boot.empty() && !written_in.empty() && written_in != this_boot) {
+    return Warn("the DRA plugin's checkpoint is of an earlier boot",
+                absl::StrCat(path, " names boot ", written_in, "; this boot is ", this_boot),
+                "start the DRA plugin: it drops the earlier boot's claims");
+  }
   if (!checkpoint.ok()) {
     return Fail("the DRA plugin's checkpoint is refused",
                 std::string(checkpoint.status().message()),

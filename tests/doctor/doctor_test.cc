@@ -419,6 +419,20 @@ TEST_F(DraDoctor, APreparedClaimNeedsItsSpecOnDiskAndValid) {
   EXPECT_EQ(Find(Run({}), "dra.claims")["status"], "fail");
 }
 
+// The claims of an earlier boot ended with it, and only a machine crash, which ends a boot, can
+// tear the checkpoint (host/dra_checkpoint.h): both say that the plugin drops them at its start.
+TEST_F(DraDoctor, ACheckpointOfAnEarlierBootIsAWarningTornOrNot) {
+  Write(root_ / "proc/sys/kernel/random/boot_id", "a\n");
+  json finding = Find(Run({}), "dra.claims");
+  EXPECT_EQ(finding["status"], "warn");
+  EXPECT_THAT(finding["evidence"].get<std::string>(), HasSubstr("names boot b; this boot is a"));
+  Write(DraDir() / "checkpoint.json.boot", "b\n");
+  Write(DraDir() / "checkpoint.json", Checkpoint("PrepareCompleted").substr(0, 40));
+  EXPECT_EQ(Find(Run({}), "dra.claims")["status"], "warn");
+  Write(DraDir() / "checkpoint.json.boot", "a\n");
+  EXPECT_EQ(Find(Run({}), "dra.claims")["status"], "fail") << "torn in this boot";
+}
+
 TEST_F(Doctor, PluginSocketThatNobodyServes) {
   plugin_.reset();
   fs::remove(PluginDir() / "nvidia-gpu.sock");
