@@ -49,7 +49,13 @@ struct Case {
   std::string config;              // under tests/fixtures/plugin; empty for none
   std::vector<std::string> flags;  // given to both, in a form both parse
   std::vector<std::string> resources;
+  // What NVIDIA's plugin stops with on this node, where it cannot start; empty where it starts.
+  std::string nvidia_stops_with = {};
 };
+
+const std::string kCaptures = "tests/fixtures/nvidia-smi-xml/";
+// A capture whose GPU has no minor number (docs/DEVICE_PLUGIN.md).
+const std::string kNoMinorNumber = "error getting GPU device minor number: Not Supported";
 
 const std::vector<Case>& Cases() {
   static const std::vector<Case> cases = {
@@ -92,6 +98,43 @@ const std::vector<Case>& Cases() {
        {},
        {"nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb",
         "nvidia.com/mig-3g.40gb", "nvidia.com/mig-4g.40gb", "nvidia.com/mig-7g.80gb"}},
+      {"dgx1-v100", "dgx1-v100", "none", "", {}, {"nvidia.com/gpu"}},
+      {"h200-1", "h200-1", "none", "", {}, {"nvidia.com/gpu"}},
+      // The real `nvidia-smi -q -x` captures of tests/fixtures/nvidia-smi-xml, replayed.
+      {"capture-tesla-p100", kCaptures + "tesla-p100.xml", "none", "", {}, {"nvidia.com/gpu"}},
+      {"capture-rtx-3060", kCaptures + "rtx-3060.xml", "none", "", {}, {"nvidia.com/gpu"}},
+      {"capture-rtx-4090-driver-535",
+       kCaptures + "rtx-4090-driver-535.xml",
+       "none",
+       "",
+       {},
+       {"nvidia.com/gpu"}},
+      {"capture-rtx-pro-6000-driver-580",
+       kCaptures + "rtx-pro-6000-driver-580.xml",
+       "none",
+       "",
+       {},
+       {"nvidia.com/gpu"},
+       kNoMinorNumber},
+      {"capture-rtx-2080-win",
+       kCaptures + "rtx-2080-win.xml",
+       "none",
+       "",
+       {},
+       {"nvidia.com/gpu"},
+       kNoMinorNumber},
+      {"capture-a100-sxm4-mig-single",
+       kCaptures + "a100-sxm4-mig.xml",
+       "single",
+       "",
+       {},
+       {"nvidia.com/gpu"}},
+      {"capture-a100-sxm4-mig-mixed",
+       kCaptures + "a100-sxm4-mig.xml",
+       "mixed",
+       "",
+       {},
+       {"nvidia.com/mig-3g.20gb"}},
   };
   return cases;
 }
@@ -197,6 +240,13 @@ class DevicePluginsSideBySide : public ::testing::Test {
     testing::BackgroundProcess& plugin = *node->process;
     const std::string who = nvidias ? "nvidia" : "gpunode";
     Observations seen;
+    if (nvidias && !c.nvidia_stops_with.empty()) {
+      std::optional<int> exit_code = plugin.Wait(30s);
+      EXPECT_TRUE(exit_code.has_value() && *exit_code != 0) << c.name << ":\n" << plugin.Stderr();
+      EXPECT_THAT(plugin.Stderr(), ::testing::HasSubstr(c.nvidia_stops_with)) << c.name;
+      seen["resources"] = "";
+      return seen;
+    }
     for (const std::string& resource : c.resources) {
       if (!kubelet.WaitForRegistration(resource, 1, 30s)) {
         ADD_FAILURE() << who << " did not register " << resource << " in " << c.name << ":\n"

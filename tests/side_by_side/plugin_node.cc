@@ -34,9 +34,13 @@ PluginNode::PluginNode(std::string source_dir, std::string gpunode)
 }
 
 // A built-in profile at the driver packages' version (cdi_node_prepare wrote them), or a fixture
-// copied there with that version.
+// copied there with that version: a profile YAML, or an `nvidia-smi -q -x` capture whose GPUs are
+// replayed on this node's driver (its <driver_version> replaced, or added where it has none).
 std::string PluginNode::ProfilePath(const std::string& profile) {
-  if (!profile.ends_with(".yaml")) return work_.path() + "/profiles/" + profile + ".yaml";
+  const bool capture = profile.ends_with(".xml");
+  if (!profile.ends_with(".yaml") && !capture) {
+    return work_.path() + "/profiles/" + profile + ".yaml";
+  }
   const std::string copy = work_.path() + "/profiles/" + fs::path(profile).filename().string();
   if (fs::exists(copy)) return copy;
   std::ifstream version_file(work_.path() + "/version");
@@ -44,9 +48,20 @@ std::string PluginNode::ProfilePath(const std::string& profile) {
   std::getline(version_file, version);
   std::ifstream in(source_dir_ + "/" + profile);
   std::ofstream out(copy);
+  const std::string element = "<driver_version>" + version + "</driver_version>";
+  bool versioned = false;
   for (std::string line; std::getline(in, line);) {
-    out << (line.starts_with("driver_version:") ? "driver_version: \"" + version + "\"" : line)
-        << "\n";
+    if (!capture && line.starts_with("driver_version:")) {
+      line = "driver_version: \"" + version + "\"";
+    } else if (capture && line.find("<driver_version>") != std::string::npos) {
+      line = line.substr(0, line.find('<')) + element;
+      versioned = true;
+    }
+    out << line << "\n";
+    if (capture && !versioned && line.find("<nvidia_smi_log>") != std::string::npos) {
+      out << element << "\n";
+      versioned = true;
+    }
   }
   return copy;
 }
