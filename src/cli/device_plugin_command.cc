@@ -9,12 +9,12 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "cli/command.h"
-#include "cli/config_label.h"
 #include "cli/nvml_session.h"
 #include "core/config_map_manifest.h"
 #include "core/file_io.h"
 #include "core/log.h"
 #include "host/plugin_health_state.h"
+#include "plugin/daemon/followed_config.h"
 #include "plugin/daemon/plugin_daemon.h"
 #include "plugin_config/sources.h"
 #include "spdlog/spdlog.h"
@@ -200,7 +200,7 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
   if (!options.check_config.empty()) return CheckConfig(options);
 
   // Before any thread exists, so that every thread leaves these signals to the control loop.
-  absl::StatusOr<plugin::SignalFd> signals = plugin::SignalFd::Open();
+  absl::StatusOr<core::SignalFd> signals = core::SignalFd::Open();
   if (!signals.ok()) return ReportError(signals.status());
 
   absl::StatusOr<plugin_config::ConfigLayer> flags = FlagLayer(options);
@@ -219,9 +219,9 @@ int RunDevicePlugin(const GlobalOptions& global, const DevicePluginOptions& opti
   if (!process.ok()) return ReportError(process.status());
   absl::StatusOr<health::HealthOptions> health = plugin_config::HealthOptionsFrom(*process);
   if (!health.ok()) return ReportError(health.status());
-  absl::StatusOr<FollowedConfig> followed =
-      FollowConfig(*flags, options.config_file, options.default_config, "gpunode-device-plugin",
-                   "the running config stays");
+  absl::StatusOr<plugin::FollowedConfig> followed =
+      plugin::FollowConfig(*flags, options.config_file, options.default_config,
+                           "gpunode-device-plugin", "the running config stays");
   if (!followed.ok()) return ReportError(followed.status());
   const plugin_config::ResolvedConfig* config = &followed->config;
 

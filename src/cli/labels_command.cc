@@ -1,483 +1,31 @@
 // `gpunode labels`: GPU feature discovery's node labels (and, opt-in, the operators' stable
 // scheme) written to NFD's local features file, or onto the node itself through the API server.
-#include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <iostream>
 #include <memory>
-#include <optional>
-#include <utility>
+#include <string>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "cli/command.h"
-#include "cli/config_label.h"
 #include "cli/nvml_session.h"
 #include "cli/report_error.h"
-#include "cli/stop_signals.h"
-#include "core/directory_watch.h"
-#include "core/duration.h"
-#include "core/log.h"
-#include "core/status_macros.h"
-#include "host/host_root.h"
-#include "kube/client.h"
-#include "kube/kubeconfig.h"
-#include "labels/gfd_labels.h"
-#include "labels/label_file.h"
-#include "labels/node_facts.h"
-#include "labels/node_label_writer.h"
-#include "labels/sanitize.h"
-#include "labels/sharing.h"
-#include "labels/stable_labels.h"
-#include "plugin_config/config.h"
-#include "plugin_config/config_dir.h"
-#include "plugin_config/config_file.h"
-#include "plugin_config/sources.h"
-#include "spdlog/spdlog.h"
+#include "labels/run.h"
 
 namespace gpunode::cli {
-namespace {
-
-struct LabelsOptions {
-  std::string output = "/etc/kubernetes/node-feature-discovery/features.d/gfd";
-  bool oneshot = false;
-  std::string interval = "60s";
-  std::string config_file;
-  std::string mig_strategy;
-  std::string machine_type_file = "/sys/class/dmi/id/product_name";
-  bool no_timestamp = false;
-  bool stable_labels = false;
-  std::string stable_label_prefix;
-  std::string write = "file";  // file: NFD's features.d; node: the Node's labels
-  std::string node_name;
-};
-
-// What --write node labels a node with when NVML does not answer there (no NVIDIA driver, or
-// not yet): the device plugin's default affinity needs nvidia.com/gpu.present=true, so the
-// node gets no plugin until the driver answers.
-constexpr char kGpuPresentLabel[] = "nvidia.com/gpu.present";
-
-// The first of GFD's own variables that is set, as GFD reads its settings: flag, then
-// environment. The device plugin's config (its file, default config and MIG strategy) is read
-// through plugin_config/sources.h.
-const char* FirstEnv(std::initializer_list<const char*> names, std::string* which) {
-  for (const char* name : names) {
-    if (const char* value = std::getenv(name)) {
-      *which = name;
-      return value;
-    }
-  }
-  return nullptr;
-}
-
-// GFD's boolean environment variables, read as NVIDIA's GFD reads them (Go's strconv.ParseBool,
-// so GFD_ONESHOT=t counts): unset or empty leaves `*on` as it is; a word ParseBool refuses is an
-// error naming the variable, as GFD's is.
-absl::Status EnvBool(const char* name, bool* on) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return absl::OkStatus();
-  absl::StatusOr<bool> parsed = plugin_config::ParseGoBool(value);
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("environment variable ", name, ": ", parsed.status().message()));
-  }
-  *on = *parsed;
-  return absl::OkStatus();
-}
-
-struct Settings {
-  labels::GfdOptions gfd;
-  absl::Duration interval;
-};
-
-// A flag's text when it was given on the command line, else nullopt.
-std::optional<std::string> Given(const CLI::App& cmd, const char* flag, const std::string& text) {
-  if (cmd.count(flag) == 0) return std::nullopt;
-  return text;
-}
-
-// The device plugin's config file or directory, and where it was named.
-plugin_config::SettingText ConfigFileOf(const LabelsOptions& options, const CLI::App& cmd) {
-  return plugin_config::FlagOrEnvironment(
-             "--config-file", Given(cmd, "--config-file", options.config_file),
-             &plugin_config::ProcessEnvironment, {"CONFIG_FILE", "GFD_CONFIG_FILE"})
-      .value_or(plugin_config::SettingText{"", "--config-file"});
-}
-
-bool IsDirectory(const std::string& path) {
-  std::error_code ec;
-  return !path.empty() && std::filesystem::is_directory(path, ec);
-}
-
-// The directory that holds the config (a ConfigMap mounted whole, or a file's directory), watched
-// before the config is first read so that no edit is missed: the labels then follow the config the
-// device plugin follows. Nothing to watch without a config file.
-std::optional<core::DirectoryWatch> WatchConfig(const std::string& config_file) {
-  if (config_file.empty()) return std::nullopt;
-  std::string dir = IsDirectory(config_file)
-                        ? config_file
-                        : std::filesystem::path(config_file).parent_path().string();
-  if (dir.empty()) dir = ".";
-  absl::StatusOr<core::DirectoryWatch> watch = core::DirectoryWatch::Open(dir);
-  if (!watch.ok()) {
-    spdlog::warn("config changes are not followed: {}; mount the config's directory",
-                 watch.status().message());
-    return std::nullopt;
-  }
-  spdlog::info("watching {} for config changes", dir);
-  return std::move(*watch);
-}
-
-// Whether an event in the config's directory is about the labeller's own output (when --output
-// is in that directory): its rename into place and the temporary directory beside it.
-bool IsOwnOutput(const core::DirectoryEvent& event, const std::string& output) {
-  std::string name = std::filesystem::path(output).filename().string();
-  return !name.empty() &&
-         (event.name == name || absl::StartsWith(event.name, absl::StrCat(".", name, ".tmp.")));
-}
-
-// `label`: the node's nvidia.com/device-plugin.config, which picks the config of a directory.
-absl::StatusOr<Settings> ResolveSettings(const LabelsOptions& options, const CLI::App& cmd,
-                                         const std::optional<std::string>& label) {
-  Settings settings;
-  std::string which;
-
-  auto [config_file, config_source] = ConfigFileOf(options, cmd);
-  if (IsDirectory(config_file)) {
-    // A ConfigMap mounted whole: the same config the device plugin picks.
-    plugin_config::ConfigSelection selection;
-    selection.label = label;
-    selection.default_config =
-        plugin_config::DefaultConfigName(std::nullopt, &plugin_config::ProcessEnvironment);
-    absl::StatusOr<plugin_config::SelectedConfig> selected =
-        plugin_config::SelectConfig(config_file, selection);
-    if (!selected.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(config_source, ": ", selected.status().message()));
-    }
-    config_file = selected->path;
-  }
-  plugin_config::ConfigFile config;
-  if (!config_file.empty()) {
-    absl::StatusOr<plugin_config::ConfigFile> read = plugin_config::ReadConfigFile(config_file);
-    if (!read.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(config_source, ": ", read.status().message()));
-    }
-    config = std::move(*read);
-  }
-  settings.gfd.sharing = labels::SharingFrom(config);
-
-  settings.gfd.mig_strategy = config.flags.mig_strategy.value_or(plugin_config::MigStrategy::kNone);
-  std::optional<plugin_config::SettingText> strategy_text = plugin_config::FlagOrEnvironment(
-      "--mig-strategy", Given(cmd, "--mig-strategy", options.mig_strategy),
-      &plugin_config::ProcessEnvironment, {"MIG_STRATEGY", "GFD_MIG_STRATEGY"});
-  if (strategy_text && !strategy_text->text.empty()) {
-    absl::StatusOr<plugin_config::MigStrategy> strategy =
-        plugin_config::ParseMigStrategy(strategy_text->text);
-    if (!strategy.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(strategy_text->source, ": ", strategy.status().message()));
-    }
-    settings.gfd.mig_strategy = *strategy;
-  }
-
-  std::string interval_text = options.interval, interval_source = "--interval";
-  if (cmd.count("--interval") == 0) {
-    if (const char* env = FirstEnv({"GFD_SLEEP_INTERVAL"}, &which)) {
-      interval_text = env;
-      interval_source = which;
-    }
-  }
-  ASSIGN_OR_RETURN(settings.interval,
-                   core::ParseDuration(interval_source, interval_text, {.min = absl::Seconds(1)}));
-  return settings;
-}
-
-// One pass's labels from NVML: GFD's, and the stable scheme when asked for.
-absl::StatusOr<labels::Labels> ComputeLabels(const nvml::Library& library,
-                                             const host::HostRoot& host,
-                                             const LabelsOptions& options,
-                                             const Settings& settings) {
-  ASSIGN_OR_RETURN(labels::NodeFacts facts, labels::ReadNodeFacts(library));
-  // The bus counts a card the driver did not take (a node with --sim has none of its own).
-  labels::AddPciBus(facts, host);
-  labels::GfdOptions gfd = settings.gfd;
-  if (!options.machine_type_file.empty()) {
-    if (absl::StatusOr<std::string> machine = host.ReadAttribute(options.machine_type_file);
-        machine.ok()) {
-      gfd.machine_type = *machine;
-    } else {
-      // Common on VMs; GFD then says "unknown" too.
-      spdlog::info("gpu.machine: {}", machine.status().message());
-    }
-  }
-  if (!options.no_timestamp) gfd.timestamp = static_cast<int64_t>(std::time(nullptr));
-  labels::Labels all = labels::GfdLabels(facts, gfd);
-  if (options.stable_labels) all.merge(labels::StableLabels(facts, options.stable_label_prefix));
-  return all;
-}
-
-// A failure of the API server to take the labels, as the exit code says it: a node that does not
-// exist or a request the cluster forbids is the operator's to fix (2, as for the cluster
-// commands); anything else is a failure (1).
-absl::Status NodeWriteError(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kUnauthenticated:
-      return AsInputError(status);
-    default:
-      return status;
-  }
-}
-
-// The API server, reached as the node daemons reach it: KUBECONFIG, else the pod's service
-// account.
-absl::StatusOr<labels::NodeLabelWriter> NodeWriter(const std::string& node) {
-  absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
-  if (absl::IsNotFound(access.status())) {
-    return AppendHint(access.status(),
-                      "--write node runs in a pod with a service account (deploy/labels/), or "
-                      "set KUBECONFIG");
-  }
-  if (!access.ok()) return access.status();
-  absl::StatusOr<std::unique_ptr<kube::Client>> client =
-      kube::NewNodeClient(*access, kube::TransportOptions{});
-  if (!client.ok()) return client.status();
-  return labels::NodeLabelWriter(std::move(*client), node);
-}
-
-int RunLabels(const GlobalOptions& global, const LabelsOptions& given, const CLI::App& cmd) {
-  LabelsOptions options = given;
-  std::string which;
-  if (cmd.count("--output") == 0) {
-    if (const char* env = FirstEnv({"GFD_OUTPUT_FILE"}, &which)) options.output = env;
-  }
-  if (cmd.count("--oneshot") == 0) {
-    if (absl::Status st = EnvBool("GFD_ONESHOT", &options.oneshot); !st.ok())
-      return ReportError(st);
-  }
-  if (cmd.count("--no-timestamp") == 0) {
-    if (absl::Status st = EnvBool("GFD_NO_TIMESTAMP", &options.no_timestamp); !st.ok())
-      return ReportError(st);
-  }
-  if (cmd.count("--machine-type-file") == 0) {
-    if (const char* env = FirstEnv({"GFD_MACHINE_TYPE_FILE"}, &which))
-      options.machine_type_file = env;
-  }
-  if (options.output == "json" || options.output == "yaml" || options.output == "table") {
-    // -o is GFD's features file here, never a format: refuse what would silently become ./json.
-    return ReportError(absl::InvalidArgumentError(
-        "-o/--output " + options.output +
-        ": labels writes GFD's key=value lines to the features file -o names, and \"" +
-        options.output + "\" is a format, not a file; give a path, or - for stdout"));
-  }
-  if (absl::Status st = labels::CheckLabelKeyPrefix(options.stable_label_prefix); !st.ok()) {
-    return ReportError(
-        absl::InvalidArgumentError(absl::StrCat("--stable-label-prefix ", st.message())));
-  }
-  if (options.oneshot && cmd.count("--interval") > 0) {
-    return ReportError(absl::InvalidArgumentError(
-        "--oneshot and --interval exclude each other; give one of them"));
-  }
-  if (options.write != "file" && options.write != "node") {
-    return ReportError(absl::InvalidArgumentError(
-        absl::StrCat("--write ", options.write,
-                     ": give file (NFD's features.d, the default) or node (the node's own labels "
-                     "through the API server)")));
-  }
-  const bool to_node = options.write == "node";
-  std::optional<labels::NodeLabelWriter> writer;
-  if (to_node) {
-    if (cmd.count("--output") > 0) {
-      return ReportError(absl::InvalidArgumentError(
-          "-o/--output names the features file of --write file, and --write node writes the "
-          "node's labels through the API server; give one of them"));
-    }
-    if (options.node_name.empty()) {
-      return ReportError(absl::InvalidArgumentError(
-          "--write node: no node; set --node-name (or NODE_NAME) from the pod's spec.nodeName"));
-    }
-    absl::StatusOr<labels::NodeLabelWriter> made = NodeWriter(options.node_name);
-    if (!made.ok()) return ReportError(made.status());
-    writer = std::move(*made);
-  }
-  // Before the label's watch thread starts, which must leave the signals to this thread.
-  sigset_t signals = BlockStopSignals();
-  std::optional<ConfigLabelSource> label;
-  if (IsDirectory(ConfigFileOf(options, cmd).text)) {
-    label = ConfigLabelSource::Follow("gpunode-labels");
-  }
-  auto label_value = [&] { return label ? label->watch().Value() : std::nullopt; };
-  std::optional<core::DirectoryWatch> config_watch;
-  if (!options.oneshot) config_watch = WatchConfig(ConfigFileOf(options, cmd).text);
-  absl::StatusOr<Settings> settings = ResolveSettings(options, cmd, label_value());
-  if (!settings.ok() && label_value()) {
-    // As the device plugin: a label naming a missing or broken config does not stop the labeller.
-    spdlog::error("{}; labelling with the default config instead", settings.status().message());
-    label->Refused(std::string(settings.status().message()),
-                   "labelling with the default config instead");
-    settings = ResolveSettings(options, cmd, std::nullopt);
-  }
-  if (!settings.ok()) return ReportError(settings.status());
-  bool to_stdout = !to_node && (options.output.empty() || options.output == "-");
-  std::string target = to_node     ? "node " + options.node_name
-                       : to_stdout ? "stdout"
-                                   : options.output;
-  spdlog::info(
-      "labels: writing to {} {}; config {}; MIG strategy {}; stable labels {}{}; timestamp {}",
-      target, options.oneshot ? "once" : "every " + absl::FormatDuration(settings->interval),
-      ConfigFileOf(options, cmd).text.empty() ? "none" : ConfigFileOf(options, cmd).text,
-      plugin_config::Name(settings->gfd.mig_strategy), options.stable_labels ? "on" : "off",
-      options.stable_label_prefix.empty() ? "" : " under " + options.stable_label_prefix,
-      options.no_timestamp ? "off" : "on");
-  int stop_fd = signalfd(-1, &signals, SFD_CLOEXEC);
-  if (stop_fd < 0) {
-    return ReportError(absl::InternalError(absl::StrCat("signalfd: ", std::strerror(errno))));
-  }
-  std::unique_ptr<int, void (*)(int*)> stop_fd_closer(&stop_fd, [](int* fd) { close(*fd); });
-
-  absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
-  // A node without NVIDIA's driver (the labels DaemonSet of --write node runs on every node) says
-  // so in its labels and waits for the driver, rather than failing in a loop. A simulator that
-  // does not load is a bad --sim.
-  if (!library.ok() && (!to_node || !global.sim.empty())) return ReportError(library.status());
-  if (!library.ok()) {
-    spdlog::warn("no GPU labels: {}; labelling the node {}=false until NVML answers",
-                 library.status().message(), kGpuPresentLabel);
-  }
-  host::HostRoot host(global.host_root);
-
-  // By a change of the config label or of the config file, logged once the file is written.
-  std::string relabelled;
-  // What the last pass wrote, but its time: tells a relabel from a wake-up that found the config
-  // as it was (a ConfigMap volume is updated in steps, and the first may wake the labeller before
-  // the new version is in place; the last step wakes it again).
-  labels::Labels previous;
-  for (bool first = true;; first = false) {
-    if (!library.ok() && !first) {
-      library = OpenNvml(global);
-      if (library.ok()) spdlog::info("NVML answers now: labelling the node's GPUs");
-    }
-    absl::StatusOr<labels::Labels> computed =
-        library.ok() ? ComputeLabels(**library, host, options, *settings) : labels::Labels{};
-    if (!computed.ok() && (!to_node || options.oneshot)) return ReportError(computed.status());
-    if (!computed.ok()) {
-      // A GPU node whose NVML fails once keeps its labels rather than losing its device plugin.
-      spdlog::error("{}; the node's labels stay as they are", computed.status().message());
-    } else if (to_node) {
-      computed->emplace(kGpuPresentLabel, "false");  // when no GPU answers
-      // The timestamp alone does not rewrite the Node: it says when the labels last changed.
-      absl::StatusOr<labels::NodeLabelWriter::Written> written =
-          writer->Write(*computed, {labels::kTimestampLabel});
-      if (!written.ok()) {
-        // A node that does not exist or a request the cluster forbids is refused at once; a
-        // later failure (the API server away) is retried next time.
-        if (first || options.oneshot) return ReportError(NodeWriteError(written.status()));
-        spdlog::error("{}", written.status().message());
-      } else if (written->patched) {
-        spdlog::info("node {}: {} label(s) set, {} removed", options.node_name, written->set,
-                     written->removed);
-      } else {
-        spdlog::debug("node {}: labels unchanged", options.node_name);
-      }
-    } else {
-      std::string text = labels::FormatLabels(*computed);
-      if (to_stdout) {
-        std::cout << text << std::flush;
-      } else if (absl::Status st = labels::WriteLabelFile(options.output, text); !st.ok()) {
-        // A bad --output is an input error; a later failure (a full disk) is retried next time.
-        if (first || options.oneshot) return ReportError(st);
-        spdlog::error("{}", st.message());
-      }
-    }
-    if (options.oneshot) return kExitOk;
-    if (first && !to_stdout) {
-      spdlog::info("labels written to {}; again every {}", target,
-                   absl::FormatDuration(settings->interval));
-    }
-    labels::Labels all = computed.ok() ? std::move(*computed) : previous;
-    all.erase(labels::kTimestampLabel);
-    if (!relabelled.empty()) {
-      if (all != previous) {
-        spdlog::info("{}: relabelled with the config it selects", relabelled);
-      } else {
-        spdlog::debug("{}: the config it selects gives the same labels", relabelled);
-      }
-      relabelled.clear();
-    }
-    previous = std::move(all);
-
-    // Until the interval has passed, a stop signal, a new config label or a config edit (relabel
-    // at once).
-    struct pollfd fds[3] = {{stop_fd, POLLIN, 0},
-                            {label ? label->watch().fd() : -1, POLLIN, 0},
-                            {config_watch ? config_watch->fd() : -1, POLLIN, 0}};
-    int ms = static_cast<int>(absl::ToInt64Milliseconds(settings->interval));
-    if (poll(fds, 3, ms) < 0 && errno != EINTR) {
-      return ReportError(absl::InternalError(absl::StrCat("poll: ", std::strerror(errno))));
-    }
-    if (fds[0].revents != 0) {
-      // Like GFD: labels of a labeller that stopped must not outlive it. On the node they stay:
-      // a rollout of the labeller must not take the device plugin off the node.
-      if (!to_stdout && !to_node) std::remove(options.output.c_str());
-      return kExitOk;
-    }
-    std::string what;
-    if (fds[1].revents != 0) {
-      label->watch().Clear();
-      what = absl::StrCat("node label ", plugin_config::kConfigLabel, " changed");
-    }
-    if (fds[2].revents != 0) {
-      bool changed = false, gone = false;
-      for (const core::DirectoryEvent& event : config_watch->Read()) {
-        gone |= event.directory_gone;
-        changed |= !IsOwnOutput(event, options.output);
-      }
-      // Watched again before the config is read, as at the start.
-      if (gone) config_watch = WatchConfig(ConfigFileOf(options, cmd).text);
-      if ((changed || gone) && what.empty()) what = "config changed";
-    }
-    if (!what.empty()) {
-      absl::StatusOr<Settings> changed = ResolveSettings(options, cmd, label_value());
-      if (changed.ok()) {
-        relabelled = what;
-        settings = std::move(changed);
-      } else {
-        spdlog::error("{} but is not applied, keeping the labels of the running config: {}", what,
-                      changed.status().message());
-        if (label) {
-          label->Refused(std::string(changed.status().message()),
-                         "the labels of the running config stay");
-        }
-      }
-    }
-  }
-}
-
-}  // namespace
 
 void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
-  auto options = std::make_shared<LabelsOptions>();
+  auto options = std::make_shared<labels::Options>();
+  // GFD's boolean flags; each counts only when given, so that its variable can stand in.
+  auto oneshot = std::make_shared<bool>(false);
+  auto no_timestamp = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "labels",
       "write GPU feature discovery's node labels to NFD's local features file, or onto the node");
   cmd->add_option("-o,--output,--output-file", options->output,
                   "the features file; - for stdout (env GFD_OUTPUT_FILE)")
-      ->capture_default_str();
-  cmd->add_flag("--oneshot", options->oneshot, "label once and exit (env GFD_ONESHOT)");
+      ->default_str(labels::kDefaultOutput);
+  cmd->add_flag("--oneshot", *oneshot, "label once and exit (env GFD_ONESHOT)");
   cmd->add_option("--interval,--sleep-interval", options->interval,
                   "time between relabelings (env GFD_SLEEP_INTERVAL)")
-      ->capture_default_str();
+      ->default_str(labels::kDefaultInterval);
   cmd->add_option("--config-file", options->config_file,
                   "the device plugin's config file, for sharing and the MIG strategy (env "
                   "CONFIG_FILE, GFD_CONFIG_FILE)");
@@ -486,8 +34,8 @@ void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
                   "config file's, else none)");
   cmd->add_option("--machine-type-file", options->machine_type_file,
                   "the DMI product name file, under --host-root (env GFD_MACHINE_TYPE_FILE)")
-      ->capture_default_str();
-  cmd->add_flag("--no-timestamp", options->no_timestamp,
+      ->default_str(labels::kDefaultMachineTypeFile);
+  cmd->add_flag("--no-timestamp", *no_timestamp,
                 "leave out nvidia.com/gfd.timestamp (env GFD_NO_TIMESTAMP)");
   cmd->add_flag("--stable-labels", options->stable_labels,
                 "also write accelerator=nvidia-<model>, gpu.count and gpu.memory=<GiB>g");
@@ -502,8 +50,16 @@ void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
   cmd->add_option("--node-name", options->node_name,
                   "the node --write node labels (env NODE_NAME, from spec.nodeName)")
       ->envname("NODE_NAME");
-  cmd->callback([&global, &run, options, cmd] {
-    run = [&global, options, cmd] { return RunLabels(global, *options, *cmd); };
+  cmd->callback([&global, &run, options, oneshot, no_timestamp, cmd] {
+    if (cmd->count("--oneshot") > 0) options->oneshot = *oneshot;
+    if (cmd->count("--no-timestamp") > 0) options->no_timestamp = *no_timestamp;
+    run = [&global, options] {
+      options->host_root = global.host_root;
+      options->driver_root = global.driver_root;
+      options->simulated = !global.sim.empty();
+      options->open_nvml = NvmlOpener(global);
+      return Report(labels::Run(*options));
+    };
   });
 }
 

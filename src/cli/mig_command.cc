@@ -1,33 +1,19 @@
 // `gpunode mig`: list a node's MIG profiles, and apply or check a layout written in
 // nvidia-mig-parted's config format.
-#include <poll.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "cli/report_error.h"
-#include "core/duration.h"
-#include "kube/kubeconfig.h"
-#include "kube/node_label_watch.h"
 #include "mig/gpu_mig_state.h"
 #include "mig/mig_apply.h"
 #include "mig/mig_config.h"
-#include "mig/mig_manager.h"
+#include "mig/run.h"
 #include "nlohmann/json.hpp"
-#include "plugin/daemon/signal_fd.h"
-#include "spdlog/spdlog.h"
 
 namespace gpunode::cli {
 namespace {
@@ -38,13 +24,7 @@ struct MigOptions {
   std::string config_name;
   bool dry_run = false;
   bool force = false;
-  // mig manager
-  std::string node;
-  std::vector<std::string> client_labels = {"nvidia.com/gpu.deploy.device-plugin",
-                                            "nvidia.com/gpu.deploy.dcgm-exporter"};
-  std::vector<std::string> client_selectors = {"app.kubernetes.io/name=gpunode-device-plugin",
-                                               "app.kubernetes.io/name=gpunode-exporter"};
-  std::string client_timeout = "5m";
+  mig::RunOptions manager;
 };
 
 nlohmann::ordered_json ProfilesJson(const std::vector<mig::GpuMigState>& gpus) {
@@ -158,86 +138,6 @@ int RunAssert(const GlobalOptions& global, const MigOptions& options) {
   return kExitFailures;
 }
 
-int RunManager(const GlobalOptions& global, const MigOptions& options) {
-  // Before the label watch's thread exists, so that this thread alone takes the stop signals.
-  absl::StatusOr<plugin::SignalFd> signals = plugin::SignalFd::Open();
-  if (!signals.ok()) return ReportError(signals.status());
-  absl::StatusOr<absl::Duration> client_timeout =
-      core::ParseDuration("--client-timeout", options.client_timeout, {.min = absl::Seconds(1)});
-  if (!client_timeout.ok()) return ReportError(client_timeout.status());
-  if (options.node.empty()) {
-    return ReportError(absl::InvalidArgumentError(
-        "mig manager: no node; set --node or NODE_NAME (from spec.nodeName in the DaemonSet)"));
-  }
-  // The file is read now to refuse a bad one at start, and again for every change.
-  if (absl::StatusOr<mig::MigConfigFile> file = mig::ReadMigConfig(options.config_file);
-      !file.ok()) {
-    return ReportError(file.status());
-  }
-  auto library = OpenNvml(global);
-  if (!library.ok()) return ReportError(library.status());
-  absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
-  if (absl::IsNotFound(access.status())) {
-    // The manager has no --kubeconfig: it runs as a DaemonSet with a service account.
-    return ReportError(AppendHint(access.status(),
-                                  "run it in a pod with a service account (deploy/mig-manager/), "
-                                  "or set KUBECONFIG"));
-  }
-  if (!access.ok()) return ReportError(access.status());
-  // The watch thread owns one client; the labels are patched and the pods listed through the
-  // other.
-  auto watch_client = kube::NewNodeClient(*access, kube::TransportOptions{});
-  if (!watch_client.ok()) return ReportError(watch_client.status());
-  auto client = kube::NewNodeClient(*access, kube::TransportOptions{});
-  if (!client.ok()) return ReportError(client.status());
-  auto watch =
-      kube::NodeLabelWatch::Start(std::move(*watch_client), options.node, mig::kMigConfigLabel);
-  if (!watch.ok()) return ReportError(watch.status());
-  // A stop signal that comes during a change ends its wait for the clients (which are resumed)
-  // and then the loop.
-  bool stop = false;
-  auto stopping = [&signals, &stop] {
-    while (std::optional<int> signal = signals->Read()) {
-      if (*signal != SIGHUP) {
-        spdlog::info("received signal {}; stopping", *signal);
-        stop = true;
-      }
-    }
-    return stop;
-  };
-  mig::MigManager manager(**library, **client,
-                          mig::ManagerOptions{.node = options.node,
-                                              .config_file = options.config_file,
-                                              .client_labels = options.client_labels,
-                                              .client_selectors = options.client_selectors,
-                                              .client_timeout = *client_timeout,
-                                              .force = options.force,
-                                              .stopping = stopping});
-  spdlog::info(
-      "mig manager: node {}, label {}, config file {}, clients {} ({}), timeout {}", options.node,
-      mig::kMigConfigLabel, options.config_file, absl::StrJoin(options.client_labels, ", "),
-      absl::StrJoin(options.client_selectors, ", "), absl::FormatDuration(*client_timeout));
-  if (!(*watch)->WaitForFirstRead(absl::Seconds(30))) {
-    spdlog::warn("node {}: not read yet ({}); waiting for the label", options.node,
-                 (*watch)->LastError());
-  }
-  std::optional<std::string> done;  // the layout last reconciled
-  while (!stopping()) {
-    (*watch)->Clear();
-    std::optional<std::string> wanted = (*watch)->Value();
-    if (wanted && !wanted->empty() && wanted != done) {
-      manager.Reconcile(*wanted).IgnoreError();  // logged, and said by the state label
-      done = wanted;
-      continue;  // the label may have changed meanwhile
-    }
-    struct pollfd fds[2] = {{signals->fd(), POLLIN, 0}, {(*watch)->fd(), POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0 && errno != EINTR) {
-      return ReportError(absl::InternalError(absl::StrCat("poll: ", std::strerror(errno))));
-    }
-  }
-  return kExitOk;
-}
-
 void AddConfigFlags(CLI::App* cmd, MigOptions& options) {
   cmd->add_option("-f,--config-file", options.config_file, "mig-parted config file (version: v1)")
       ->required();
@@ -271,26 +171,30 @@ void AddMigCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& ru
   CLI::App* manager = mig->add_subcommand(
       "manager", "node daemon: apply the layout the node label nvidia.com/mig.config names");
   manager
-      ->add_option("-f,--config-file", options->config_file,
+      ->add_option("-f,--config-file", options->manager.config_file,
                    "mig-parted config file (version: v1), read again for every change")
       ->envname("CONFIG_FILE")
       ->required();
-  manager->add_option("--node", options->node, "this node's name")->envname("NODE_NAME");
+  manager->add_option("--node", options->manager.node, "this node's name")->envname("NODE_NAME");
   manager
-      ->add_option("--client-label", options->client_labels,
+      ->add_option("--client-label", options->manager.client_labels,
                    "node label of a GPU client's DaemonSet, paused while the GPUs change")
       ->capture_default_str();
   manager
-      ->add_option("--client-selector", options->client_selectors,
+      ->add_option("--client-selector", options->manager.client_selectors,
                    "label selector of a GPU client's pods, waited for until gone")
       ->capture_default_str();
   manager
-      ->add_option("--client-timeout", options->client_timeout,
+      ->add_option("--client-timeout", options->manager.client_timeout,
                    "how long to wait for the client pods to go")
       ->capture_default_str();
-  manager->add_flag("--force", options->force, "change GPUs even while processes use them");
+  manager->add_flag("--force", options->manager.force, "change GPUs even while processes use them");
   manager->callback([&global, &run, options] {
-    run = [&global, options] { return RunManager(global, *options); };
+    run = [&global, options] {
+      options->manager.driver_root = global.driver_root;
+      options->manager.open_nvml = NvmlOpener(global);
+      return Report(mig::Run(options->manager));
+    };
   });
   CLI::App* check = mig->add_subcommand("assert", "exit 0 when the node has the layout, else 1");
   AddConfigFlags(check, *options);

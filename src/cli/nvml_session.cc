@@ -60,4 +60,12 @@ absl::StatusOr<std::unique_ptr<nvml::Library>> OpenNvml(const GlobalOptions& glo
   return library;
 }
 
+nvml::Opener NvmlOpener(const GlobalOptions& global) {
+  return [&global](const std::string& driver_root) {
+    GlobalOptions options = global;
+    options.driver_root = driver_root;
+    return OpenNvml(options);
+  };
+}
+
 }  // namespace gpunode::cli

@@ -15,4 +15,8 @@ namespace gpunode::cli {
 // under --driver-root.
 absl::StatusOr<std::unique_ptr<nvml::Library>> OpenNvml(const GlobalOptions& global);
 
+// OpenNvml for a role that names the driver root itself (the global one, or its config's);
+// `global` must outlive it.
+nvml::Opener NvmlOpener(const GlobalOptions& global);
+
 }  // namespace gpunode::cli

@@ -3,7 +3,6 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "core/text.h"
 
 namespace gpunode::cli {
 
@@ -12,14 +11,6 @@ int ReportError(const absl::Status& status) {
   return status.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailures;
 }
 
-absl::Status AppendHint(const absl::Status& status, std::string_view hint) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), core::StrCat(core::View(status.message()), "; ", hint));
-}
-
-absl::Status AsInputError(const absl::Status& status) {
-  if (status.ok() || status.code() == absl::StatusCode::kInvalidArgument) return status;
-  return absl::InvalidArgumentError(status.message());
-}
+int Report(const absl::Status& status) { return status.ok() ? kExitOk : ReportError(status); }
 
 }  // namespace gpunode::cli

@@ -2,9 +2,8 @@
 // reports through here, so the same failure gives the same exit code in every command.
 #pragma once
 
-#include <string_view>
-
 #include "absl/status/status.h"
+#include "core/status_text.h"
 
 namespace gpunode::cli {
 
@@ -13,12 +12,11 @@ namespace gpunode::cli {
 // and the node, the driver or the cluster failed it (kExitFailures).
 int ReportError(const absl::Status& status);
 
-// The same message as a usage or input error, whatever the reason underneath: for a failure to
-// get what the user named on the command line (a file given with -f, a node by name).
-absl::Status AsInputError(const absl::Status& status);
+// kExitOk for OK, else ReportError's exit code: for a role whose Run returns a Status.
+int Report(const absl::Status& status);
 
-// The same status with "; <hint>" after its message: what this command's own flags can do about
-// a failure reported by a layer that knows no flags (no kubeconfig found).
-absl::Status AppendHint(const absl::Status& status, std::string_view hint);
+// Every command words its errors with these as well.
+using core::AppendHint;
+using core::AsInputError;
 
 }  // namespace gpunode::cli

@@ -2,6 +2,7 @@
 // initialized for the lifetime of the object.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -70,6 +71,12 @@ class Library {
   EntryPoints entry_points_;
   bool initialized_ = false;
 };
+
+// How a command opens NVML for a role: the driver's library under `driver_root`, or the simulator
+// in its place. A role that opens it again (after a failure) or under a root its config names
+// takes one.
+using Opener =
+    std::function<absl::StatusOr<std::unique_ptr<Library>>(const std::string& driver_root)>;
 
 // Calls entry point `member` of Library `lib` with the given arguments.
 #define GPUNODE_NVML_CALL(lib, member, ...) \

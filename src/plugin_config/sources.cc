@@ -285,6 +285,20 @@ absl::StatusOr<ProcessSettings> ResolveProcessSettings(const ProcessFlags& flags
   return settings;
 }
 
+std::string KubeletSocket(const ProcessSettings& settings, const std::string& kubelet_dir) {
+  return settings.kubelet_socket.value_or(kubelet_dir + "/kubelet.sock");
+}
+
+void ApplyDriverRootFlag(const std::string& driver_root, ConfigLayer& flags) {
+  if (!flags.nvidia_driver_root && driver_root != "/") flags.nvidia_driver_root = driver_root;
+}
+
+std::string NvmlDriverRoot(const std::string& driver_root, const Config& config) {
+  if (driver_root != "/") return driver_root;
+  return config.container_driver_root.empty() ? config.nvidia_driver_root
+                                              : config.container_driver_root;
+}
+
 absl::StatusOr<health::HealthOptions> HealthOptionsFrom(const ProcessSettings& settings) {
   health::HealthOptions options;
   ASSIGN_OR_RETURN(

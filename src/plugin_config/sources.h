@@ -115,6 +115,19 @@ struct ProcessSettings {
 absl::StatusOr<ProcessSettings> ResolveProcessSettings(const ProcessFlags& flags,
                                                        const Environment& env);
 
+// Where the plugin registers: --kubelet-socket or KUBELET_SOCKET as resolved (may be ""), else
+// <kubelet_dir>/kubelet.sock.
+std::string KubeletSocket(const ProcessSettings& settings, const std::string& kubelet_dir);
+
+// NVIDIA's --driver-root is gpunode's global one (`driver_root`, "/" when not given): given, it
+// also sets nvidiaDriverRoot, unless --nvidia-driver-root did.
+void ApplyDriverRootFlag(const std::string& driver_root, ConfigLayer& flags);
+
+// Where NVML's library is loaded from: gpunode's --driver-root when given (`driver_root` not
+// "/"); else NVIDIA's nvidiaDriverRoot, or, in a container, containerDriverRoot where the host's
+// driver root is mounted when that is set.
+std::string NvmlDriverRoot(const std::string& driver_root, const Config& config);
+
 // The health monitor's options from the settings (the XID lists, recovery period and flap
 // limit), the same for the device plugin and the DRA plugin. Fails with one line naming the
 // variable whose XID list is wrong.

@@ -90,7 +90,7 @@ class PluginDaemonTest : public ::testing::Test {
   // Runs the daemon on its own thread from `start`, as the caller read it; signals are blocked
   // here first, so the daemon's signalfd receives the stop.
   void Run(const ResolvedConfig& start, ConfigLoader loader) {
-    absl::StatusOr<SignalFd> signals = SignalFd::Open();
+    absl::StatusOr<core::SignalFd> signals = core::SignalFd::Open();
     ASSERT_TRUE(signals.ok()) << signals.status();
     daemon_ =
         std::make_unique<PluginDaemon>(nullptr, options_, std::move(loader), std::move(*signals));

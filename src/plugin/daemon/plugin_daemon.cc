@@ -76,7 +76,7 @@ struct PluginDaemon::Generation {
 };
 
 PluginDaemon::PluginDaemon(const nvml::Library* library, DaemonOptions options, ConfigLoader loader,
-                           SignalFd signals)
+                           core::SignalFd signals)
     : library_(library),
       options_(std::move(options)),
       loader_(std::move(loader)),

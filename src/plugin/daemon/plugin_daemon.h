@@ -13,11 +13,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/directory_watch.h"
+#include "core/signal_fd.h"
 #include "health/health_board.h"
 #include "health/health_monitor.h"
 #include "nvml/library.h"
 #include "plugin/daemon/config_following.h"
-#include "plugin/daemon/signal_fd.h"
 #include "plugin/server/plugin_server.h"
 #include "plugin_config/sources.h"
 
@@ -45,7 +45,7 @@ class PluginDaemon {
   // `library` is null when NVML could not be loaded and failOnInitError is off: the daemon then
   // offers nothing and waits for a signal, as NVIDIA's plugin does.
   PluginDaemon(const nvml::Library* library, DaemonOptions options, ConfigLoader loader,
-               SignalFd signals);
+               core::SignalFd signals);
   ~PluginDaemon();
 
   // Returns OK after a clean stop; an error when the first start fails (InvalidArgument for
@@ -89,7 +89,7 @@ class PluginDaemon {
   const nvml::Library* library_;
   DaemonOptions options_;
   ConfigLoader loader_;
-  SignalFd signals_;
+  core::SignalFd signals_;
   std::optional<core::DirectoryWatch> watch_;  // empty while the directory is gone
   std::optional<std::chrono::steady_clock::time_point> next_rewatch_;
   std::chrono::milliseconds rewatch_backoff_{0};

@@ -23,7 +23,7 @@ std::string Describe(const std::vector<MpsPlan>& plans) {
 }  // namespace
 
 MpsDaemon::MpsDaemon(const nvml::Library& library, Node node, MpsDaemonOptions options,
-                     ConfigLoader loader, SignalFd signals)
+                     ConfigLoader loader, core::SignalFd signals)
     : library_(library),
       node_(std::move(node)),
       options_(std::move(options)),

@@ -15,9 +15,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/directory_watch.h"
+#include "core/signal_fd.h"
 #include "nvml/library.h"
 #include "plugin/daemon/config_following.h"
-#include "plugin/daemon/signal_fd.h"
 #include "plugin/mps/mps_supervisor.h"
 #include "plugin/rm/node.h"
 
@@ -36,7 +36,7 @@ struct MpsDaemonOptions {
 class MpsDaemon {
  public:
   MpsDaemon(const nvml::Library& library, Node node, MpsDaemonOptions options, ConfigLoader loader,
-            SignalFd signals);
+            core::SignalFd signals);
   ~MpsDaemon();
 
   // Starts the daemons `config` plans and keeps them to the config until a stop signal, then
@@ -55,7 +55,7 @@ class MpsDaemon {
   const Node node_;
   MpsDaemonOptions options_;
   ConfigLoader loader_;
-  SignalFd signals_;
+  core::SignalFd signals_;
   std::optional<core::DirectoryWatch> config_watch_;
   std::unique_ptr<MpsSupervisor> supervisor_;
   std::vector<MpsPlan> running_;

@@ -1,4 +1,4 @@
-#include "plugin/daemon/signal_fd.h"
+#include "core/signal_fd.h"
 
 #include <pthread.h>
 #include <sys/signalfd.h>
@@ -10,12 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace gpunode::plugin {
+namespace gpunode::core {
 
-absl::StatusOr<SignalFd> SignalFd::Open() {
+absl::StatusOr<SignalFd> SignalFd::Open(std::initializer_list<int> signals) {
   sigset_t set;
   sigemptyset(&set);
-  for (int signal : {SIGHUP, SIGTERM, SIGINT, SIGQUIT}) sigaddset(&set, signal);
+  for (int signal : signals) sigaddset(&set, signal);
   if (int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0)
     return absl::InternalError(absl::StrCat("pthread_sigmask: ", std::strerror(err)));
   int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -35,4 +35,4 @@ std::optional<int> SignalFd::Read() {
   return static_cast<int>(info.ssi_signo);
 }
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::core

@@ -1,7 +1,7 @@
 // The node label nvidia.com/device-plugin.config, which picks a node's config from a directory of
-// configs (a ConfigMap mounted whole), followed through the API server by the device plugin and
-// the labeller alike; and the node events that report a config the label selects but that cannot
-// be used.
+// configs (a ConfigMap mounted whole), followed through the API server by the device plugin, the
+// MPS control daemon and the labeller alike; and the node events that report a config the label
+// selects but that cannot be used.
 #pragma once
 
 #include <memory>
@@ -11,10 +11,8 @@
 #include "absl/status/statusor.h"
 #include "kube/client.h"
 #include "kube/node_label_watch.h"
-#include "plugin/daemon/config_following.h"
-#include "plugin_config/sources.h"
 
-namespace gpunode::cli {
+namespace gpunode::plugin_config {
 
 class ConfigLabelSource {
  public:
@@ -24,6 +22,11 @@ class ConfigLabelSource {
   // later is a change. Start it after the stop signals are blocked (it starts a thread).
   // `component` reports the events: gpunode-device-plugin, gpunode-labels.
   static std::optional<ConfigLabelSource> Follow(std::string component);
+
+  // Whether NODE_NAME names the node, without which the label is not followed; and the line
+  // that says so, for a caller that says it later than Follow would.
+  static bool NodeNamed();
+  static void SayNotFollowed();
 
   const kube::NodeLabelWatch& watch() const { return *watch_; }
   kube::NodeLabelWatch& watch() { return *watch_; }
@@ -48,22 +51,4 @@ class ConfigLabelSource {
   std::unique_ptr<kube::Client> events_;
 };
 
-// The device plugin's config as a node daemon starts with it and follows it, the plugin and the
-// MPS control daemon alike: a directory of configs is picked from by the node label, followed
-// through the API server (`component` posts the events), and a label naming a config that is
-// missing or broken starts the default instead, said in an event; the config's directory is
-// watched. `refused_outcome` ends the event of a later change that is not applied ("the running
-// config stays"). Start it after the stop signals are blocked (it starts a thread).
-struct FollowedConfig {
-  plugin_config::ResolvedConfig config;  // to start with
-  plugin::ConfigLoader loader;
-  plugin::ConfigFollowing following;
-  std::shared_ptr<ConfigLabelSource> label;  // what `loader` and `following` read and post through
-};
-absl::StatusOr<FollowedConfig> FollowConfig(const plugin_config::ConfigLayer& flags,
-                                            const std::optional<std::string>& config_file,
-                                            const std::optional<std::string>& default_config,
-                                            const std::string& component,
-                                            const std::string& refused_outcome);
-
-}  // namespace gpunode::cli
+}  // namespace gpunode::plugin_config

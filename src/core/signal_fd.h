@@ -1,18 +1,22 @@
-// SIGHUP, SIGTERM, SIGINT and SIGQUIT delivered through a file descriptor, so the daemon's one
-// control loop handles them with the directory events instead of in a signal handler.
+// Signals (SIGHUP, SIGTERM, SIGINT and SIGQUIT unless told others) delivered through a file
+// descriptor, so a daemon's one control loop handles them with its other events instead of in a
+// signal handler.
 #pragma once
 
+#include <csignal>
+#include <initializer_list>
 #include <optional>
 
 #include "absl/status/statusor.h"
 
-namespace gpunode::plugin {
+namespace gpunode::core {
 
 class SignalFd {
  public:
   // Blocks the signals in the calling thread (and every thread it starts later). Call it before
   // any other thread exists.
-  static absl::StatusOr<SignalFd> Open();
+  static absl::StatusOr<SignalFd> Open(std::initializer_list<int> signals = {SIGHUP, SIGTERM,
+                                                                             SIGINT, SIGQUIT});
   SignalFd(SignalFd&& other) noexcept;
   SignalFd& operator=(SignalFd&&) = delete;
   ~SignalFd();
@@ -26,4 +30,4 @@ class SignalFd {
   int fd_ = -1;
 };
 
-}  // namespace gpunode::plugin
+}  // namespace gpunode::core

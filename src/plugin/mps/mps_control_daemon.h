@@ -1,0 +1,36 @@
+// `gpunode mps-control-daemon` from its settings to its end: the device plugin's config read and
+// followed as the plugin reads it, NVML opened where that config says the driver is, and the
+// MpsDaemon run until a stop signal; or the config's MPS limits checked, or the clients' /dev/shm
+// mounted, at once.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nvml/library.h"
+
+namespace gpunode::plugin {
+
+struct MpsControlDaemonOptions {
+  std::optional<std::string> config_file;     // --config-file, else CONFIG_FILE
+  std::optional<std::string> default_config;  // --default-config, else CONFIG_DEFAULT
+  std::optional<std::string> mps_root;        // --mps-root, else MPS_ROOT, else flags.mpsRoot
+  std::string driver_root = "/";              // gpunode's --driver-root ("/": not given)
+  std::string host_root = "/";
+  nvml::Opener open_nvml;
+};
+
+// Runs the control daemons until a stop signal.
+absl::Status RunMpsControlDaemon(const MpsControlDaemonOptions& options);
+
+// --check-config: the lines that say each GPU's MPS limits (threads, pinned memory, clients).
+absl::StatusOr<std::vector<std::string>> CheckMpsControlDaemonConfig(
+    const MpsControlDaemonOptions& options);
+
+// mount-shm: the tmpfs at <mps-root>/shm for the MPS clients' /dev/shm.
+absl::Status MountMpsControlDaemonShm(const MpsControlDaemonOptions& options);
+
+}  // namespace gpunode::plugin
