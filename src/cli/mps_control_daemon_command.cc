@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
+#include "cli/config_flags.h"
 #include "cli/nvml_session.h"
 #include "cli/report_error.h"
 #include "plugin/mps/mps_control_daemon.h"
@@ -16,6 +17,7 @@ namespace gpunode::cli {
 
 void AddMpsControlDaemonCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& run) {
   auto o = std::make_shared<plugin::MpsControlDaemonOptions>();
+  auto config_flags = std::make_shared<ConfigFlags>();
   auto check_config = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "mps-control-daemon",
@@ -26,15 +28,17 @@ void AddMpsControlDaemonCommand(CLI::App& app, const GlobalOptions& global, Comm
   cmd->add_option("--default-config", o->default_config,
                   "with a directory of configs: the one used while the node has no label "
                   "(env CONFIG_DEFAULT)");
-  cmd->add_option("--mps-root", o->mps_root,
-                  "host directory for the daemons' pipes and logs (env MPS_ROOT)");
+  config_flags->Add(*cmd, "--mps-root",
+                    "host directory for the daemons' pipes and logs (env MPS_ROOT)");
   cmd->add_flag("--check-config", *check_config,
                 "print each GPU's MPS limits (threads, pinned memory, clients) and exit");
   CLI::App* shm = cmd->add_subcommand(
       "mount-shm", "mount a tmpfs at <mps-root>/shm for the MPS clients' /dev/shm, and exit");
   shm->fallthrough();
   // The global flags as main leaves them once parsing is done.
-  auto with_global = [&global, o] {
+  auto with_global = [&global, o, config_flags] {
+    // --mps-root, the one config flag here, takes any text.
+    o->flags = config_flags->Layer().value_or(plugin_config::ConfigLayer{});
     o->driver_root = global.driver_root;
     o->host_root = global.host_root;
     o->open_nvml = NvmlOpener(global);

@@ -20,8 +20,7 @@ namespace gpunode::plugin {
 namespace {
 
 plugin_config::ConfigLayer FlagLayer(const MpsControlDaemonOptions& options) {
-  plugin_config::ConfigLayer flags;
-  if (options.mps_root) flags.mps_root = *options.mps_root;
+  plugin_config::ConfigLayer flags = options.flags;
   plugin_config::ApplyDriverRootFlag(options.driver_root, flags);
   return flags;
 }

@@ -11,13 +11,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nvml/library.h"
+#include "plugin_config/layer.h"
 
 namespace gpunode::plugin {
 
 struct MpsControlDaemonOptions {
   std::optional<std::string> config_file;     // --config-file, else CONFIG_FILE
   std::optional<std::string> default_config;  // --default-config, else CONFIG_DEFAULT
-  std::optional<std::string> mps_root;        // --mps-root, else MPS_ROOT, else flags.mpsRoot
+  plugin_config::ConfigLayer flags;           // the config's flags, as given (--mps-root)
   std::string driver_root = "/";              // gpunode's --driver-root ("/": not given)
   std::string host_root = "/";
   nvml::Opener open_nvml;
