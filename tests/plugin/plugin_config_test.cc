@@ -586,6 +586,38 @@ TEST(ProcessSettings, EmptyVariablesAreUnsetButAnEmptyKubeletSocketIsNot) {
   EXPECT_EQ(settings->health_flap_limit, std::nullopt);
 }
 
+TEST(ProcessSettings, KubeletSocketDefaultsUnderTheKubeletDirectory) {
+  ProcessSettings settings;
+  EXPECT_EQ(KubeletSocket(settings, "/var/lib/kubelet/device-plugins"),
+            "/var/lib/kubelet/device-plugins/kubelet.sock");
+  settings.kubelet_socket = "";
+  EXPECT_EQ(KubeletSocket(settings, "/var/lib/kubelet/device-plugins"), "");
+  settings.kubelet_socket = "/run/kubelet.sock";
+  EXPECT_EQ(KubeletSocket(settings, "/var/lib/kubelet/device-plugins"), "/run/kubelet.sock");
+}
+
+// gpunode's --driver-root stands for NVIDIA's: it sets nvidiaDriverRoot unless
+// --nvidia-driver-root does, and it names where NVML is loaded from over the config.
+TEST(DriverRoot, GlobalFlagSetsTheConfigsUnlessItsOwnFlagDoes) {
+  ConfigLayer flags;
+  ApplyDriverRootFlag("/", flags);
+  EXPECT_EQ(flags.nvidia_driver_root, std::nullopt);
+  ApplyDriverRootFlag("/run/nvidia/driver", flags);
+  EXPECT_EQ(flags.nvidia_driver_root, "/run/nvidia/driver");
+  flags.nvidia_driver_root = "/host";
+  ApplyDriverRootFlag("/run/nvidia/driver", flags);
+  EXPECT_EQ(flags.nvidia_driver_root, "/host");
+}
+
+TEST(DriverRoot, NvmlFromTheFlagThenTheContainersMountThenTheConfigsRoot) {
+  Config config;
+  config.nvidia_driver_root = "/run/nvidia/driver";
+  EXPECT_EQ(NvmlDriverRoot("/", config), "/run/nvidia/driver");
+  config.container_driver_root = "/driver-root";
+  EXPECT_EQ(NvmlDriverRoot("/", config), "/driver-root");
+  EXPECT_EQ(NvmlDriverRoot("/opt/driver", config), "/opt/driver");
+}
+
 // A bad value is one line naming the flag or the variable it came from, the value and the fix.
 TEST(ProcessSettings, BadValuesNameTheirSourceAndTheFix) {
   struct Case {
