@@ -13,8 +13,10 @@
 namespace gpunode::health {
 namespace {
 
-// Bounds how long Stop() waits for an NVML wait to return.
-constexpr std::chrono::milliseconds kWaitSlice{200};
+// Bounds how long Stop() waits for an NVML wait to return (NVML's cannot be interrupted), and is
+// how often an idle monitor wakes: each wake is CPU a node spends on nothing (NVIDIA's plugin
+// waits 5 s), and a second keeps a SIGTERM prompt.
+constexpr std::chrono::milliseconds kWaitSlice{1000};
 
 std::string Seconds(std::chrono::milliseconds period) {
   return absl::StrCat(period.count() / 1000.0, "s");
