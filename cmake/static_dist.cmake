@@ -13,9 +13,9 @@
 #   symbols, so each caller uses its own copy and no stream crosses between them.
 # - libcurl: libcurl.a needs nghttp2, rtmp, ssh2, psl, gssapi, ldap and zstd, none of which has an
 #   archive in Debian. The API client loads the shared libcurl on first use (src/kube/client.cc).
-#   The node daemons' small HTTP/1.1 transport speaks TLS through mbedTLS, whose archives are
-#   linked in (src/kube/CMakeLists.txt), and loads the shared libssl, the copy the HTTP module
-#   uses, only where mbedTLS cannot serve (src/kube/tls_client.h).
+#   The node daemons' small HTTP/1.1 client speaks TLS through mbedTLS, whose archives are
+#   linked in (src/http_client/CMakeLists.txt), and loads the shared libssl, the copy the HTTP
+#   module uses, only where mbedTLS cannot serve (src/http_client/tls_client.h).
 # - simdjson, cpp-httplib: Debian has no archives of them. (spdlog, fmt and toml++ have none
 #   either, but they can be compiled in from their headers: see below.)
 # - libstdc++: those C++ libraries (and the simulator) load the shared one anyway.

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "kube/http_response_parser.h"
+#include "http_client/response_parser.h"
 
 namespace {
 
@@ -21,7 +21,7 @@ struct Outcome {
 };
 
 Outcome Parse(std::string_view wire, size_t cut_every, bool head_request) {
-  gpunode::kube::HttpResponseParser parser(head_request);
+  gpunode::http_client::ResponseParser parser(head_request);
   Outcome out;
   auto collect = [&](std::string_view data) {
     out.body.append(data);

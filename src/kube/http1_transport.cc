@@ -7,14 +7,17 @@
 #include "absl/strings/match.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "http_client/http1_connection.h"
+#include "http_client/response_parser.h"
 #include "kube/bearer_token.h"
-#include "kube/http1_connection.h"
-#include "kube/http_response_parser.h"
 
 namespace gpunode::kube {
 
 using core::StrAppend;
 using core::StrCat;
+using http_client::Http1Connection;
+using http_client::ResponseParser;
+using http_client::TlsContext;
 
 namespace {
 
@@ -165,7 +168,7 @@ absl::Status Http1Transport::Exchange(const HttpRequest& request, const std::str
     fresh_needed = reused && !absl::IsDeadlineExceeded(st);
     return st;
   }
-  HttpResponseParser parser(request.method == "HEAD");
+  ResponseParser parser(request.method == "HEAD");
   auto on_body = [&](std::string_view data) {
     bool success = parser.status() >= 200 && parser.status() <= 299;
     if (streaming && success) return request.on_body(data);

@@ -1,7 +1,8 @@
-// A small HttpTransport: HTTP/1.1 over one TCP connection, TLS through the system's OpenSSL
-// (loaded on first use, see openssl_api.h). It exists for the node daemons, which follow one
-// node label and post an event now and then: libcurl would map some 8 MiB of code and data
-// (HTTP/2, IDN, SSH, LDAP, Kerberos, compression) into a process that idles at under 10 MiB.
+// A small HttpTransport: HTTP/1.1 over one TCP connection (src/http_client/), TLS through mbedTLS
+// or the system's OpenSSL, loaded on first use (http_client/tls_client.h says which). It exists
+// for the node daemons, which follow one node label and post an event now and then: libcurl would
+// map some 8 MiB of code and data (HTTP/2, IDN, SSH, LDAP, Kerberos, compression) into a process
+// that idles at under 10 MiB.
 //
 // What it carries of ClusterAccess, as the curl transport does: https with the cluster's CA (or
 // the system trust store when none is given) and verification of the server's name (the host of
@@ -17,7 +18,7 @@
 //
 // Differences from the curl transport: no gzip is offered (the node roles read one node), and
 // responses must be framed by Content-Length, chunked coding or the end of the connection (see
-// http_response_parser.h for what is refused).
+// http_client/response_parser.h for what is refused).
 //
 // Refused (Http1CanServe says why; NewNodeClient in client.h then uses curl): credential plugins
 // (users[].user.exec), a proxy named by https_proxy, HTTPS_PROXY, http_proxy, ALL_PROXY or

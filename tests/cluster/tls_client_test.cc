@@ -1,9 +1,9 @@
-// The node daemons' TLS (kube/tls_client.h): each library against the same HTTPS API server
-// double, with P-256 and RSA certificates, verifying names and addresses as kubectl does, and
-// against Go's crypto/tls with the API server's settings (go_tls_server/); which library a
+// The node daemons' TLS (http_client/tls_client.h): each library against the same HTTPS API
+// server double, with P-256 and RSA certificates, verifying names and addresses as kubectl does,
+// and against Go's crypto/tls with the API server's settings (go_tls_server/); which library a
 // context picks; and the switch to OpenSSL for a server that refuses TLS 1.2, the double's and
 // Go's.
-#include "kube/tls_client.h"
+#include "http_client/tls_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,12 +16,12 @@
 
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
-#include "kube/http1_connection.h"
+#include "http_client/http1_connection.h"
 #include "process.h"
 #include "temp_dir.h"
 #include "test_support.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 namespace {
 
 using gpunode::testing::ApiServerDouble;
@@ -329,4 +329,4 @@ TEST_F(TlsContextTest, AServerThatRefusesTls12IsReachedThroughOpenssl) {
 }
 
 }  // namespace
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

@@ -1,4 +1,4 @@
-#include "kube/http_response_parser.h"
+#include "http_client/response_parser.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "core/printable.h"
 #include "core/text.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 using core::Printable;
 using core::StrCat;
@@ -38,14 +38,14 @@ bool IsTokenChar(char c) {
 
 }  // namespace
 
-absl::Status HttpResponseParser::Fail(std::string message) {
+absl::Status ResponseParser::Fail(std::string message) {
   state_ = State::kFailed;
   keep_alive_ = false;
   error_ = absl::DataLossError(std::move(message));
   return error_;
 }
 
-absl::Status HttpResponseParser::Feed(std::string_view bytes, const BodyFn& on_body) {
+absl::Status ResponseParser::Feed(std::string_view bytes, const BodyFn& on_body) {
   while (!bytes.empty()) {
     switch (state_) {
       case State::kHead: {
@@ -137,14 +137,14 @@ absl::Status HttpResponseParser::Feed(std::string_view bytes, const BodyFn& on_b
   return state_ == State::kFailed ? error_ : absl::OkStatus();
 }
 
-bool HttpResponseParser::Deliver(std::string_view data, const BodyFn& on_body) {
+bool ResponseParser::Deliver(std::string_view data, const BodyFn& on_body) {
   if (data.empty() || !on_body || on_body(data)) return true;
   state_ = State::kStopped;
   keep_alive_ = false;
   return false;
 }
 
-absl::Status HttpResponseParser::Finish() {
+absl::Status ResponseParser::Finish() {
   switch (state_) {
     case State::kToClose:
       state_ = State::kDone;
@@ -165,7 +165,7 @@ absl::Status HttpResponseParser::Finish() {
   }
 }
 
-absl::Status HttpResponseParser::ParseHead() {
+absl::Status ResponseParser::ParseHead() {
   std::string_view rest = head_;
   bool first = true;
   while (!rest.empty()) {
@@ -180,7 +180,7 @@ absl::Status HttpResponseParser::ParseHead() {
   return absl::OkStatus();
 }
 
-absl::Status HttpResponseParser::ParseStatusLine(std::string_view line) {
+absl::Status ResponseParser::ParseStatusLine(std::string_view line) {
   auto digit = [&](size_t i) { return i < line.size() && line[i] >= '0' && line[i] <= '9'; };
   // HTTP/1.x SP 3DIGIT [SP reason]
   if (!absl::StartsWith(absl::string_view(line.data(), line.size()), "HTTP/1.") || !digit(7) ||
@@ -194,7 +194,7 @@ absl::Status HttpResponseParser::ParseStatusLine(std::string_view line) {
   return absl::OkStatus();
 }
 
-absl::Status HttpResponseParser::ParseHeader(std::string_view line) {
+absl::Status ResponseParser::ParseHeader(std::string_view line) {
   if (line.front() == ' ' || line.front() == '\t') {
     return Fail("a folded header line (obsolete line folding is not accepted)");
   }
@@ -240,7 +240,7 @@ absl::Status HttpResponseParser::ParseHeader(std::string_view line) {
   return absl::OkStatus();
 }
 
-void HttpResponseParser::StartBody() {
+void ResponseParser::StartBody() {
   if (http10_) keep_alive_ = false;
   if (chunked_ && has_length_) keep_alive_ = false;  // RFC 9112 6.3: chunked wins, then close
   if (head_request_ || status_ == 204 || status_ == 304) {
@@ -255,7 +255,7 @@ void HttpResponseParser::StartBody() {
   }
 }
 
-absl::Status HttpResponseParser::ChunkLine(std::string_view line) {
+absl::Status ResponseParser::ChunkLine(std::string_view line) {
   if (state_ == State::kChunkEnd) {
     if (!line.empty()) return Fail("a chunk is not followed by its line end");
     state_ = State::kChunkSize;
@@ -285,4 +285,4 @@ absl::Status HttpResponseParser::ChunkLine(std::string_view line) {
   return absl::OkStatus();
 }
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

@@ -1,4 +1,4 @@
-#include "kube/http1_connection.h"
+#include "http_client/http1_connection.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,7 +15,7 @@
 #include "core/status_macros.h"
 #include "core/text.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 using core::StrCat;
 
@@ -172,4 +172,4 @@ absl::StatusOr<size_t> Http1Connection::Read(char* buffer, size_t size, absl::Ti
   }
 }
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

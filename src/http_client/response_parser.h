@@ -20,9 +20,9 @@
 
 #include "absl/status/status.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
-class HttpResponseParser {
+class ResponseParser {
  public:
   static constexpr size_t kMaxHead = 64 * 1024;
 
@@ -30,7 +30,7 @@ class HttpResponseParser {
   using BodyFn = std::function<bool(std::string_view)>;
 
   // `head_request`: the answer to a HEAD, which has headers only.
-  explicit HttpResponseParser(bool head_request = false) : head_request_(head_request) {}
+  explicit ResponseParser(bool head_request = false) : head_request_(head_request) {}
 
   // Consumes `bytes`. Once the status and headers are parsed, `on_body` gets the body as it is
   // framed. Bytes after the end of the response (which a server must not send unasked) make the
@@ -86,4 +86,4 @@ class HttpResponseParser {
   std::string retry_after_;
 };
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

@@ -1,11 +1,11 @@
-#include "kube/http_response_parser.h"
+#include "http_client/response_parser.h"
 
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 namespace {
 
 struct Parsed {
@@ -21,7 +21,7 @@ struct Parsed {
 // `close` says so.
 Parsed Parse(const std::string& wire, const std::vector<size_t>& cuts, bool close = false,
              bool head = false) {
-  HttpResponseParser parser(head);
+  ResponseParser parser(head);
   Parsed out;
   size_t from = 0;
   std::vector<size_t> ends = cuts;
@@ -62,7 +62,7 @@ void ExpectAtEverySplit(const std::string& wire, int code, const std::string& bo
   }
 }
 
-TEST(HttpResponseParser, ContentLengthBodyAtEverySplit) {
+TEST(ResponseParser, ContentLengthBodyAtEverySplit) {
   std::string wire =
       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
       "{\"kind\":\"Node\"}\n";
@@ -71,7 +71,7 @@ TEST(HttpResponseParser, ContentLengthBodyAtEverySplit) {
   EXPECT_TRUE(p.keep_alive);
 }
 
-TEST(HttpResponseParser, ChunkedBodyWithExtensionsAndTrailersAtEverySplit) {
+TEST(ResponseParser, ChunkedBodyWithExtensionsAndTrailersAtEverySplit) {
   std::string wire =
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
       "18\r\n{\"type\":\"ADDED\",\"o\":{}}\n\r\n"
@@ -82,7 +82,7 @@ TEST(HttpResponseParser, ChunkedBodyWithExtensionsAndTrailersAtEverySplit) {
   EXPECT_TRUE(Parse(wire, {}).keep_alive);
 }
 
-TEST(HttpResponseParser, BodyToTheCloseAtEverySplit) {
+TEST(ResponseParser, BodyToTheCloseAtEverySplit) {
   std::string wire = "HTTP/1.0 503 Service Unavailable\nRetry-After: 3\n\nbusy, try later";
   ExpectAtEverySplit(wire, 503, "busy, try later", /*close=*/true);
   Parsed p = Parse(wire, {}, true);
@@ -90,13 +90,13 @@ TEST(HttpResponseParser, BodyToTheCloseAtEverySplit) {
   EXPECT_FALSE(p.keep_alive);
 }
 
-TEST(HttpResponseParser, InterimAnswersAreSkipped) {
+TEST(ResponseParser, InterimAnswersAreSkipped) {
   ExpectAtEverySplit(
       "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}", 201,
       "{}");
 }
 
-TEST(HttpResponseParser, NoBodyForHeadAnd204And304) {
+TEST(ResponseParser, NoBodyForHeadAnd204And304) {
   std::string with_length = "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n";
   Parsed head = Parse(with_length, {}, false, /*head=*/true);
   EXPECT_TRUE(head.done);
@@ -106,7 +106,7 @@ TEST(HttpResponseParser, NoBodyForHeadAnd204And304) {
   EXPECT_FALSE(Parse(with_length, {}).done);  // not a HEAD: 50 bytes are still to come
 }
 
-TEST(HttpResponseParser, ConnectionCloseAndTrailingBytesEndKeepAlive) {
+TEST(ResponseParser, ConnectionCloseAndTrailingBytesEndKeepAlive) {
   EXPECT_FALSE(
       Parse("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", {}).keep_alive);
   Parsed extra = Parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}garbage", {});
@@ -115,8 +115,8 @@ TEST(HttpResponseParser, ConnectionCloseAndTrailingBytesEndKeepAlive) {
   EXPECT_FALSE(extra.keep_alive);
 }
 
-TEST(HttpResponseParser, StopsWhenTheCallerSaysSo) {
-  HttpResponseParser parser;
+TEST(ResponseParser, StopsWhenTheCallerSaysSo) {
+  ResponseParser parser;
   std::string seen;
   absl::Status st =
       parser.Feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n",
@@ -130,7 +130,7 @@ TEST(HttpResponseParser, StopsWhenTheCallerSaysSo) {
   EXPECT_FALSE(parser.keep_alive());
 }
 
-TEST(HttpResponseParser, ACloseBeforeTheEndIsAnError) {
+TEST(ResponseParser, ACloseBeforeTheEndIsAnError) {
   std::vector<std::string> truncated = {
       "",
       "HTTP/1.1 200 OK\r\nContent-",
@@ -148,7 +148,7 @@ TEST(HttpResponseParser, ACloseBeforeTheEndIsAnError) {
             std::string::npos);
 }
 
-TEST(HttpResponseParser, MalformedHeadsAndFramingAreRefused) {
+TEST(ResponseParser, MalformedHeadsAndFramingAreRefused) {
   struct Case {
     std::string wire;
     std::string says;
@@ -180,8 +180,8 @@ TEST(HttpResponseParser, MalformedHeadsAndFramingAreRefused) {
   }
 }
 
-TEST(HttpResponseParser, AnEndlessHeadIsCutOff) {
-  HttpResponseParser parser;
+TEST(ResponseParser, AnEndlessHeadIsCutOff) {
+  ResponseParser parser;
   std::string line = "X-Filler: " + std::string(1000, 'a') + "\r\n";
   absl::Status st = parser.Feed("HTTP/1.1 200 OK\r\n", nullptr);
   for (int i = 0; st.ok() && i < 100; ++i) st = parser.Feed(line, nullptr);
@@ -191,4 +191,4 @@ TEST(HttpResponseParser, AnEndlessHeadIsCutOff) {
 }
 
 }  // namespace
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

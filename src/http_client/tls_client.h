@@ -1,5 +1,5 @@
-// TLS for the node daemons' connections to the API server (src/kube/http1_connection.h), behind
-// one small interface with two libraries:
+// TLS for the node daemons' connections to the API server (http_client/http1_connection.h),
+// behind one small interface with two libraries:
 //
 // - mbedTLS 2.28, TLS 1.2, linked into the binary. Used whenever the cluster's CA is given or
 //   verification is off, which is always the case in a cluster (the service account's ca.crt).
@@ -26,7 +26,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 // Trust and identity for TLS connections, from a cluster's access settings.
 struct TlsSettings {
@@ -96,4 +96,4 @@ class TlsContext {
   std::shared_ptr<const TlsLibrary> library_;  // guarded by mu_
 };
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/text.h"
-#include "kube/tls_client.h"
+#include "http_client/tls_client.h"
 #include "mbedtls/asn1.h"
 #include "mbedtls/ctr_drbg.h"
 #include "mbedtls/entropy.h"
@@ -15,7 +15,7 @@
 #include "mbedtls/ssl.h"
 #include "mbedtls/x509_crt.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 using core::StrCat;
 
@@ -284,4 +284,4 @@ absl::StatusOr<std::shared_ptr<const TlsLibrary>> MakeMbedtlsLibrary(const TlsSe
   return library;
 }
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

@@ -1,14 +1,14 @@
 // The OpenSSL library of tls_client.h, through the table libssl.so.3 is loaded into
-// (kube/openssl_api.h).
+// (http_client/openssl_api.h).
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
 #include "core/text.h"
-#include "kube/openssl_api.h"
-#include "kube/tls_client.h"
+#include "http_client/openssl_api.h"
+#include "http_client/tls_client.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 using core::StrCat;
 
@@ -208,4 +208,4 @@ absl::StatusOr<std::shared_ptr<const TlsLibrary>> MakeOpensslLibrary(const TlsSe
   return library;
 }
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

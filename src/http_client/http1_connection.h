@@ -1,6 +1,6 @@
-// One client connection to the API server: TCP, optionally TLS (kube/tls_client.h), non-blocking
-// underneath so that every read and write honours a deadline. The TLS context (trust, client
-// certificate) is built once per transport and shared by its connections.
+// One client connection to the API server: TCP, optionally TLS (http_client/tls_client.h),
+// non-blocking underneath so that every read and write honours a deadline. The TLS context (trust,
+// client certificate) is built once per transport and shared by its connections.
 //
 // Errors are absl::Status with codes the transport reads: DeadlineExceeded when a deadline
 // passed, PermissionDenied when the server's certificate was not trusted or not for the name,
@@ -15,9 +15,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "kube/tls_client.h"
+#include "http_client/tls_client.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 class Http1Connection {
  public:
@@ -57,4 +57,4 @@ class Http1Connection {
   std::unique_ptr<TlsSession> tls_;  // null for plain HTTP
 };
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

@@ -1,7 +1,7 @@
 // OpenSSL's libssl (and the libcrypto it links), loaded when the node daemons' TLS needs it
-// (kube/tls_client.h says when). The binary links no OpenSSL: the node daemons that never need it
-// should not map it, and the HTTP module (src/http/) loads the same shared copy when it serves
-// TLS, so the process never holds two.
+// (http_client/tls_client.h says when). The binary links no OpenSSL: the node daemons that never
+// need it should not map it, and the HTTP module (src/http/) loads the same shared copy when it
+// serves TLS, so the process never holds two.
 //
 // Thread-safety: Load() may be called from any thread; the table it returns is immutable.
 #pragma once
@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 struct OpensslApi {
   decltype(&OPENSSL_init_ssl) init_ssl;
@@ -63,4 +63,4 @@ struct OpensslApi {
 // Loads libssl.so.3 once per process; the error says which package to install.
 absl::StatusOr<const OpensslApi*> LoadOpenssl();
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

@@ -1,11 +1,11 @@
-#include "kube/tls_client.h"
+#include "http_client/tls_client.h"
 
 #include <arpa/inet.h>
 
 #include "core/log.h"
 #include "spdlog/spdlog.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 std::string IpAddressBytes(const std::string& name) {
   unsigned char bytes[sizeof(in6_addr)];
@@ -46,4 +46,4 @@ absl::Status TlsContext::UseTls13(const TlsLibrary& refused) {
   return absl::OkStatus();
 }
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client

@@ -1,4 +1,4 @@
-#include "kube/openssl_api.h"
+#include "http_client/openssl_api.h"
 
 #include <dlfcn.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/text.h"
 
-namespace gpunode::kube {
+namespace gpunode::http_client {
 
 std::string OpensslApi::LastError() const {
   unsigned long code = err_peek_last_error();
@@ -80,4 +80,4 @@ absl::StatusOr<const OpensslApi*> LoadOpenssl() {
   return &*api;
 }
 
-}  // namespace gpunode::kube
+}  // namespace gpunode::http_client
