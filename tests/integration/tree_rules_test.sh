@@ -29,7 +29,7 @@ includes_of() {
 
 roles="plugin dra metrics labels runtime cluster doctor mig"
 node_model="gpu health plugin_config containerd kube"
-access="nvml host cdi h2grpc http"
+access="nvml host cdi h2grpc http http_client"
 
 # includes_from LAYER_DIRS -- ALLOWED_DIRS: the includes of LAYER_DIRS that name none of ALLOWED.
 includes_outside() {
@@ -48,7 +48,7 @@ for role in $roles; do
 done
 rule "the node model (src/{gpu,health,plugin_config,containerd,kube}/) includes no role and nothing of src/cli/" \
   includes_outside $node_model -- $node_model $access core
-rule "the access layer (src/{nvml,host,cdi,h2grpc,http}/) includes only itself and src/core/" \
+rule "the access layer (src/{nvml,host,cdi,h2grpc,http,http_client}/) includes only itself and src/core/" \
   includes_outside $access -- $access core
 rule "src/core/ includes nothing of gpunode's but itself" includes_outside core -- core
 
