@@ -843,6 +843,19 @@ std::string DevicePluginPodName() {
   return "";
 }
 
+// The node as an upgrade finds it: `plugin` advertising its 8 GPUs, the labels GPU feature
+// discovery sets, deploy/'s device plugin DaemonSet; a kubeconfig with deploy/upgrade's grants,
+// or "" (with the failure reported) when one of these did not come about.
+std::string ReadyForUpgrade(const Plugin& plugin) {
+  if (!AwaitAllocatable({{"nvidia.com/gpu", "8"}})) {
+    ADD_FAILURE() << "the plugin's GPUs did not reach the node:\n" << plugin.Log();
+    return "";
+  }
+  LabelLikeGpuFeatureDiscovery("dgx-h100");
+  if (StandInDevicePluginDaemonSet().empty()) return "";
+  return KubeconfigWithTheGrantsOf("upgrade", "gpunode-upgrade");
+}
+
 // `cluster upgrade` under deploy/upgrade/rbac.yaml's grants, taking the real node through the
 // GPU Operator's states to upgrade-done, holding the real Lease throughout: it renews it while it
 // waits, a second copy finds it held, and it is released at the end. Maintenance is "wait for the
@@ -851,10 +864,7 @@ TEST(UpgradeOnTheRealNode, RollsTheNodeThroughHoldingTheLease) {
   REQUIRE_NODE();
   const std::string node = cluster->node_name();
   Plugin plugin("dgx-h100", {});
-  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
-  LabelLikeGpuFeatureDiscovery("dgx-h100");
-  ASSERT_FALSE(StandInDevicePluginDaemonSet().empty());
-  std::string kubeconfig = KubeconfigWithTheGrantsOf("upgrade", "gpunode-upgrade");
+  std::string kubeconfig = ReadyForUpgrade(plugin);
   ASSERT_FALSE(kubeconfig.empty());
   testing::ProcessResult r;
   r = cluster->Kubectl({"label", "node", node, "pool=training",
@@ -948,10 +958,7 @@ TEST(UpgradeOnTheRealNode, RunsTheMaintenanceJobOnTheCordonedNode) {
   REQUIRE_NODE();
   const std::string node = cluster->node_name();
   Plugin plugin("dgx-h100", {});
-  ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
-  LabelLikeGpuFeatureDiscovery("dgx-h100");
-  ASSERT_FALSE(StandInDevicePluginDaemonSet().empty());
-  std::string kubeconfig = KubeconfigWithTheGrantsOf("upgrade", "gpunode-upgrade");
+  std::string kubeconfig = ReadyForUpgrade(plugin);
   ASSERT_FALSE(kubeconfig.empty());
   // deploy/labels' grants, for its ServiceAccount as installed in the Job's namespace (the
   // policy there matches the account by name in any namespace).
