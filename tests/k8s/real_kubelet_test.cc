@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "helm_runner.h"
@@ -962,8 +963,17 @@ TEST(UpgradeOnTheRealNode, RunsTheMaintenanceJobOnTheCordonedNode) {
   ASSERT_FALSE(kubeconfig.empty());
   // deploy/labels' grants, for its ServiceAccount as installed in the Job's namespace (the
   // policy there matches the account by name in any namespace).
-  testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/labels/rbac.yaml"});
+  const std::string labels_rbac = std::string(GPUNODE_SOURCE_DIR) + "/deploy/labels/rbac.yaml";
+  // Gone afterwards, whatever happens here: the chart's suite installs the same cluster-wide
+  // objects under Helm's ownership.
+  absl::Cleanup remove_labels_rbac = [&] {
+    cluster->Kubectl({"delete", "--ignore-not-found", "-f", labels_rbac});
+    cluster->Kubectl(
+        {"delete", "--ignore-not-found", "clusterrolebinding", "gpunode-labels-in-gpunode-system"});
+    cluster->Kubectl({"delete", "--ignore-not-found", "serviceaccount", "gpunode-labels", "-n",
+                      "gpunode-system"});
+  };
+  testing::ProcessResult r = cluster->Kubectl({"apply", "-f", labels_rbac});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   cluster->Kubectl({"create", "serviceaccount", "gpunode-labels", "-n", "gpunode-system"});
   cluster->Kubectl({"create", "clusterrolebinding", "gpunode-labels-in-gpunode-system",
