@@ -296,7 +296,7 @@ void XidToUnhealthy(int runs) {
     auto after_init = Clock::now();
     if (!library) return;
     init_uncertainty = std::max(init_uncertainty, Ms(after_init - before_init));
-    auto node = plugin::ReadNode(*library, host::HostRoot("/"));
+    auto node = plugin::ReadNode(*library, core::HostRoot("/"));
     auto state = std::make_shared<plugin::PluginState>();
     state->node = *node;
     std::vector<std::string> warnings;

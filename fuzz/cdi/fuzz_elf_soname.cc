@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cdi/elf_soname.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace {
 
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream out(Root() + "/libfuzz.so.1", std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  gpunode::host::HostRoot root(Root());
+  gpunode::core::HostRoot root(Root());
   auto soname = gpunode::cdi::ReadSoname(root, "/libfuzz.so.1");
   if (!soname.ok()) return 0;
   if (soname->empty() || soname->find('\0') != std::string::npos ||

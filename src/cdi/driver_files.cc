@@ -71,7 +71,7 @@ std::string Base(absl::string_view path) {
 }
 
 // The resolved file, or nullopt when it is missing or is not of the wanted kind.
-std::optional<std::string> Resolved(const host::HostRoot& root, const std::string& path,
+std::optional<std::string> Resolved(const core::HostRoot& root, const std::string& path,
                                     mode_t kind) {
   absl::StatusOr<std::string> resolved = ResolveInRoot(root, path);
   if (!resolved.ok()) return std::nullopt;
@@ -87,7 +87,7 @@ DriverFile File(const DiscoveryOptions& options, std::string container_path,
 }
 
 // The libraries: real files named "*.so.<version>", from the ldcache and the usual directories.
-std::vector<DriverFile> FindLibraries(const host::HostRoot& driver, const std::string& version,
+std::vector<DriverFile> FindLibraries(const core::HostRoot& driver, const std::string& version,
                                       const DiscoveryOptions& options,
                                       std::vector<std::string>* missing) {
   std::string suffix = absl::StrCat(".so.", version);
@@ -130,7 +130,7 @@ std::vector<DriverFile> FindLibraries(const host::HostRoot& driver, const std::s
   return libraries;
 }
 
-std::vector<DriverFile> FindBinaries(const host::HostRoot& driver, const DiscoveryOptions& options,
+std::vector<DriverFile> FindBinaries(const core::HostRoot& driver, const DiscoveryOptions& options,
                                      std::vector<std::string>* missing) {
   std::vector<DriverFile> binaries;
   for (const char* name : kBinaries) {
@@ -150,7 +150,7 @@ std::vector<DriverFile> FindBinaries(const host::HostRoot& driver, const Discove
 
 // pkg/nvcdi/driver-nvml.go, getFirmwareSearchPaths: the kernel's custom path first, then
 // /lib/firmware/updates/<release>, /lib/firmware/updates, /lib/firmware/<release>, /lib/firmware.
-std::vector<DriverFile> FindFirmware(const host::HostRoot& driver, const host::HostRoot& host,
+std::vector<DriverFile> FindFirmware(const core::HostRoot& driver, const core::HostRoot& host,
                                      const std::string& version, const DiscoveryOptions& options,
                                      std::vector<std::string>* missing) {
   std::vector<std::string> directories;
@@ -184,7 +184,7 @@ std::vector<DriverFile> FindFirmware(const host::HostRoot& driver, const host::H
   return {};
 }
 
-std::vector<DriverFile> FindIpc(const host::HostRoot& driver, const DiscoveryOptions& options,
+std::vector<DriverFile> FindIpc(const core::HostRoot& driver, const DiscoveryOptions& options,
                                 std::vector<std::string>* missing) {
   std::vector<DriverFile> ipc;
   for (const char* socket : kSockets) {
@@ -215,14 +215,14 @@ std::string UnderRoot(const std::string& root, const std::string& path) {
   return absl::StrCat(trimmed, path);
 }
 
-bool IsExecutableFile(const host::HostRoot& host, const std::string& path) {
+bool IsExecutableFile(const core::HostRoot& host, const std::string& path) {
   std::optional<std::string> file = Resolved(host, path, S_IFREG);
   if (!file) return false;
   absl::StatusOr<struct stat> st = host.Stat(*file);
   return st.ok() && (st->st_mode & 0111) != 0;
 }
 
-absl::StatusOr<std::string> ResolveInRoot(const host::HostRoot& root, const std::string& path) {
+absl::StatusOr<std::string> ResolveInRoot(const core::HostRoot& root, const std::string& path) {
   std::vector<std::string> pending = absl::StrSplit(path, '/', absl::SkipEmpty());
   std::reverse(pending.begin(), pending.end());
   std::string current;  // resolved so far, "" for "/"
@@ -254,12 +254,12 @@ absl::StatusOr<std::string> ResolveInRoot(const host::HostRoot& root, const std:
 }
 
 absl::StatusOr<DriverFiles> DiscoverDriverFiles(const std::string& version,
-                                                const host::HostRoot& host,
+                                                const core::HostRoot& host,
                                                 const DiscoveryOptions& options) {
   if (version.empty()) {
     return absl::FailedPreconditionError("NVML reported no driver version");
   }
-  host::HostRoot driver(options.driver_root);
+  core::HostRoot driver(options.driver_root);
   DriverFiles files;
   files.version = version;
   files.libraries = FindLibraries(driver, version, options, &files.missing);

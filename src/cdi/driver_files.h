@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::cdi {
 
@@ -53,12 +53,12 @@ struct DiscoveryOptions {
 // libnvidia-ml.so.<version>: a spec without them runs nothing, so the error names what is
 // missing and where it was looked for.
 absl::StatusOr<DriverFiles> DiscoverDriverFiles(const std::string& version,
-                                                const host::HostRoot& host,
+                                                const core::HostRoot& host,
                                                 const DiscoveryOptions& options);
 
 // `path` with every symbolic link in it resolved inside `root` (at most 40 links), the way the
 // kernel would resolve it after chroot(root). NotFound when a component does not exist.
-absl::StatusOr<std::string> ResolveInRoot(const host::HostRoot& root, const std::string& path);
+absl::StatusOr<std::string> ResolveInRoot(const core::HostRoot& root, const std::string& path);
 
 // "<root><path>" without a doubled slash: ("/", "/dev/x") -> "/dev/x",
 // ("/run/nvidia/driver", "/dev/x") -> "/run/nvidia/driver/dev/x".
@@ -66,6 +66,6 @@ std::string UnderRoot(const std::string& root, const std::string& path);
 
 // Whether `path` under `host` is an executable regular file (links followed inside the root):
 // the check that the hook a spec names exists where the runtime will run it.
-bool IsExecutableFile(const host::HostRoot& host, const std::string& path);
+bool IsExecutableFile(const core::HostRoot& host, const std::string& path);
 
 }  // namespace gpunode::cdi

@@ -48,7 +48,7 @@ std::string SonameFallback(const std::string& path) { return path.substr(path.rf
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadSoname(const host::HostRoot& root, const std::string& path) {
+absl::StatusOr<std::string> ReadSoname(const core::HostRoot& root, const std::string& path) {
   auto problem = [&](absl::string_view what) {
     return absl::FailedPreconditionError(absl::StrCat(root.Resolve(path), ": ", what));
   };

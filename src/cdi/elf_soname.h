@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::cdi {
 
@@ -16,6 +16,6 @@ namespace gpunode::cdi {
 // file is not a 64-bit little-endian ELF file (the only libraries a spec mounts), is cut short,
 // names more than one SONAME, or names one that is no file name (empty, "." or "..", or with a
 // '/': the hook would make a link elsewhere than beside the library).
-absl::StatusOr<std::string> ReadSoname(const host::HostRoot& root, const std::string& path);
+absl::StatusOr<std::string> ReadSoname(const core::HostRoot& root, const std::string& path);
 
 }  // namespace gpunode::cdi

@@ -31,7 +31,7 @@ std::string WithoutVersion(std::string name) {
 }
 
 // linkExistsInDir: only a symbolic link counts, wherever it points.
-bool IsLink(const host::HostRoot& driver, const std::string& path) {
+bool IsLink(const core::HostRoot& driver, const std::string& path) {
   absl::StatusOr<struct stat> st = driver.Stat(path);
   return st.ok() && S_ISLNK(st->st_mode);
 }
@@ -52,7 +52,7 @@ std::vector<std::string> FixedLinks(const std::string& dir, const std::string& n
 
 }  // namespace
 
-std::vector<std::string> LibraryLinks(const host::HostRoot& driver,
+std::vector<std::string> LibraryLinks(const core::HostRoot& driver,
                                       const std::vector<DriverFile>& libraries,
                                       std::vector<std::string>* missing) {
   std::vector<std::string> links;

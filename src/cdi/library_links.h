@@ -13,14 +13,14 @@
 #include <vector>
 
 #include "cdi/driver_files.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::cdi {
 
 // `libraries` as DiscoverDriverFiles finds them (container paths inside `driver`, the driver
 // root). In the libraries' order, each link once. A library whose SONAME cannot be read adds a
 // line to `missing` and only its fixed links.
-std::vector<std::string> LibraryLinks(const host::HostRoot& driver,
+std::vector<std::string> LibraryLinks(const core::HostRoot& driver,
                                       const std::vector<DriverFile>& libraries,
                                       std::vector<std::string>* missing);
 

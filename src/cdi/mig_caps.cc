@@ -10,7 +10,7 @@
 namespace gpunode::cdi {
 namespace {
 
-std::optional<unsigned> MinorFromCapabilityFile(const host::HostRoot& host,
+std::optional<unsigned> MinorFromCapabilityFile(const core::HostRoot& host,
                                                 const std::string& capability) {
   absl::StatusOr<std::string> text =
       host.ReadFile(absl::StrCat("/proc/driver/nvidia/capabilities/", capability));
@@ -35,7 +35,7 @@ std::optional<unsigned> MinorFromMigMinors(const std::string& mig_minors, const 
 
 }  // namespace
 
-std::vector<std::string> MigCapabilityNodes(const host::HostRoot& host, unsigned gpu_minor,
+std::vector<std::string> MigCapabilityNodes(const core::HostRoot& host, unsigned gpu_minor,
                                             unsigned gi, unsigned ci) {
   absl::StatusOr<std::string> mig_minors = host.ReadFile("/proc/driver/nvidia-caps/mig-minors");
   std::vector<std::string> nodes;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::cdi {
 
@@ -15,7 +15,7 @@ namespace gpunode::cdi {
 // /proc/driver/nvidia/capabilities/gpu<m>/mig/gi<gi>[/ci<ci>]/access ("DeviceFileMinor: N"), or
 // else from /proc/driver/nvidia-caps/mig-minors ("gpu<m>/gi<gi>/access N"). A capability the
 // host does not list is left out.
-std::vector<std::string> MigCapabilityNodes(const host::HostRoot& host, unsigned gpu_minor,
+std::vector<std::string> MigCapabilityNodes(const core::HostRoot& host, unsigned gpu_minor,
                                             unsigned gi, unsigned ci);
 
 }  // namespace gpunode::cdi

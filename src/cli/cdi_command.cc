@@ -13,7 +13,7 @@
 #include "cli/nvml_session.h"
 #include "core/file_io.h"
 #include "core/log.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "nvml/system.h"
 #include "plugin/cdi/cdi_spec.h"
 #include "plugin/rm/node.h"
@@ -64,7 +64,7 @@ int RunCdiGenerate(const GlobalOptions& global, const CdiGenerateOptions& option
   if (!library.ok()) return ReportError(library.status());
   absl::StatusOr<std::string> version = nvml::DriverVersion(**library);
   if (!version.ok()) return ReportError(version.status());
-  host::HostRoot host(global.host_root);
+  core::HostRoot host(global.host_root);
   absl::StatusOr<plugin::Node> node = plugin::ReadNode(**library, host);
   if (!node.ok()) return ReportError(node.status());
   plugin::CdiOptions cdi{

@@ -9,7 +9,7 @@
 #include "cli/nvml_session.h"
 #include "doctor/doctor.h"
 #include "doctor/report.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::cli {
 namespace {
@@ -67,7 +67,7 @@ int RunDoctor(const GlobalOptions& global, const DoctorFlags& flags) {
   if (!library.ok() && !global.sim.empty() && absl::IsInvalidArgument(library.status())) {
     return ReportError(library.status());
   }
-  host::HostRoot host(global.host_root);
+  core::HostRoot host(global.host_root);
   doctor::Context context(host, library.ok() ? library->get() : nullptr,
                           library.ok() ? absl::OkStatus() : library.status(), std::move(options));
   std::vector<doctor::Finding> findings = doctor::RunDoctor(context);

@@ -51,7 +51,7 @@ void FromEnvironment(std::string& value, const CLI::App& cmd, const char* flag, 
 int DryRun(const GlobalOptions& global, const DraPluginFlags& flags) {
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());
-  host::HostRoot host(global.host_root);
+  core::HostRoot host(global.host_root);
   absl::StatusOr<gpu::DraNode> node = gpu::ReadDraNode(**library, host);
   if (!node.ok()) return ReportError(node.status());
   std::string name = flags.node_name.empty() ? "NODE" : flags.node_name;
@@ -117,7 +117,7 @@ int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
   options.nvidia_smi = flags.nvidia_smi;
   options.health = *std::move(health);
 
-  host::HostRoot host(global.host_root);
+  core::HostRoot host(global.host_root);
   absl::Status st = dra::RunDraPlugin(**library, host, {**slices, **claims}, options,
                                       [&stop_signals](absl::Duration wait) {
                                         timespec limit = absl::ToTimespec(wait);

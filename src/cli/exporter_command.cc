@@ -16,7 +16,7 @@
 #include "cli/nvml_session.h"
 #include "cli/stop_signals.h"
 #include "core/duration.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "metrics/attribution_watcher.h"
 #include "metrics/listen_address.h"
 #include "metrics/metrics_server.h"
@@ -55,7 +55,7 @@ int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
 
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());
-  host::HostRoot host(global.host_root);
+  core::HostRoot host(global.host_root);
 
   std::unique_ptr<metrics::AttributionWatcher> pods;
   if (!options.pod_resources_socket.empty()) {

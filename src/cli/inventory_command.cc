@@ -6,7 +6,7 @@
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "gpu/inventory_report.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::cli {
 namespace {
@@ -19,7 +19,7 @@ int RunInventory(const GlobalOptions& global, const InventoryOptions& options) {
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());
   absl::StatusOr<gpu::NodeSnapshot> node =
-      gpu::ReadNodeSnapshot(**library, host::HostRoot(global.host_root));
+      gpu::ReadNodeSnapshot(**library, core::HostRoot(global.host_root));
   if (!node.ok()) return ReportError(node.status());
   if (options.output == "json") {
     std::cout << gpu::InventoryJson(*node).dump(2) << "\n";

@@ -15,7 +15,7 @@ namespace gpunode::doctor {
 namespace {
 
 // The N of every /dev/nvidiaN.
-std::set<unsigned> GpuNodeMinors(const host::HostRoot& host) {
+std::set<unsigned> GpuNodeMinors(const core::HostRoot& host) {
   std::set<unsigned> minors;
   absl::StatusOr<std::vector<std::string>> entries = host.ListDir("/dev");
   if (!entries.ok()) return minors;

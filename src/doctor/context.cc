@@ -4,7 +4,7 @@
 
 namespace gpunode::doctor {
 
-Context::Context(const host::HostRoot& host, const nvml::Library* nvml, absl::Status nvml_status,
+Context::Context(const core::HostRoot& host, const nvml::Library* nvml, absl::Status nvml_status,
                  DoctorOptions options)
     : host_(host),
       nvml_(nvml),

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "doctor/cuda_versions.h"
 #include "gpu/node_snapshot.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "host/pci.h"
 #include "nvml/library.h"
 
@@ -41,10 +41,10 @@ struct DoctorOptions {
 class Context {
  public:
   // `nvml` may be null; `nvml_status` then says why it did not open.
-  Context(const host::HostRoot& host, const nvml::Library* nvml, absl::Status nvml_status,
+  Context(const core::HostRoot& host, const nvml::Library* nvml, absl::Status nvml_status,
           DoctorOptions options);
 
-  const host::HostRoot& host() const { return host_; }
+  const core::HostRoot& host() const { return host_; }
   const nvml::Library* nvml() const { return nvml_; }
   const absl::Status& nvml_status() const { return nvml_status_; }
   const DoctorOptions& options() const { return options_; }
@@ -56,7 +56,7 @@ class Context {
   std::string DevicePluginDir() const;  // a host path
 
  private:
-  const host::HostRoot& host_;
+  const core::HostRoot& host_;
   const nvml::Library* nvml_;
   absl::Status nvml_status_;
   DoctorOptions options_;

@@ -7,7 +7,7 @@
 
 namespace gpunode::doctor {
 
-absl::StatusOr<std::string> KernelModuleVersion(const host::HostRoot& host) {
+absl::StatusOr<std::string> KernelModuleVersion(const core::HostRoot& host) {
   absl::StatusOr<std::string> text = host.ReadFile(kDriverVersionFile);
   if (!text.ok()) return text.status();
   absl::StatusOr<std::string> version = ParseNvrmVersion(*text);

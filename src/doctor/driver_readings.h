@@ -17,7 +17,7 @@ namespace gpunode::doctor {
 inline constexpr char kDriverVersionFile[] = "/proc/driver/nvidia/version";
 
 // The version in /proc/driver/nvidia/version; the error names the file.
-absl::StatusOr<std::string> KernelModuleVersion(const host::HostRoot& host);
+absl::StatusOr<std::string> KernelModuleVersion(const core::HostRoot& host);
 
 struct CudaSupport {
   std::string driver;                    // "550.90.07"; empty when NVML does not say

@@ -118,7 +118,7 @@ Finding ImageGcCheck(const Context& context) {
                 "systemctl status containerd; check that its CRI plugin is enabled");
   }
   const containerd::CriImageFilesystem& imagefs = filesystems->front();
-  absl::StatusOr<host::FilesystemSpace> space = context.host().Space(imagefs.mountpoint);
+  absl::StatusOr<core::FilesystemSpace> space = context.host().Space(imagefs.mountpoint);
   if (!space.ok() || space->capacity_bytes == 0) {
     return Warn("cannot measure the image filesystem containerd names",
                 space.ok() ? absl::StrCat(imagefs.mountpoint, ": capacity 0")

@@ -29,7 +29,7 @@ std::string ClaimName(const ClaimRef& claim) {
 // src/cdi gives that UUID.
 absl::StatusOr<cdi::Spec> ClaimSpec(const std::string& uid,
                                     const std::vector<const gpu::DraDevice*>& devices,
-                                    const cdi::DriverFiles& driver, const host::HostRoot& host,
+                                    const cdi::DriverFiles& driver, const core::HostRoot& host,
                                     const PreparerOptions& options) {
   std::map<unsigned, cdi::GpuDevice> gpus;
   for (const gpu::DraDevice* device : devices) {
@@ -75,7 +75,7 @@ absl::StatusOr<cdi::Spec> ClaimSpec(const std::string& uid,
 
 absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOptions options,
                                                                      cdi::DriverFiles driver,
-                                                                     const host::HostRoot& host,
+                                                                     const core::HostRoot& host,
                                                                      ClaimReader read_claim) {
   std::unique_ptr<ClaimPreparer> preparer(
       new ClaimPreparer(std::move(options), std::move(driver), host, std::move(read_claim)));

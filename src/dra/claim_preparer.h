@@ -20,7 +20,7 @@
 #include "cdi/driver_files.h"
 #include "gpu/dra_devices.h"
 #include "host/dra_checkpoint.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::dra {
 
@@ -56,7 +56,7 @@ class ClaimPreparer {
   // Fails on a checkpoint that does not parse, deleting nothing.
   static absl::StatusOr<std::unique_ptr<ClaimPreparer>> Create(PreparerOptions options,
                                                                cdi::DriverFiles driver,
-                                                               const host::HostRoot& host,
+                                                               const core::HostRoot& host,
                                                                ClaimReader read_claim);
 
   // The devices of the node now (after a MIG change, a GPU lost or back).
@@ -75,7 +75,7 @@ class ClaimPreparer {
   std::string SpecPath(const std::string& uid) const;
 
  private:
-  ClaimPreparer(PreparerOptions options, cdi::DriverFiles driver, const host::HostRoot& host,
+  ClaimPreparer(PreparerOptions options, cdi::DriverFiles driver, const core::HostRoot& host,
                 ClaimReader read_claim)
       : options_(std::move(options)),
         driver_(std::move(driver)),
@@ -92,7 +92,7 @@ class ClaimPreparer {
 
   const PreparerOptions options_;
   const cdi::DriverFiles driver_;
-  const host::HostRoot& host_;
+  const core::HostRoot& host_;
   const ClaimReader read_claim_;
   mutable std::mutex mutex_;
   host::DraCheckpointFile checkpoint_file_;

@@ -28,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-absl::StatusOr<std::string> BootId(const host::HostRoot& host) {
+absl::StatusOr<std::string> BootId(const core::HostRoot& host) {
   ASSIGN_OR_RETURN(std::string id, host.ReadFile("/proc/sys/kernel/random/boot_id"));
   return std::string(absl::StripAsciiWhitespace(id));
 }
@@ -149,7 +149,7 @@ std::string DevicePluginConflict(const std::string& device_plugins_dir,
   return "";
 }
 
-absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& host, ApiClients api,
+absl::Status RunDraPlugin(const nvml::Library& library, const core::HostRoot& host, ApiClients api,
                           const DraPluginOptions& options, const WaitForStop& wait_for_stop) {
   ASSIGN_OR_RETURN(std::string node_json,
                    api.slices.Get(core::StrCat("/api/v1/nodes/", options.node_name)));

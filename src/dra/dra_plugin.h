@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "health/health_monitor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "kube/client.h"
 #include "nvml/library.h"
 
@@ -50,7 +50,7 @@ using WaitForStop = std::function<bool(absl::Duration)>;
 // Fails (one line, before anything is served) when a device plugin already serves nvidia.com/gpu
 // on this node, the driver's files are not under driver_root, the checkpoint is corrupt or the
 // sockets cannot be made.
-absl::Status RunDraPlugin(const nvml::Library& library, const host::HostRoot& host, ApiClients api,
+absl::Status RunDraPlugin(const nvml::Library& library, const core::HostRoot& host, ApiClients api,
                           const DraPluginOptions& options, const WaitForStop& wait_for_stop);
 
 // Why this node must not run the DRA plugin, or nothing: a live device plugin socket (other than

@@ -37,7 +37,7 @@ struct GpuFacts {
 // The PCIe root complex of the GPU at sysfs address `address` ("pci0000:00"), as
 // k8s.io/dynamic-resource-allocation/deviceattribute finds it: the first "pci*" element of the
 // device's resolved sysfs path.
-std::optional<std::string> PcieRoot(const host::HostRoot& host, const std::string& address) {
+std::optional<std::string> PcieRoot(const core::HostRoot& host, const std::string& address) {
   std::error_code ec;
   std::filesystem::path resolved =
       std::filesystem::canonical(host.Resolve(core::StrCat("/sys/bus/pci/devices/", address)), ec);
@@ -50,7 +50,7 @@ std::optional<std::string> PcieRoot(const host::HostRoot& host, const std::strin
 }
 
 // `host` null: no PCIe roots (they are read from sysfs; the names need none).
-absl::StatusOr<GpuFacts> ReadGpuFacts(const nvml::Device& gpu, const host::HostRoot* host,
+absl::StatusOr<GpuFacts> ReadGpuFacts(const nvml::Device& gpu, const core::HostRoot* host,
                                       const ordered& versions) {
   GpuFacts facts;
   ASSIGN_OR_RETURN(std::string name, gpu.Name());
@@ -164,7 +164,7 @@ absl::StatusOr<std::vector<DraDevice>> MigDevices(const nvml::Library& library,
   return out;
 }
 
-absl::StatusOr<DraNode> ReadDevices(const nvml::Library& library, const host::HostRoot* host) {
+absl::StatusOr<DraNode> ReadDevices(const nvml::Library& library, const core::HostRoot* host) {
   DraNode node;
   ASSIGN_OR_RETURN(node.driver_version, nvml::DriverVersion(library));
   ordered versions = ordered::object();
@@ -201,7 +201,7 @@ absl::StatusOr<DraNode> ReadDevices(const nvml::Library& library, const host::Ho
 
 }  // namespace
 
-absl::StatusOr<DraNode> ReadDraNode(const nvml::Library& library, const host::HostRoot& host) {
+absl::StatusOr<DraNode> ReadDraNode(const nvml::Library& library, const core::HostRoot& host) {
   return ReadDevices(library, &host);
 }
 

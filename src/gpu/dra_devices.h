@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "nlohmann/json.hpp"
 #include "nvml/library.h"
 
@@ -67,7 +67,7 @@ struct DraNode {
 
 // Reads the devices from NVML; the PCIe root of each GPU from sysfs under `host`. Fails only when
 // NVML cannot enumerate GPUs or reports no driver version.
-absl::StatusOr<DraNode> ReadDraNode(const nvml::Library& library, const host::HostRoot& host);
+absl::StatusOr<DraNode> ReadDraNode(const nvml::Library& library, const core::HostRoot& host);
 
 // The name of each device ReadDraNode announces, by its UUID (GPU or MIG device), for those who
 // meet a DRA device by its name alone (the exporter, in the kubelet's PodResources answer).

@@ -51,7 +51,7 @@ std::vector<MigDeviceSnapshot> ReadMigDevices(const nvml::Device& gpu,
 }  // namespace
 
 absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const nvml::Library& library,
-                                              const host::HostRoot& host) {
+                                              const core::HostRoot& host) {
   NodeSnapshot node;
   node.driver_version = Optional(nvml::DriverVersion(library));
   if (std::optional<int> cuda = Optional(nvml::CudaDriverVersion(library))) {

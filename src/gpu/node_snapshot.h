@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "nvml/library.h"
 
 namespace gpunode::gpu {
@@ -48,6 +48,6 @@ struct NodeSnapshot {
 // Reads everything from NVML; NUMA nodes the driver does not report come from sysfs under
 // `host`. Fails only when NVML cannot enumerate devices at all.
 absl::StatusOr<NodeSnapshot> ReadNodeSnapshot(const nvml::Library& library,
-                                              const host::HostRoot& host);
+                                              const core::HostRoot& host);
 
 }  // namespace gpunode::gpu

@@ -84,7 +84,7 @@ absl::Status IntFlag(const std::vector<std::string>& args, const char* flag,
   return absl::OkStatus();
 }
 
-absl::Status ApplyFile(const HostRoot& host, const std::string& path,
+absl::Status ApplyFile(const core::HostRoot& host, const std::string& path,
                        KubeletImageSettings& settings) {
   absl::StatusOr<std::string> text = host.ReadFile(path);
   if (!text.ok()) {
@@ -149,7 +149,7 @@ absl::Status ApplyKubeletFlags(const std::vector<std::string>& args,
 }
 
 absl::StatusOr<KubeletImageSettings> ReadKubeletImageSettings(
-    const HostRoot& host, const std::vector<std::string>& args) {
+    const core::HostRoot& host, const std::vector<std::string>& args) {
   KubeletImageSettings settings;
   if (std::optional<std::string> config = FlagValue(args, "--config"); config && !config->empty()) {
     RETURN_IF_ERROR(ApplyFile(host, *config, settings));

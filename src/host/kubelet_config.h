@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::host {
 
@@ -55,7 +55,7 @@ absl::Status ApplyKubeletFlags(const std::vector<std::string>& args,
 
 // All of it for the kubelet started with `args` (its command line, program first). No --config
 // means the kubelet reads no file. A file that cannot be read is an error naming it.
-absl::StatusOr<KubeletImageSettings> ReadKubeletImageSettings(const HostRoot& host,
+absl::StatusOr<KubeletImageSettings> ReadKubeletImageSettings(const core::HostRoot& host,
                                                               const std::vector<std::string>& args);
 
 // "default", "<file>" or "flag --name".

@@ -4,7 +4,7 @@
 
 namespace gpunode::host {
 
-std::optional<std::vector<std::string>> KubeletCommandLine(const HostRoot& host) {
+std::optional<std::vector<std::string>> KubeletCommandLine(const core::HostRoot& host) {
   absl::StatusOr<std::vector<std::string>> entries = host.ListDir("/proc");
   if (!entries.ok()) return std::nullopt;
   for (const std::string& pid : *entries) {

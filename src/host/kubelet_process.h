@@ -7,13 +7,13 @@
 #include <string_view>
 #include <vector>
 
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::host {
 
 // The arguments of the first /proc/<pid>/cmdline whose program is "kubelet", or nullopt when no
 // such process is visible.
-std::optional<std::vector<std::string>> KubeletCommandLine(const HostRoot& host);
+std::optional<std::vector<std::string>> KubeletCommandLine(const core::HostRoot& host);
 
 enum class FlagKind { kValue, kBoolean };
 

@@ -44,7 +44,7 @@ std::string SysfsPciAddress(const std::string& nvml_bus_id) {
   return id;
 }
 
-absl::StatusOr<PciDevice> ReadPciDevice(const HostRoot& host, const std::string& address) {
+absl::StatusOr<PciDevice> ReadPciDevice(const core::HostRoot& host, const std::string& address) {
   PciDevice device;
   device.address = SysfsPciAddress(address);
   std::string dir = absl::StrCat(kPciDevices, "/", device.address);
@@ -76,7 +76,7 @@ absl::StatusOr<PciDevice> ReadPciDevice(const HostRoot& host, const std::string&
   return device;
 }
 
-absl::StatusOr<std::vector<PciDevice>> ScanNvidiaGpus(const HostRoot& host) {
+absl::StatusOr<std::vector<PciDevice>> ScanNvidiaGpus(const core::HostRoot& host) {
   ASSIGN_OR_RETURN(std::vector<std::string> addresses, host.ListDir(kPciDevices));
   std::vector<PciDevice> gpus;
   for (const std::string& address : addresses) {

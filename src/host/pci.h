@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::host {
 
@@ -26,10 +26,10 @@ struct PciDevice {
 
 // NVIDIA display (0x0300) and 3D (0x0302) controllers under /sys/bus/pci/devices, in address
 // order. NVSwitches and audio functions are left out.
-absl::StatusOr<std::vector<PciDevice>> ScanNvidiaGpus(const HostRoot& host);
+absl::StatusOr<std::vector<PciDevice>> ScanNvidiaGpus(const core::HostRoot& host);
 
 // Reads one device by address; accepts NVML's "00000000:07:00.0" form too.
-absl::StatusOr<PciDevice> ReadPciDevice(const HostRoot& host, const std::string& address);
+absl::StatusOr<PciDevice> ReadPciDevice(const core::HostRoot& host, const std::string& address);
 
 // "00000000:07:00.0" (NVML) -> "0000:07:00.0" (sysfs), lower case.
 std::string SysfsPciAddress(const std::string& nvml_bus_id);

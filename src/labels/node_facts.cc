@@ -60,7 +60,7 @@ absl::StatusOr<NodeFacts> ReadNodeFacts(const nvml::Library& library) {
   return facts;
 }
 
-void AddPciBus(NodeFacts& facts, const host::HostRoot& host) {
+void AddPciBus(NodeFacts& facts, const core::HostRoot& host) {
   absl::StatusOr<std::vector<host::PciDevice>> pci = host::ScanNvidiaGpus(host);
   if (!pci.ok()) {
     spdlog::debug("PCI bus not read, GPUs are counted by the driver alone: {}",

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "kube/missing_gpus_label.h"
 #include "nvml/abi.h"
 #include "nvml/library.h"
@@ -49,7 +49,7 @@ absl::StatusOr<NodeFacts> ReadNodeFacts(const nvml::Library& library);
 // Reads the NVIDIA display and 3D controllers on the PCI bus (host::ScanNvidiaGpus) into
 // `facts`: the bus counts a card the driver did not take. A bus that cannot be read (a simulated
 // node without a host tree) changes nothing.
-void AddPciBus(NodeFacts& facts, const host::HostRoot& host);
+void AddPciBus(NodeFacts& facts, const core::HostRoot& host);
 
 // The physical GPUs NVML does not see: the controllers on the bus at an address no answering GPU
 // has, and, where the bus tells nothing more, the rest of physical_count as unknown addresses.

@@ -22,7 +22,7 @@
 #include "core/signal_fd.h"
 #include "core/status_macros.h"
 #include "core/status_text.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "labels/gfd_labels.h"
@@ -201,7 +201,7 @@ absl::StatusOr<Settings> ResolveSettings(const Options& options,
 }
 
 // One pass's labels from NVML: GFD's, and the stable scheme when asked for.
-absl::StatusOr<Labels> ComputeLabels(const nvml::Library& library, const host::HostRoot& host,
+absl::StatusOr<Labels> ComputeLabels(const nvml::Library& library, const core::HostRoot& host,
                                      const Options& options, const Given& given,
                                      const Settings& settings) {
   ASSIGN_OR_RETURN(NodeFacts facts, ReadNodeFacts(library));
@@ -328,7 +328,7 @@ absl::Status Run(const Options& options) {
     spdlog::warn("no GPU labels: {}; labelling the node {}=false until NVML answers",
                  library.status().message(), kGpuPresentLabel);
   }
-  host::HostRoot host(options.host_root);
+  core::HostRoot host(options.host_root);
 
   // By a change of the config label or of the config file, logged once the file is written.
   std::string relabelled;

@@ -6,7 +6,7 @@
 
 namespace gpunode::metrics {
 
-AttributionWatcher::AttributionWatcher(const host::HostRoot& host, AttributionOptions options)
+AttributionWatcher::AttributionWatcher(const core::HostRoot& host, AttributionOptions options)
     : host_(host), options_(std::move(options)), client_(host.Resolve(options_.socket)) {}
 
 AttributionWatcher::~AttributionWatcher() {

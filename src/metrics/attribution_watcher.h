@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "metrics/attribution.h"
 #include "metrics/pod_resources_client.h"
 
@@ -30,7 +30,7 @@ struct AttributionOptions {
 
 class AttributionWatcher {
  public:
-  AttributionWatcher(const host::HostRoot& host, AttributionOptions options);
+  AttributionWatcher(const core::HostRoot& host, AttributionOptions options);
   ~AttributionWatcher();
   AttributionWatcher(const AttributionWatcher&) = delete;
   AttributionWatcher& operator=(const AttributionWatcher&) = delete;
@@ -48,7 +48,7 @@ class AttributionWatcher {
  private:
   void Run();
 
-  const host::HostRoot& host_;
+  const core::HostRoot& host_;
   const AttributionOptions options_;
   PodResourcesClient client_;
 

@@ -77,7 +77,7 @@ void SplitByHolder(DeviceReading& device) {
 
 }  // namespace
 
-Sampler::Sampler(const nvml::Library& library, const host::HostRoot& host, XidWatcher* xids,
+Sampler::Sampler(const nvml::Library& library, const core::HostRoot& host, XidWatcher* xids,
                  AttributionWatcher* pods, SamplerOptions options)
     : library_(library),
       host_(host),

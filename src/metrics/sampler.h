@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "metrics/attribution_watcher.h"
 #include "metrics/gpu_reader.h"
 #include "metrics/xid_watcher.h"
@@ -33,7 +33,7 @@ struct SamplerOptions {
 class Sampler {
  public:
   // `xids` and `pods` may be null (no XID watching; no pod attribution). They must outlive this.
-  Sampler(const nvml::Library& library, const host::HostRoot& host, XidWatcher* xids,
+  Sampler(const nvml::Library& library, const core::HostRoot& host, XidWatcher* xids,
           AttributionWatcher* pods, SamplerOptions options);
   ~Sampler();
   Sampler(const Sampler&) = delete;
@@ -63,7 +63,7 @@ class Sampler {
   // Held for a whole sample: the reader, the counters and the spare buffer are the sample's.
   std::mutex sampling_;
   const nvml::Library& library_;
-  const host::HostRoot& host_;
+  const core::HostRoot& host_;
   XidWatcher* xids_;
   AttributionWatcher* pods_;
   const SamplerOptions options_;

@@ -22,7 +22,7 @@ TEST(ElfSonameTest, TheDynamicSectionsSonameOrTheFileName) {
   testing::TempDir dir("gpunode-soname");
   dir.Write("libcuda.so.535.261.03", testing::ElfLibrary({"libcuda.so.1"}));
   dir.Write("libnvidia-pkcs11.so.535.261.03", testing::ElfLibrary({}));
-  host::HostRoot root(dir.path());
+  core::HostRoot root(dir.path());
   EXPECT_EQ(ReadSoname(root, "/libcuda.so.535.261.03").value_or("?"), "libcuda.so.1");
   // As debug/elf and the toolkit take it: no SONAME, the file's own name.
   EXPECT_EQ(ReadSoname(root, "/libnvidia-pkcs11.so.535.261.03").value_or("?"),
@@ -38,7 +38,7 @@ TEST(ElfSonameTest, WhatIsNotOneLibraryIsAnError) {
   dir.Write("elf32", elf32);
   std::string cut = testing::ElfLibrary({"liba.so.1"});
   dir.Write("cut", cut.substr(0, cut.size() - 10));  // the section headers cut short
-  host::HostRoot root(dir.path());
+  core::HostRoot root(dir.path());
   EXPECT_THAT(ReadSoname(root, "/two").status().message(), HasSubstr("more than one SONAME"));
   EXPECT_THAT(ReadSoname(root, "/text").status().message(), HasSubstr("not an ELF file"));
   EXPECT_THAT(ReadSoname(root, "/elf32").status().message(), HasSubstr("not a 64-bit"));
@@ -53,7 +53,7 @@ TEST(ElfSonameTest, ASonameThatIsNoFileNameIsRefused) {
   dir.Write("up", testing::ElfLibrary({"../../usr/lib/libc.so.6"}));
   dir.Write("dots", testing::ElfLibrary({".."}));
   dir.Write("empty", testing::ElfLibrary({""}));
-  host::HostRoot root(dir.path());
+  core::HostRoot root(dir.path());
   for (const char* file : {"/up", "/dots", "/empty"}) {
     absl::StatusOr<std::string> soname = ReadSoname(root, file);
     EXPECT_FALSE(soname.ok()) << file << ": " << soname.value_or("");
@@ -70,7 +70,7 @@ TEST(ElfSonameTest, AHeaderThatClaimsHugeSectionsIsAnError) {
   elf[0x3C] = '\xff';  // ... times e_shnum 0xffff
   elf[0x3D] = '\xff';
   dir.Write("huge", elf);
-  host::HostRoot root(dir.path());
+  core::HostRoot root(dir.path());
   EXPECT_THAT(ReadSoname(root, "/huge").status().message(), HasSubstr("too large"));
 }
 
@@ -87,7 +87,7 @@ TEST(ElfSonameTest, RealLibrariesAgreeWithReadelf) {
     }
   }
   ASSERT_GE(libraries.size(), 3u);
-  host::HostRoot root("/");
+  core::HostRoot root("/");
   std::regex soname(R"(\(SONAME\)\s+Library soname: \[([^\]]+)\])");
   for (const std::string& library : libraries) {
     testing::ProcessResult r =

@@ -46,7 +46,7 @@ TEST(LibraryLinksTest, SonameAndUnversionedLinksWhereTheDriverHasThem) {
 
   std::vector<std::string> missing;
   std::vector<std::string> links = LibraryLinks(
-      host::HostRoot(root.path()),
+      core::HostRoot(root.path()),
       {Library("libcuda.so.550.90.07"), Library("libnvidia-cfg.so.550.90.07"),
        Library("libnvidia-ml.so.550.90.07"), Library("libnvidia-opticalflow.so.550.90.07"),
        Library("libnvidia-pkcs11.so.550.90.07")},

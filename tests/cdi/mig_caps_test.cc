@@ -28,7 +28,7 @@ TEST(MigCapsTest, TheDriversCapabilityFilesComeFirst) {
         "DeviceFileMinor: 22\nDeviceFileMode: 292\nDeviceFileModify: 1\n");
   Write(root.path() + "/proc/driver/nvidia-caps/mig-minors",
         "gpu1/gi2/access 99\ngpu1/gi2/ci0/access 98\ngpu1/gi3/access 30\ngpu1/gi3/ci1/access 32\n");
-  host::HostRoot host(root.path());
+  core::HostRoot host(root.path());
   EXPECT_THAT(MigCapabilityNodes(host, 1, 2, 0),
               ElementsAre("/dev/nvidia-caps/nvidia-cap21", "/dev/nvidia-caps/nvidia-cap22"));
   EXPECT_THAT(MigCapabilityNodes(host, 1, 3, 1),

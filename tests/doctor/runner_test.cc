@@ -2,7 +2,7 @@
 #include "doctor/runner.h"
 
 #include "gtest/gtest.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::doctor {
 namespace {
@@ -13,7 +13,7 @@ Check HostOk(std::string id, std::vector<std::string> needs = {}) {
 }
 
 TEST(DoctorRunner, AGpuCheckWithoutNvmlIsSkippedWithWhyAndNeverRuns) {
-  host::HostRoot host("/");
+  core::HostRoot host("/");
   Context context(host, nullptr, absl::FailedPreconditionError("libnvidia-ml.so.1 not found"), {});
   bool ran = false;
   std::vector<Check> checks = {
@@ -37,7 +37,7 @@ TEST(DoctorRunner, AGpuCheckWithoutNvmlIsSkippedWithWhyAndNeverRuns) {
 }
 
 TEST(DoctorRunner, PrerequisitesRunFirstAndBlockWhatBuildsOnThem) {
-  host::HostRoot host("/");
+  core::HostRoot host("/");
   Context context(host, nullptr, absl::UnavailableError("no driver"), {});
   std::vector<Check> checks = {
       HostOk("test.top", {"test.bottom"}),

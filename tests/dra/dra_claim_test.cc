@@ -186,7 +186,7 @@ class Preparer : public ::testing::Test {
   }
 
   testing::TempDir dir_{"gpunode-dra-prepare"};
-  host::HostRoot host_{"/nonexistent-host"};
+  core::HostRoot host_{"/nonexistent-host"};
   std::vector<gpu::DraDevice> devices_;
   cdi::DriverFiles driver_;
   std::map<std::string, json> claims_;

@@ -33,7 +33,7 @@ class DevicesOnEveryNode : public ::testing::TestWithParam<std::string> {};
 TEST_P(DevicesOnEveryNode, AreNvidiasNamesWithValuesTheApiAccepts) {
   std::unique_ptr<nvml::Library> library = testing::OpenSimulator(GetParam());
   ASSERT_NE(library, nullptr);
-  host::HostRoot host("/nonexistent-host");
+  core::HostRoot host("/nonexistent-host");
   absl::StatusOr<gpu::DraNode> node = gpu::ReadDraNode(*library, host);
   ASSERT_TRUE(node.ok()) << node.status();
   absl::StatusOr<gpu::NodeSnapshot> snapshot = gpu::ReadNodeSnapshot(*library, host);
@@ -110,7 +110,7 @@ TEST(DraDevices, AnA100WithMigOnIsAnnouncedAsItsMigDevicesWithTheirProfiles) {
   std::unique_ptr<nvml::Library> library = testing::OpenSimulator("a100-mig");
   ASSERT_NE(library, nullptr);
   absl::StatusOr<gpu::DraNode> node =
-      gpu::ReadDraNode(*library, host::HostRoot("/nonexistent-host"));
+      gpu::ReadDraNode(*library, core::HostRoot("/nonexistent-host"));
   ASSERT_TRUE(node.ok()) << node.status();
   const gpu::DraDevice& first = node->devices.front();
   // 1g.10gb is GPU instance profile 19 on an A100 80GB, its first placement at slice 0.
@@ -146,7 +146,7 @@ TEST(DraDevices, ThePcieRootComesFromTheHostsSysfs) {
   std::unique_ptr<nvml::Library> library = testing::OpenSimulator("h200-1");
   ASSERT_NE(library, nullptr);
   absl::StatusOr<gpu::DraNode> without =
-      gpu::ReadDraNode(*library, host::HostRoot("/nonexistent-host"));
+      gpu::ReadDraNode(*library, core::HostRoot("/nonexistent-host"));
   ASSERT_TRUE(without.ok()) << without.status();
   ASSERT_EQ(without->devices.size(), 1u);
   EXPECT_FALSE(without->devices[0].attributes.contains("resource.kubernetes.io/pcieRoot"));
@@ -159,7 +159,7 @@ TEST(DraDevices, ThePcieRootComesFromTheHostsSysfs) {
   std::filesystem::create_directories(root / "sys/bus/pci/devices");
   std::filesystem::create_directory_symlink("../../../devices/pci0000:17/0000:17:01.0/" + address,
                                             root / "sys/bus/pci/devices" / address);
-  absl::StatusOr<gpu::DraNode> with = gpu::ReadDraNode(*library, host::HostRoot(root.string()));
+  absl::StatusOr<gpu::DraNode> with = gpu::ReadDraNode(*library, core::HostRoot(root.string()));
   std::filesystem::remove_all(root);
   ASSERT_TRUE(with.ok()) << with.status();
   EXPECT_EQ(with->devices[0].attributes["resource.kubernetes.io/pcieRoot"]["string"], "pci0000:17");

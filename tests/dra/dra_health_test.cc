@@ -9,7 +9,7 @@
 #include "gpu/dra_devices.h"
 #include "gtest/gtest.h"
 #include "health/health_monitor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "sim_library.h"
 
 namespace gpunode::dra {
@@ -119,7 +119,7 @@ class SimulatedHealth {
     library_ = testing::OpenSimulator(profile);
     if (library_ == nullptr) return;
     absl::StatusOr<gpu::DraNode> node =
-        gpu::ReadDraNode(*library_, host::HostRoot("/nonexistent-host"));
+        gpu::ReadDraNode(*library_, core::HostRoot("/nonexistent-host"));
     EXPECT_TRUE(node.ok()) << node.status();
     if (node.ok()) devices_ = node->devices;
     monitor_ = health::HealthMonitor::Start(

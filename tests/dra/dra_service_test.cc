@@ -78,7 +78,7 @@ class KubeletSide : public ::testing::Test {
   }
 
   testing::TempDir dir_{"gpunode-dra-service"};
-  host::HostRoot host_{"/nonexistent-host"};
+  core::HostRoot host_{"/nonexistent-host"};
   std::unique_ptr<ClaimPreparer> preparer_;
   HealthFeed health_{"node-a"};
   std::unique_ptr<h2grpc::Server> service_;

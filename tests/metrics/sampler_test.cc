@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "sim_library.h"
 
 namespace gpunode::metrics {
@@ -24,7 +24,7 @@ long SamplesTotal(const std::string& exposition) {
 TEST(Sampler, SamplesFromSeveralThreadsAreTakenOneAtATime) {
   std::unique_ptr<nvml::Library> library = testing::OpenSimulator("dgx-h100");
   ASSERT_NE(library, nullptr);
-  host::HostRoot host("/");
+  core::HostRoot host("/");
   // The background thread samples every millisecond, next to the callers' samples.
   Sampler sampler(*library, host, nullptr, nullptr,
                   {.hostname = "node-a", .interval = absl::Milliseconds(1)});

@@ -134,7 +134,7 @@ TEST(KubeletFlagsOverride, EveryImageFlag) {
 }
 
 TEST_F(KubeletImageSettingsRead, FileThenDropInsThenFlags) {
-  HostRoot host(root_.string());
+  core::HostRoot host(root_.string());
   Write("etc/kubelet.yaml", "imageGCHighThresholdPercent: 70\nimageGCLowThresholdPercent: 50\n");
   Write("etc/kubelet.conf.d/20-b.conf", "imageGCLowThresholdPercent: 40\n");
   Write("etc/kubelet.conf.d/10-a.conf", "imageGCLowThresholdPercent: 30\n");
@@ -151,7 +151,7 @@ TEST_F(KubeletImageSettingsRead, FileThenDropInsThenFlags) {
 }
 
 TEST_F(KubeletImageSettingsRead, WithoutConfigTheDefaultsAndAMissingFileIsNamed) {
-  HostRoot host(root_.string());
+  core::HostRoot host(root_.string());
   absl::StatusOr<KubeletImageSettings> settings = ReadKubeletImageSettings(host, {"kubelet"});
   ASSERT_TRUE(settings.ok());
   EXPECT_TRUE(settings->files.empty());

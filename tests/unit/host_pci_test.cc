@@ -50,7 +50,7 @@ class PciScan : public ::testing::Test {
 };
 
 TEST_F(PciScan, FindsOnlyNvidiaDisplayAnd3dControllers) {
-  absl::StatusOr<std::vector<PciDevice>> gpus = ScanNvidiaGpus(HostRoot(root_.string()));
+  absl::StatusOr<std::vector<PciDevice>> gpus = ScanNvidiaGpus(core::HostRoot(root_.string()));
   ASSERT_TRUE(gpus.ok()) << gpus.status();
   ASSERT_EQ(gpus->size(), 2u);
   EXPECT_EQ((*gpus)[0].address, "0000:07:00.0");
@@ -67,22 +67,22 @@ TEST_F(PciScan, FindsOnlyNvidiaDisplayAnd3dControllers) {
 }
 
 TEST_F(PciScan, ReadsByNvmlBusId) {
-  absl::StatusOr<PciDevice> gpu = ReadPciDevice(HostRoot(root_.string()), "00000000:C1:00.0");
+  absl::StatusOr<PciDevice> gpu = ReadPciDevice(core::HostRoot(root_.string()), "00000000:C1:00.0");
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   EXPECT_EQ(gpu->address, "0000:c1:00.0");
   EXPECT_EQ(gpu->numa_node, 1);
 }
 
 TEST_F(PciScan, MissingSysfsIsAnErrorNamingThePath) {
-  absl::StatusOr<std::vector<PciDevice>> gpus = ScanNvidiaGpus(HostRoot("/nonexistent-root"));
+  absl::StatusOr<std::vector<PciDevice>> gpus = ScanNvidiaGpus(core::HostRoot("/nonexistent-root"));
   ASSERT_FALSE(gpus.ok());
   EXPECT_NE(gpus.status().message().find("/nonexistent-root/sys/bus/pci/devices"),
             absl::string_view::npos);
 }
 
 TEST(HostRoot, ResolvesUnderTheRoot) {
-  EXPECT_EQ(HostRoot("/").Resolve("/proc/modules"), "/proc/modules");
-  EXPECT_EQ(HostRoot("/fixture/").Resolve("/proc/modules"), "/fixture/proc/modules");
+  EXPECT_EQ(core::HostRoot("/").Resolve("/proc/modules"), "/proc/modules");
+  EXPECT_EQ(core::HostRoot("/fixture/").Resolve("/proc/modules"), "/fixture/proc/modules");
 }
 
 TEST(SysfsAddress, ShortensNvmlDomain) {

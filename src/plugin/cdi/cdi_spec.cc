@@ -11,7 +11,7 @@
 
 namespace gpunode::plugin {
 
-std::vector<cdi::GpuDevice> CdiDevices(const Node& node, const host::HostRoot& host) {
+std::vector<cdi::GpuDevice> CdiDevices(const Node& node, const core::HostRoot& host) {
   std::vector<cdi::GpuDevice> gpus;
   for (const NodeGpu& gpu : node.gpus) {
     cdi::GpuDevice device{.index = gpu.index, .uuid = gpu.uuid, .minor = gpu.minor};
@@ -27,7 +27,7 @@ std::vector<cdi::GpuDevice> CdiDevices(const Node& node, const host::HostRoot& h
 }
 
 absl::StatusOr<NodeCdiSpec> BuildNodeCdiSpec(const Node& node, const std::string& driver_version,
-                                             const host::HostRoot& host,
+                                             const core::HostRoot& host,
                                              const CdiOptions& options) {
   absl::StatusOr<cdi::DriverFiles> driver = cdi::DiscoverDriverFiles(
       driver_version, host, {.driver_root = options.driver_root, .dev_root = options.dev_root});

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "cdi/spec.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "plugin/rm/node.h"
 
 namespace gpunode::plugin {
@@ -31,13 +31,13 @@ struct NodeCdiSpec {
 };
 
 // The node's GPUs and MIG devices as CDI devices, the MIG capability nodes read from `host`.
-std::vector<cdi::GpuDevice> CdiDevices(const Node& node, const host::HostRoot& host);
+std::vector<cdi::GpuDevice> CdiDevices(const Node& node, const core::HostRoot& host);
 
 // The spec for the node and the driver `driver_version` found under options.driver_root,
 // checked against the CDI schema. Fails when the driver's libraries are not there or the spec
 // does not validate.
 absl::StatusOr<NodeCdiSpec> BuildNodeCdiSpec(const Node& node, const std::string& driver_version,
-                                             const host::HostRoot& host, const CdiOptions& options);
+                                             const core::HostRoot& host, const CdiOptions& options);
 
 // The file name CDI registries expect: "<vendor>-<class>.json", e.g.
 // "k8s.device-plugin.nvidia.com-gpu.json".

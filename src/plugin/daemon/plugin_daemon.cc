@@ -98,7 +98,7 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
   auto state = std::make_shared<PluginState>();
   state->config = config;
   if (library_ != nullptr) {
-    host::HostRoot host(options_.host_root);
+    core::HostRoot host(options_.host_root);
     absl::StatusOr<Node> node = ReadNode(*library_, host);
     if (!node.ok()) {
       if (config.fail_on_init_error) return node.status();
@@ -112,7 +112,7 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
   absl::StatusOr<std::vector<Resource>> resources = BuildResources(state->node, config, &warnings);
   if (!resources.ok()) return resources.status();
   for (const std::string& warning : warnings) spdlog::warn("{}", warning);
-  state->host = ReadHostDevices(host::HostRoot(options_.host_root), config.dev_root());
+  state->host = ReadHostDevices(core::HostRoot(options_.host_root), config.dev_root());
 
   if (config.Uses(DeviceListStrategy::kCdiAnnotations) ||
       config.Uses(DeviceListStrategy::kCdiCri)) {
@@ -128,7 +128,7 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
     if (resource.mps) mps_plans[resource.MpsName()] = MpsPlanKey(resource, state->node);
   }
   if (!mps_plans.empty()) {
-    std::string root = host::HostRoot(options_.host_root).Resolve(config.mps_root);
+    std::string root = core::HostRoot(options_.host_root).Resolve(config.mps_root);
     state->mps = std::make_shared<MpsReadiness>(root, std::move(mps_plans), *generation->board);
   }
   generation->state = state;
@@ -162,7 +162,7 @@ absl::Status PluginDaemon::WriteNodeCdiSpec(const Config& config, const Node& no
                  .dev_root = config.dev_root(),
                  .hook_path = options_.cdi_hooks_disabled ? "" : config.nvidia_cdi_hook_path};
   absl::StatusOr<NodeCdiSpec> spec =
-      BuildNodeCdiSpec(node, *version, host::HostRoot(options_.host_root), cdi);
+      BuildNodeCdiSpec(node, *version, core::HostRoot(options_.host_root), cdi);
   if (!spec.ok()) return spec.status();
   for (const std::string& warning : spec->warnings) spdlog::warn("CDI spec: {}", warning);
   for (const std::string& missing : spec->left_out)

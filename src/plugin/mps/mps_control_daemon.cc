@@ -6,7 +6,7 @@
 #include "core/log.h"
 #include "core/signal_fd.h"
 #include "core/status_macros.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "plugin/daemon/followed_config.h"
 #include "plugin/mps/mps_control.h"
 #include "plugin/mps/mps_daemon.h"
@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<std::string>> CheckMpsControlDaemonConfig(
   ASSIGN_OR_RETURN(
       std::unique_ptr<nvml::Library> library,
       options.open_nvml(plugin_config::NvmlDriverRoot(options.driver_root, resolved.config)));
-  ASSIGN_OR_RETURN(Node node, ReadNode(*library, host::HostRoot(options.host_root)));
+  ASSIGN_OR_RETURN(Node node, ReadNode(*library, core::HostRoot(options.host_root)));
   ASSIGN_OR_RETURN(std::vector<MpsPlan> plans, PlanMps(*library, resolved.config, node));
   std::vector<std::string> lines;
   if (plans.empty()) lines.push_back("no resource is shared through MPS (sharing.mps)");
@@ -65,7 +65,7 @@ absl::Status RunMpsControlDaemon(const MpsControlDaemonOptions& options) {
 
   std::string driver_root = plugin_config::NvmlDriverRoot(options.driver_root, config.config);
   ASSIGN_OR_RETURN(std::unique_ptr<nvml::Library> library, options.open_nvml(driver_root));
-  ASSIGN_OR_RETURN(Node node, ReadNode(*library, host::HostRoot(options.host_root)));
+  ASSIGN_OR_RETURN(Node node, ReadNode(*library, core::HostRoot(options.host_root)));
 
   MpsDaemonOptions daemon;
   daemon.binary = FindMpsControl(driver_root);

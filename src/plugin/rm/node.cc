@@ -62,7 +62,7 @@ absl::StatusOr<Node> NodeFromSnapshot(
   return node;
 }
 
-absl::StatusOr<Node> ReadNode(const nvml::Library& library, const host::HostRoot& host) {
+absl::StatusOr<Node> ReadNode(const nvml::Library& library, const core::HostRoot& host) {
   ASSIGN_OR_RETURN(gpu::NodeSnapshot snapshot, gpu::ReadNodeSnapshot(library, host));
   std::vector<std::optional<nvml::Device>> devices;
   std::vector<std::optional<unsigned>> minors;

@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "gpu/node_snapshot.h"
 #include "health/health_monitor.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 #include "nvml/library.h"
 #include "plugin/allocation/link_score.h"
 
@@ -48,7 +48,7 @@ absl::StatusOr<Node> NodeFromSnapshot(
     const gpu::NodeSnapshot& snapshot, const std::vector<std::optional<unsigned>>& minors,
     const std::function<std::optional<nvmlGpuTopologyLevel_t>(size_t, size_t)>& pcie_level);
 
-absl::StatusOr<Node> ReadNode(const nvml::Library& library, const host::HostRoot& host);
+absl::StatusOr<Node> ReadNode(const nvml::Library& library, const core::HostRoot& host);
 
 // The GPUs and MIG devices the health monitor watches for the plugin, in `node.gpus` order (so
 // that board positions are positions in `node.gpus`).

@@ -6,7 +6,7 @@
 
 namespace gpunode::plugin {
 
-HostDevices ReadHostDevices(const host::HostRoot& host, const std::string& dev_root) {
+HostDevices ReadHostDevices(const core::HostRoot& host, const std::string& dev_root) {
   HostDevices devices;
   for (const char* path :
        {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cdi/driver_files.h"
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 namespace gpunode::plugin {
 
@@ -19,7 +19,7 @@ struct HostDevices {
   std::map<std::string, unsigned> mig_minors;
 };
 
-HostDevices ReadHostDevices(const host::HostRoot& host, const std::string& dev_root);
+HostDevices ReadHostDevices(const core::HostRoot& host, const std::string& dev_root);
 
 using cdi::UnderRoot;
 

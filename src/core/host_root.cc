@@ -1,4 +1,4 @@
-#include "host/host_root.h"
+#include "core/host_root.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include "core/file_io.h"
 #include "core/unique_fd.h"
 
-namespace gpunode::host {
+namespace gpunode::core {
 namespace {
 
 absl::Status Errno(std::string_view what, const std::string& path) {
@@ -120,4 +120,4 @@ absl::StatusOr<FilesystemSpace> HostRoot::Space(const std::string& host_path) co
                          .available_bytes = uint64_t{fs.f_bavail} * fs.f_frsize};
 }
 
-}  // namespace gpunode::host
+}  // namespace gpunode::core

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace gpunode::host {
+namespace gpunode::core {
 
 // A filesystem's size as statvfs(2) gives it, in the terms the kubelet's image GC uses
 // (cadvisor: capacity = blocks, available = blocks available to unprivileged users).
@@ -50,4 +50,4 @@ class HostRoot {
   std::string root_;
 };
 
-}  // namespace gpunode::host
+}  // namespace gpunode::core

@@ -1,0 +1,60 @@
+// Everything a role touches outside its own memory, behind one interface (LevelDB's Env for this
+// project): the host's files under a root, the clock, a stop request that ends every wait, and
+// programs run with a deadline. The binary hands its roles a SystemEnv (the host and real time,
+// system_env.h); tests hand them tests/harness's SimulatedEnv (a fixture tree, simulated time,
+// scripted program results), so a role's waits cost a test no real time.
+//
+// Thread safety: every method may be called from any thread. A role keeps a reference; the Env
+// outlives it.
+#pragma once
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/host_root.h"
+#include "core/spawn.h"
+#include "core/unique_fd.h"
+
+namespace gpunode::core {
+
+class Env {
+ public:
+  Env();
+  virtual ~Env() = default;
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+
+  // The host's files: "/" in production, a fixture tree in tests.
+  virtual const HostRoot& host() const = 0;
+
+  virtual absl::Time Now() = 0;
+  // Returns true at `deadline`, or false as soon as a stop is requested, whichever comes first
+  // (at once when one was requested before).
+  virtual bool SleepUntil(absl::Time deadline) = 0;
+  bool SleepFor(absl::Duration wait) { return SleepUntil(Now() + wait); }
+
+  // Runs a program to its end within the options' timeout (core::Spawn in production).
+  virtual absl::StatusOr<SpawnResult> Spawn(const SpawnOptions& options) = 0;
+
+  // Ends every SleepUntil, now and later, and makes stop_fd() readable. `signal` is the signal
+  // that asked for it (the exit status is then 128 + signal), 0 for a stop from within.
+  void RequestStop(int signal = 0);
+  bool StopRequested() const;
+  // The signal RequestStop was given; 0 when none was, or no stop was requested.
+  int stop_signal() const;
+  // Readable (an eventfd that is never read) once a stop is requested: for a loop that polls
+  // descriptors of its own and must also wake for a stop.
+  int stop_fd() const { return stop_event_.get(); }
+
+ protected:
+  // Derived classes wait on this mutex with conditions of their own that include stopped_.
+  mutable absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+
+ private:
+  int stop_signal_ ABSL_GUARDED_BY(mu_) = 0;
+  UniqueFd stop_event_;
+};
+
+}  // namespace gpunode::core
