@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/system_env.h"
 #include "gpunode_sim.h"
-#include "core/host_root.h"
 #include "http/http_module.h"
 #include "httplib.h"
 #include "metrics/gpm_reader.h"
@@ -68,8 +68,8 @@ BENCHMARK(BM_Render)->Arg(8)->Arg(64)->Unit(benchmark::kMicrosecond);
 void BM_Sample(benchmark::State& state) {
   std::unique_ptr<nvml::Library> library = OpenSimulator(SpecFor(static_cast<int>(state.range(0))));
   if (library == nullptr) return state.SkipWithError("cannot load the simulator");
-  core::HostRoot host("/");
-  Sampler sampler(*library, host, nullptr, nullptr, {.hostname = "bench-node"});
+  core::SystemEnv env;
+  Sampler sampler(*library, env, nullptr, nullptr, {.hostname = "bench-node"});
   for (auto _ : state) sampler.SampleNow();
 }
 BENCHMARK(BM_Sample)->Arg(8)->Arg(64)->Unit(benchmark::kMicrosecond);
@@ -100,8 +100,8 @@ BENCHMARK(BM_GpmSample)->Arg(8)->Unit(benchmark::kMicrosecond);
 void BM_Scrape(benchmark::State& state) {
   std::unique_ptr<nvml::Library> library = OpenSimulator(SpecFor(static_cast<int>(state.range(0))));
   if (library == nullptr) return state.SkipWithError("cannot load the simulator");
-  core::HostRoot host("/");
-  Sampler sampler(*library, host, nullptr, nullptr, {.hostname = "bench-node"});
+  core::SystemEnv env;
+  Sampler sampler(*library, env, nullptr, nullptr, {.hostname = "bench-node"});
   sampler.SampleNow();
   // The server's module is next to the gpunode binary, not next to this program.
   setenv(http::kModuleEnvironment, GPUNODE_HTTP_MODULE_PATH, /*overwrite=*/0);

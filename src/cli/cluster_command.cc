@@ -17,7 +17,6 @@
 #include "cli/cluster_flags.h"
 #include "cli/command.h"
 #include "cli/report_error.h"
-#include "cli/stop_signals.h"
 #include "cluster/audit.h"
 #include "cluster/drain.h"
 #include "cluster/prepull.h"
@@ -28,6 +27,7 @@
 #include "cluster/why_pending.h"
 #include "core/duration.h"
 #include "core/status_macros.h"
+#include "core/system_env.h"
 #include "core/text.h"
 #include "kube/api_loader.h"
 #include "kube/client.h"
@@ -48,10 +48,10 @@ struct AuditFlags {
 };
 
 absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& o,
-                                                       const AuditFlags& flags) {
+                                                       const AuditFlags& flags, absl::Time now) {
   cluster::AuditOptions options;
   options.count_label = flags.count_label;
-  options.hygiene.now = absl::Now();
+  options.hygiene.now = now;
   if (!flags.max_gpu_pod_age.empty()) {
     ASSIGN_OR_RETURN(absl::Duration age,
                      core::ParseDuration("--max-gpu-pod-age", flags.max_gpu_pod_age));
@@ -86,11 +86,12 @@ absl::StatusOr<cluster::AuditOptions> AuditOptionsFrom(const ConnectionOptions& 
 }
 
 int RunAudit(const ConnectionOptions& o, const AuditFlags& flags) {
+  core::SystemEnv env;
   absl::StatusOr<kube::ClusterSnapshot> snapshot;
   if (!o.snapshot.empty()) {
     snapshot = kube::ReadSnapshotFile(o.snapshot);
   } else {
-    absl::StatusOr<Connection> c = Connect(o);
+    absl::StatusOr<Connection> c = Connect(o, env);
     if (!c.ok()) return ReportError(AsInputError(c.status()));
     kube::ApiQuery query;
     query.jobs = true;
@@ -103,7 +104,7 @@ int RunAudit(const ConnectionOptions& o, const AuditFlags& flags) {
   }
   if (!snapshot.ok()) return ReportError(FromSnapshotOrCluster(o, snapshot.status()));
   // Prometheus is asked after the snapshot is read, so "now" and the window match the pods.
-  absl::StatusOr<cluster::AuditOptions> options = AuditOptionsFrom(o, flags);
+  absl::StatusOr<cluster::AuditOptions> options = AuditOptionsFrom(o, flags, env.Now());
   if (!options.ok()) return ReportError(AsInputError(options.status()));
   cluster::AuditReport report = cluster::Audit(*snapshot, *options);
   if (o.output == "json") {
@@ -149,6 +150,7 @@ absl::StatusOr<kube::ClusterSnapshot> PodsNamed(kube::Client& client, const std:
 }
 
 int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
+  core::SystemEnv env;
   std::string ns = w.ns;
   const std::string& name = w.pod;
   kube::ReadOptions read;
@@ -160,7 +162,7 @@ int RunWhyPending(const ConnectionOptions& o, const WhyPendingOptions& w) {
     where = core::StrCat(" in ", o.snapshot == "-" ? "stdin" : o.snapshot);
     snapshot = kube::ReadSnapshotFile(o.snapshot, read);
   } else {
-    absl::StatusOr<Connection> c = Connect(o);
+    absl::StatusOr<Connection> c = Connect(o, env);
     if (!c.ok()) return ReportError(AsInputError(c.status()));
     if (ns.empty()) ns = c->access.default_namespace;
     // The pod first: a missing or finished pod needs no listing of the whole cluster.
@@ -240,10 +242,10 @@ int RunDrain(const ConnectionOptions& o, DrainFlags flags) {
     cluster::PrintPlan(plan, d, std::cout);
     return plan.Refused() ? kExitFailures : kExitOk;
   }
-  absl::StatusOr<Connection> c = Connect(o);
+  core::SystemEnv env;
+  absl::StatusOr<Connection> c = Connect(o, env);
   if (!c.ok()) return ReportError(AsInputError(c.status()));
-  absl::StatusOr<cluster::DrainOutcome> outcome =
-      cluster::RunDrain(*c->client, d, cluster::DrainClock{}, std::cout);
+  absl::StatusOr<cluster::DrainOutcome> outcome = cluster::RunDrain(*c->client, d, env, std::cout);
   if (!outcome.ok()) return ReportError(FromCluster(outcome.status()));
   if (outcome->complete()) {
     std::cout << outcome->summary << "\n";
@@ -294,15 +296,15 @@ int RunVerify(const ConnectionOptions& o, VerifyFlags flags) {
     return VerifySnapshotFile(o, v);
   }
   v.run_smoke_pod = !flags.dry_run;
-  InterruptibleClock signals;
-  absl::StatusOr<Connection> c = Connect(o);
+  core::SystemEnv env;
+  if (absl::Status st = env.StopOnSignals(); !st.ok()) return ReportError(st);
+  absl::StatusOr<Connection> c = Connect(o, env);
   if (!c.ok()) return ReportError(AsInputError(c.status()));
   UseContextNamespace(flags, *c);
-  absl::StatusOr<cluster::VerifyReport> report =
-      cluster::RunVerify(*c->client, v, signals.Clock(), std::cerr);
+  absl::StatusOr<cluster::VerifyReport> report = cluster::RunVerify(*c->client, v, env, std::cerr);
   if (!report.ok()) return ReportError(FromCluster(report.status()));
   int code = PrintVerifyReport(o, *report);
-  return report->interrupted ? 128 + signals.received : code;
+  return report->interrupted ? 128 + env.stop_signal() : code;
 }
 
 struct RestoreFlags {
@@ -334,11 +336,14 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
         return ReportError(AsInputError(st));
       }
     }
-    std::optional<InterruptibleClock> signals;
-    absl::StatusOr<Connection> c = Connect(o);
+    // The smoke pod's wait ends early on SIGINT/SIGTERM, so the pod is deleted before exit.
+    core::SystemEnv env;
+    if (flags.verify) {
+      if (absl::Status st = env.StopOnSignals(); !st.ok()) return ReportError(st);
+    }
+    absl::StatusOr<Connection> c = Connect(o, env);
     if (!c.ok()) return ReportError(AsInputError(c.status()));
     if (flags.verify) {
-      signals.emplace();
       VerifyFlags& smoke = flags.smoke;
       UseContextNamespace(smoke, *c);
       smoke.verify.nodes = {r.node};
@@ -346,13 +351,13 @@ int RunRestore(const ConnectionOptions& o, RestoreFlags flags) {
       smoke.verify.run_smoke_pod = !r.dry_run;
       r.verify = [&](std::ostream& out) -> absl::StatusOr<bool> {
         ASSIGN_OR_RETURN(cluster::VerifyReport report,
-                         cluster::RunVerify(*c->client, smoke.verify, signals->Clock(), std::cerr));
+                         cluster::RunVerify(*c->client, smoke.verify, env, std::cerr));
         cluster::PrintVerifyTable(report, out);  // says a dry run ran no smoke pod
         return report.Passed();
       };
     }
     outcome = cluster::RunRestore(*c->client, r, std::cout);
-    if (signals && signals->received != 0) return 128 + signals->received;
+    if (env.stop_signal() != 0) return 128 + env.stop_signal();
     if (!outcome.ok()) return ReportError(FromCluster(outcome.status()));
   }
   if (!outcome.ok()) return ReportError(AsInputError(outcome.status()));
@@ -407,7 +412,8 @@ int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
     ds = cluster::PrepullDaemonSet(p);  // checked before connecting
     if (!ds.ok()) return ReportError(AsInputError(ds.status()));
   }
-  absl::StatusOr<Connection> c = Connect(o);
+  core::SystemEnv env;
+  absl::StatusOr<Connection> c = Connect(o, env);
   if (!c.ok()) return ReportError(AsInputError(c.status()));
   if (p.ns.empty()) p.ns = c->access.default_namespace;
   if (flags.remove) {
@@ -421,7 +427,8 @@ int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
     }
   }
   if (!flags.wait) return kExitOk;
-  absl::StatusOr<bool> done = cluster::WaitForPrepull(*c->client, p.ns, p.name, wait, std::cout);
+  absl::StatusOr<bool> done =
+      cluster::WaitForPrepull(*c->client, p.ns, p.name, wait, env, std::cout);
   if (!done.ok()) return ReportError(FromCluster(done.status()));
   return *done ? kExitOk : kExitFailures;
 }

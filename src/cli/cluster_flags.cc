@@ -40,7 +40,7 @@ void AddCountLabelOptions(CLI::App* cmd, cluster::CountLabel& label) {
                   "bare key, or NFD's feature.node.kubernetes.io/ one)");
 }
 
-absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
+absl::StatusOr<Connection> Connect(const ConnectionOptions& o, core::Env& env) {
   kube::AccessSources sources = kube::SourcesFromEnvironment();
   sources.kubeconfig_flag = o.kubeconfig;
   sources.context = o.context;
@@ -54,7 +54,7 @@ absl::StatusOr<Connection> Connect(const ConnectionOptions& o) {
     return AppendHint(access.status(), "give --kubeconfig FILE, or read a snapshot with -f FILE");
   }
   ASSIGN_OR_RETURN(c.access, std::move(access));
-  ASSIGN_OR_RETURN(c.client, kube::NewClient(c.access, transport));
+  ASSIGN_OR_RETURN(c.client, kube::NewClient(c.access, transport, env));
   return c;
 }
 

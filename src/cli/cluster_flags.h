@@ -3,9 +3,6 @@
 // and `upgrade`, and a clock that SIGINT and SIGTERM interrupt.
 #pragma once
 
-#include <signal.h>
-
-#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -14,9 +11,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
-#include "cli/stop_signals.h"
 #include "cluster/gpu_count.h"
 #include "cluster/verify.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 
@@ -49,7 +46,8 @@ struct Connection {
   std::unique_ptr<kube::Client> client;
 };
 
-absl::StatusOr<Connection> Connect(const ConnectionOptions& o);
+// The client waits between retries on `env`, which outlives the Connection.
+absl::StatusOr<Connection> Connect(const ConnectionOptions& o, core::Env& env);
 
 // What an API server's answer means for the exit code: an object the user named that is not
 // there, credentials that do not work or a request refused as given is an input error (2, as a
@@ -80,27 +78,6 @@ void AddSmokePodOptions(CLI::App* cmd, VerifyFlags& f);
 absl::Status VerifyOptionsFromFlags(VerifyFlags& f);
 
 void UseContextNamespace(VerifyFlags& f, const Connection& c);
-
-// SIGINT and SIGTERM stay pending (blocked) while verify talks to the API server; its waits
-// end early when one arrives, so the smoke pod is deleted before the command exits.
-struct InterruptibleClock {
-  sigset_t signals = BlockStopSignals();
-  int received = 0;
-
-  bool Poll(absl::Duration wait) {
-    if (received != 0) return true;
-    timespec ts = absl::ToTimespec(std::max(wait, absl::ZeroDuration()));
-    int sig = sigtimedwait(&signals, nullptr, &ts);
-    if (sig > 0) received = sig;
-    return received != 0;
-  }
-  cluster::VerifyClock Clock() {
-    cluster::VerifyClock clock;
-    clock.sleep = [this](absl::Duration d) { Poll(d); };
-    clock.interrupted = [this] { return Poll(absl::ZeroDuration()); };
-    return clock;
-  }
-};
 
 // `cluster upgrade`, registered under `cluster`.
 void AddClusterUpgradeCommand(CLI::App* cluster, CommandRunner& run);

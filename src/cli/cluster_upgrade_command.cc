@@ -16,6 +16,7 @@
 #include "cluster/upgrade.h"
 #include "core/duration.h"
 #include "core/status_macros.h"
+#include "core/system_env.h"
 #include "core/text.h"
 #include "kube/snapshot_reader.h"
 
@@ -117,18 +118,16 @@ int RunUpgrade(const ConnectionOptions& o, UpgradeFlags flags) {
   if (absl::Status st = OptionsFromFlags(flags); !st.ok()) return ReportError(AsInputError(st));
   if (!o.snapshot.empty()) return PlanFromSnapshot(o, flags);
   cluster::UpgradeOptions& u = flags.upgrade;
-  InterruptibleClock signals;
-  absl::StatusOr<Connection> c = Connect(o);
+  core::SystemEnv env;
+  if (absl::Status st = env.StopOnSignals(); !st.ok()) return ReportError(st);
+  absl::StatusOr<Connection> c = Connect(o, env);
   if (!c.ok()) return ReportError(AsInputError(c.status()));
   UseContextNamespace(flags.smoke, *c);
   u.verify.ns = flags.smoke.verify.ns;
   u.job_namespace = u.verify.ns;
   if (u.lease.ns.empty()) u.lease.ns = u.verify.ns;
-  cluster::UpgradeClock clock;
-  clock.sleep = [&signals](absl::Duration d) { signals.Poll(d); };
-  clock.interrupted = [&signals] { return signals.Poll(absl::ZeroDuration()); };
   absl::StatusOr<cluster::UpgradeResult> result =
-      cluster::RunUpgrade(*c->client, u, clock, std::cerr);
+      cluster::RunUpgrade(*c->client, u, env, std::cerr);
   if (!result.ok()) {
     absl::Status st = result.status();
     return ReportError(absl::IsInvalidArgument(st) ? st : FromCluster(st));
@@ -139,7 +138,7 @@ int RunUpgrade(const ConnectionOptions& o, UpgradeFlags flags) {
     case cluster::UpgradeResult::kPlanned:
       return kExitOk;
     case cluster::UpgradeResult::kInterrupted:
-      return signals.received != 0 ? 128 + signals.received : kExitFailures;
+      return env.stop_signal() != 0 ? 128 + env.stop_signal() : kExitFailures;
     case cluster::UpgradeResult::kHalted:
     case cluster::UpgradeResult::kLeaseHeld:
       return kExitFailures;

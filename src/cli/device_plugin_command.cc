@@ -13,6 +13,7 @@
 #include "cli/report_error.h"
 #include "core/config_map_manifest.h"
 #include "core/file_io.h"
+#include "core/system_env.h"
 #include "plugin/daemon/device_plugin.h"
 #include "plugin_config/sources.h"
 
@@ -112,9 +113,9 @@ void AddDevicePluginCommand(CLI::App& app, const GlobalOptions& global, CommandR
       if (!check_config->empty()) return CheckConfig(*flags, *check_config);
       o->flags = *std::move(flags);
       o->driver_root = global.driver_root;
-      o->host_root = global.host_root;
       o->open_nvml = NvmlOpener(global);
-      return Report(plugin::RunDevicePlugin(*o));
+      core::SystemEnv env(global.host_root);
+      return Report(plugin::RunDevicePlugin(*o, env));
     };
   });
 }

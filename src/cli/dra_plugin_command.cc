@@ -1,6 +1,5 @@
 // `gpunode dra-plugin`: the kubelet DRA plugin for NVIDIA GPUs, with the flags and environment of
 // NVIDIA's gpu-kubelet-plugin (kubernetes-sigs/dra-driver-nvidia-gpu, cmd/gpu-kubelet-plugin).
-#include <signal.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -12,8 +11,8 @@
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "cli/report_error.h"
-#include "cli/stop_signals.h"
 #include "core/duration.h"
+#include "core/system_env.h"
 #include "dra/dra_plugin.h"
 #include "dra/resource_slice.h"
 #include "gpu/dra_devices.h"
@@ -75,8 +74,9 @@ int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
   if (!process.ok()) return ReportError(process.status());
   absl::StatusOr<health::HealthOptions> health = plugin_config::HealthOptionsFrom(*process);
   if (!health.ok()) return ReportError(health.status());
-  // Before any thread starts, so that only the control loop takes them.
-  sigset_t stop_signals = BlockStopSignals();
+  core::SystemEnv env(global.host_root);
+  // Before any thread starts, so that they all leave the stop signals to the Env.
+  if (absl::Status st = env.StopOnSignals(); !st.ok()) return ReportError(st);
 
   absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
   if (absl::IsNotFound(access.status())) {
@@ -85,9 +85,9 @@ int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
   }
   if (!access.ok()) return ReportError(access.status());
   absl::StatusOr<std::unique_ptr<kube::Client>> slices =
-      kube::NewNodeClient(*access, kube::TransportOptions{});
+      kube::NewNodeClient(*access, kube::TransportOptions{}, env);
   absl::StatusOr<std::unique_ptr<kube::Client>> claims =
-      kube::NewNodeClient(*access, kube::TransportOptions{});
+      kube::NewNodeClient(*access, kube::TransportOptions{}, env);
   if (!slices.ok()) return ReportError(slices.status());
   if (!claims.ok()) return ReportError(claims.status());
 
@@ -117,12 +117,7 @@ int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
   options.nvidia_smi = flags.nvidia_smi;
   options.health = *std::move(health);
 
-  core::HostRoot host(global.host_root);
-  absl::Status st = dra::RunDraPlugin(**library, host, {**slices, **claims}, options,
-                                      [&stop_signals](absl::Duration wait) {
-                                        timespec limit = absl::ToTimespec(wait);
-                                        return sigtimedwait(&stop_signals, nullptr, &limit) > 0;
-                                      });
+  absl::Status st = dra::RunDraPlugin(**library, {**slices, **claims}, options, env);
   if (!st.ok()) return ReportError(st);
   return kExitOk;
 }

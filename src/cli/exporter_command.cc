@@ -1,7 +1,5 @@
 // `gpunode exporter`: dcgm-exporter-compatible GPU metrics with pod attribution and zombie GPU
 // processes, served over plain HTTP or printed once.
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,19 +8,13 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
-#include "cli/stop_signals.h"
 #include "core/duration.h"
-#include "core/host_root.h"
-#include "metrics/attribution_watcher.h"
+#include "core/system_env.h"
 #include "metrics/listen_address.h"
-#include "metrics/metrics_server.h"
-#include "metrics/sampler.h"
-#include "metrics/xid_watcher.h"
-#include "spdlog/spdlog.h"
+#include "metrics/run.h"
 
 namespace gpunode::cli {
 namespace {
@@ -45,61 +37,25 @@ std::string DefaultHostname() {
 }
 
 int RunExporter(const GlobalOptions& global, const ExporterOptions& options) {
+  metrics::RunOptions run;
   absl::StatusOr<absl::Duration> interval = core::ParseDuration(
       "--interval", options.interval, {absl::Milliseconds(100), absl::Hours(1)});
   if (!interval.ok()) return ReportError(interval.status());
+  run.interval = *interval;
   absl::StatusOr<metrics::ListenAddress> address = metrics::ParseListenAddress(options.listen);
   if (!address.ok()) return ReportError(address.status());
+  run.listen = *address;
+  run.once = options.once;
+  run.pod_resources_socket = options.pod_resources_socket;
+  run.hostname = options.hostname.empty() ? DefaultHostname() : options.hostname;
+  run.dra_labels = options.kubernetes_enable_dra;
 
-  sigset_t signals = BlockStopSignals();
-
+  core::SystemEnv env(global.host_root);
+  if (absl::Status st = env.StopOnSignals(); !st.ok()) return ReportError(st);
   absl::StatusOr<std::unique_ptr<nvml::Library>> library = OpenNvml(global);
   if (!library.ok()) return ReportError(library.status());
-  core::HostRoot host(global.host_root);
-
-  std::unique_ptr<metrics::AttributionWatcher> pods;
-  if (!options.pod_resources_socket.empty()) {
-    metrics::AttributionOptions pod_options;
-    pod_options.socket = options.pod_resources_socket;
-    pod_options.refresh = *interval;
-    pod_options.stale_after = std::max(3 * *interval, absl::Seconds(10));
-    pods = std::make_unique<metrics::AttributionWatcher>(host, pod_options);
-    pods->Refresh().IgnoreError();
-  }
-  metrics::XidWatcher xids(**library);
-  xids.Register();
-
-  metrics::SamplerOptions sampler_options;
-  sampler_options.hostname = options.hostname.empty() ? DefaultHostname() : options.hostname;
-  sampler_options.dra_labels = options.kubernetes_enable_dra;
-  sampler_options.interval = *interval;
-  metrics::Sampler sampler(**library, host, &xids, pods.get(), sampler_options);
-
-  // Profiling values compare two GPM samples: open the window before the first sample.
-  if (sampler.PrimeProfiling()) absl::SleepFor(metrics::Sampler::kProfilingWindow);
-  if (options.once) {
-    xids.Poll();
-    sampler.SampleNow();
-    std::cout << *sampler.Latest() << std::flush;
-    return kExitOk;
-  }
-
-  sampler.SampleNow();
-  metrics::MetricsServer server(sampler);
-  if (absl::Status st = server.Start(*address); !st.ok()) return ReportError(st);
-  spdlog::info("exporter: serving /metrics on {}:{} for {}, sampling every {}, pod attribution {}",
-               address->host, server.port(), sampler_options.hostname,
-               absl::FormatDuration(*interval),
-               options.pod_resources_socket.empty() ? std::string("off")
-                                                    : "from " + options.pod_resources_socket);
-  xids.Start();
-  if (pods != nullptr) pods->Start();
-  sampler.Start();
-
-  int signal = 0;
-  sigwait(&signals, &signal);
-  server.Stop();
-  return kExitOk;
+  absl::Status st = metrics::Run(run, **library, env, std::cout);
+  return st.ok() ? kExitOk : ReportError(st);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "cli/report_error.h"
+#include "core/system_env.h"
 #include "labels/run.h"
 
 namespace gpunode::cli {
@@ -54,11 +55,12 @@ void AddLabelsCommand(CLI::App& app, const GlobalOptions& global, CommandRunner&
     if (cmd->count("--oneshot") > 0) options->oneshot = *oneshot;
     if (cmd->count("--no-timestamp") > 0) options->no_timestamp = *no_timestamp;
     run = [&global, options] {
-      options->host_root = global.host_root;
       options->driver_root = global.driver_root;
       options->simulated = !global.sim.empty();
       options->open_nvml = NvmlOpener(global);
-      return Report(labels::Run(*options));
+      core::SystemEnv env(global.host_root);
+      if (absl::Status st = env.StopOnSignals(); !st.ok()) return Report(st);
+      return Report(labels::Run(*options, env));
     };
   });
 }

@@ -1,5 +1,6 @@
 // `gpunode mig`: list a node's MIG profiles, and apply or check a layout written in
 // nvidia-mig-parted's config format.
+#include <csignal>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/nvml_session.h"
 #include "cli/report_error.h"
+#include "core/system_env.h"
 #include "mig/gpu_mig_state.h"
 #include "mig/mig_apply.h"
 #include "mig/mig_config.h"
@@ -193,7 +195,13 @@ void AddMigCommand(CLI::App& app, const GlobalOptions& global, CommandRunner& ru
     run = [&global, options] {
       options->manager.driver_root = global.driver_root;
       options->manager.open_nvml = NvmlOpener(global);
-      return Report(mig::Run(options->manager));
+      core::SystemEnv env(global.host_root);
+      // SIGHUP, a reload elsewhere, is ignored: the config is read again for every change.
+      if (absl::Status st = env.StopOnSignals({SIGINT, SIGTERM, SIGQUIT}); !st.ok()) {
+        return Report(st);
+      }
+      std::signal(SIGHUP, SIG_IGN);
+      return Report(mig::Run(options->manager, env));
     };
   });
   CLI::App* check = mig->add_subcommand("assert", "exit 0 when the node has the layout, else 1");

@@ -11,6 +11,7 @@
 #include "cli/config_flags.h"
 #include "cli/nvml_session.h"
 #include "cli/report_error.h"
+#include "core/system_env.h"
 #include "plugin/mps/mps_control_daemon.h"
 
 namespace gpunode::cli {
@@ -40,23 +41,26 @@ void AddMpsControlDaemonCommand(CLI::App& app, const GlobalOptions& global, Comm
     // --mps-root, the one config flag here, takes any text.
     o->flags = config_flags->Layer().value_or(plugin_config::ConfigLayer{});
     o->driver_root = global.driver_root;
-    o->host_root = global.host_root;
     o->open_nvml = NvmlOpener(global);
     return *o;
   };
-  cmd->callback([&run, with_global, check_config, shm] {
+  cmd->callback([&global, &run, with_global, check_config, shm] {
     if (shm->parsed()) {
       run = [with_global] { return Report(plugin::MountMpsControlDaemonShm(with_global())); };
     } else if (*check_config) {
-      run = [with_global] {
+      run = [&global, with_global] {
+        core::SystemEnv env(global.host_root);
         absl::StatusOr<std::vector<std::string>> lines =
-            plugin::CheckMpsControlDaemonConfig(with_global());
+            plugin::CheckMpsControlDaemonConfig(with_global(), env);
         if (!lines.ok()) return ReportError(lines.status());
         for (const std::string& line : *lines) std::cout << line << "\n";
         return kExitOk;
       };
     } else {
-      run = [with_global] { return Report(plugin::RunMpsControlDaemon(with_global())); };
+      run = [&global, with_global] {
+        core::SystemEnv env(global.host_root);
+        return Report(plugin::RunMpsControlDaemon(with_global(), env));
+      };
     }
   });
 }

@@ -1,24 +1,19 @@
 // `gpunode webhook`: the admission webhook that gives GPU pods the GPU toleration and refuses
 // GPU requests that can never be satisfied.
-#include <pthread.h>
-#include <signal.h>
 
-#include <atomic>
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <tuple>
 
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/report_error.h"
-#include "cli/stop_signals.h"
 #include "cluster/webhook_server.h"
 #include "core/duration.h"
 #include "core/status_macros.h"
+#include "core/system_env.h"
 #include "core/text.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -46,6 +41,7 @@ absl::StatusOr<int64_t> SecondsFlag(const std::string& flag, const std::string& 
 }
 
 int RunWebhook(const WebhookFlags& flags) {
+  core::SystemEnv env;
   cluster::WebhookServerOptions options;
   options.listen = flags.listen;
   options.tls_cert = flags.tls_cert;
@@ -70,7 +66,7 @@ int RunWebhook(const WebhookFlags& flags) {
       return AppendHint(access.status(), "give --kubeconfig FILE");
     }
     if (!access.ok()) return access.status();
-    return kube::NewClient(*access, kube::TransportOptions{});
+    return kube::NewClient(*access, kube::TransportOptions{}, env);
   };
   if (flags.nodes_from_api) {
     absl::StatusOr<absl::Duration> refresh = core::ParseDuration(
@@ -88,27 +84,8 @@ int RunWebhook(const WebhookFlags& flags) {
   }
 
   // Before any server thread starts.
-  sigset_t stop_signals = BlockStopSignals();
-
-  absl::StatusOr<std::unique_ptr<cluster::WebhookServer>> server =
-      cluster::WebhookServer::Create(std::move(options));
-  if (!server.ok()) return ReportError(AsInputError(server.status()));
-  // Tests and scripts read the port from this line when they pass port 0.
-  std::cout << "gpunode webhook listening on port " << (*server)->port() << std::endl;
-
-  std::atomic<bool> done{false};
-  std::thread waiter([&] {
-    timespec tick{0, 200 * 1000 * 1000};
-    while (!done.load()) {
-      if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
-        (*server)->Stop();
-        return;
-      }
-    }
-  });
-  absl::Status st = (*server)->Run();
-  done.store(true);
-  waiter.join();
+  if (absl::Status st = env.StopOnSignals(); !st.ok()) return ReportError(st);
+  absl::Status st = cluster::RunWebhook(std::move(options), env, std::cout);
   if (!st.ok()) return ReportError(AsInputError(st));
   return kExitOk;
 }

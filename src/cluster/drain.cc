@@ -69,7 +69,7 @@ bool ServerError(int status) {
 // POSTs a policy/v1 Eviction and classifies the answer. A 429 means a PodDisruptionBudget (or
 // the budget controller not having caught up) forbids it for now. kFailed comes after the
 // retries: an error the server kept answering, or a transport error.
-EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const DrainClock& clock) {
+EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, core::Env& env) {
   nlohmann::json body = {{"apiVersion", "policy/v1"},
                          {"kind", "Eviction"},
                          {"metadata", {{"name", pod.name}, {"namespace", pod.ns}}}};
@@ -89,7 +89,7 @@ EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, const Drain
     if (sent.ok() && absl::SimpleAtoi(sent->retry_after, &seconds) && seconds > 0) {
       wait = std::min(absl::Seconds(seconds), kEvictionMaxBackoff);
     }
-    clock.sleep(wait);
+    env.SleepFor(wait);
     backoff = std::min(backoff * 2, kEvictionMaxBackoff);
   }
   EvictionAnswer answer;
@@ -166,7 +166,7 @@ struct EvictionRound {
 // (retried until the eviction timeout), and waits until the evicted pods are gone (their grace
 // period runs after the eviction).
 absl::StatusOr<EvictionRound> EvictDue(kube::Client& client, const DrainOptions& options,
-                                       const DrainClock& clock, std::ostream& out,
+                                       core::Env& env, std::ostream& out,
                                        const std::vector<const kube::PodView*>& due) {
   struct Target {
     const kube::PodView* pod;
@@ -186,13 +186,13 @@ absl::StatusOr<EvictionRound> EvictDue(kube::Client& client, const DrainOptions&
     }
     targets.push_back({pod, pod->details ? std::string(pod->details->uid) : "", false, "", ""});
   }
-  absl::Time eviction_deadline = clock.now() + options.eviction_timeout;
+  absl::Time eviction_deadline = env.Now() + options.eviction_timeout;
   for (;;) {
     absl::Duration wait = options.eviction_retry_interval;
     bool pending = false;
     for (Target& t : targets) {
       if (t.evicted || !t.failed.empty()) continue;
-      EvictionAnswer answer = Evict(client, *t.pod, clock);
+      EvictionAnswer answer = Evict(client, *t.pod, env);
       if (answer.kind == EvictionAnswer::kEvicted || answer.kind == EvictionAnswer::kGone) {
         t.evicted = true;
         out << (answer.kind == EvictionAnswer::kEvicted ? "evicted " : "already gone: ")
@@ -210,9 +210,9 @@ absl::StatusOr<EvictionRound> EvictDue(kube::Client& client, const DrainOptions&
         out << "cannot evict " << kube::NamespacedName(*t.pod) << ": " << answer.message << "\n";
       }
     }
-    absl::Time now = clock.now();
+    absl::Time now = env.Now();
     if (!pending || now >= eviction_deadline) break;
-    clock.sleep(std::min(wait, eviction_deadline - now));
+    env.SleepFor(std::min(wait, eviction_deadline - now));
   }
   for (const Target& t : targets) {
     if (t.evicted) {
@@ -238,9 +238,9 @@ absl::StatusOr<EvictionRound> EvictDue(kube::Client& client, const DrainOptions&
         if (same && pod.Active()) round.still_terminating.push_back(kube::NamespacedName(pod));
       }
     }
-    absl::Time now = clock.now();
+    absl::Time now = env.Now();
     if (round.still_terminating.empty() || now >= eviction_deadline) break;
-    clock.sleep(std::min(options.poll_interval, eviction_deadline - now));
+    env.SleepFor(std::min(options.poll_interval, eviction_deadline - now));
   }
   return round;
 }
@@ -415,7 +415,7 @@ void PrintPlan(const DrainPlan& plan, const DrainOptions& options, std::ostream&
 }
 
 absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& options,
-                                      const DrainClock& clock, std::ostream& out) {
+                                      core::Env& env, std::ostream& out) {
   absl::StatusOr<kube::ClusterSnapshot> first = ReadNodePods(client, options.node, true, true);
   if (absl::IsPermissionDenied(first.status()) || absl::IsNotFound(first.status())) {
     // Budgets are an extra for the plan (not readable without RBAC, absent before policy/v1);
@@ -463,11 +463,11 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
 
   RETURN_IF_ERROR(client.Patch(StrCat("/api/v1/nodes/", kube::UrlEncode(options.node)),
                                "application/merge-patch+json",
-                               DrainNodePatch(*node, options.cordon, clock.now()).dump()));
+                               DrainNodePatch(*node, options.cordon, env.Now()).dump()));
   out << "node " << options.node << " labelled " << kube::kGpuStateLabel << "="
       << kube::kGpuStateDraining << (options.cordon ? " and cordoned" : "") << "\n";
 
-  const absl::Time start = clock.now();
+  const absl::Time start = env.Now();
   const absl::Time gpu_deadline =
       options.evict_after ? start + *options.evict_after : absl::InfiniteFuture();
   const absl::Time other_deadline =
@@ -485,7 +485,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
   kube::ClusterSnapshot current = std::move(*first);
   bool incomplete = false;
   for (;;) {
-    const absl::Time now = clock.now();
+    const absl::Time now = env.Now();
     std::vector<const kube::PodView*> remaining, gpu_pods, due;
     absl::Time next_due = absl::InfiniteFuture();
     for (const kube::PodView& pod : current.pods) {
@@ -508,7 +508,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
     }
     if (remaining.empty()) break;
     if (!due.empty()) {
-      ASSIGN_OR_RETURN(EvictionRound round, EvictDue(client, options, clock, out, due));
+      ASSIGN_OR_RETURN(EvictionRound round, EvictDue(client, options, env, out, due));
       for (const std::string& name : round.evicted) evicted_seen.insert(name);
       evictions.Add(std::move(round));
       if (!evictions.Clean()) {
@@ -526,7 +526,7 @@ absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& 
       last_remaining = names;
       last_progress = now;
     }
-    clock.sleep(std::min(options.poll_interval, next_due - now));
+    env.SleepFor(std::min(options.poll_interval, next_due - now));
     ASSIGN_OR_RETURN(current, ReadNodePods(client, options.node, false, false));
   }
   if (!incomplete) {

@@ -5,7 +5,6 @@
 // PodDisruptionBudgets are respected.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "kube/cluster_snapshot.h"
 #include "nlohmann/json.hpp"
@@ -90,16 +90,10 @@ struct DrainOutcome {
   bool complete() const { return end == End::kDrained; }
 };
 
-// How the drain waits: real time in the binary; tests may speed it up.
-struct DrainClock {
-  std::function<absl::Time()> now = [] { return absl::Now(); };
-  std::function<void(absl::Duration)> sleep = [](absl::Duration d) { absl::SleepFor(d); };
-};
-
 // Runs the drain against the API server, printing progress to `out`. An error Status means the
 // drain could not run (unknown node, API errors); an incomplete outcome means it ran and pods
 // remain (refused, or blocked by a budget until the eviction timeout).
 absl::StatusOr<DrainOutcome> RunDrain(kube::Client& client, const DrainOptions& options,
-                                      const DrainClock& clock, std::ostream& out);
+                                      core::Env& env, std::ostream& out);
 
 }  // namespace gpunode::cluster

@@ -36,7 +36,7 @@ struct IdleEvidence {
 };
 
 struct HygieneOptions {
-  absl::Time now = absl::Now();
+  absl::Time now;  // the audit's time: ages and deadlines are measured to it
   std::optional<absl::Duration> max_gpu_pod_age;  // gpu-pod-long-running; off when unset
   std::vector<std::string> age_namespaces;        // where it applies; empty: everywhere
   std::optional<IdleEvidence> idle;               // gpu-pod-idle; off when unset

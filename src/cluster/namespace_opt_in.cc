@@ -6,12 +6,13 @@
 
 namespace gpunode::cluster {
 
-NamespaceOptInCache::NamespaceOptInCache(std::unique_ptr<kube::Client> client, absl::Duration ttl)
-    : client_(std::move(client)), ttl_(ttl) {}
+NamespaceOptInCache::NamespaceOptInCache(std::unique_ptr<kube::Client> client, absl::Duration ttl,
+                                         core::Env& env)
+    : client_(std::move(client)), ttl_(ttl), env_(env) {}
 
 absl::StatusOr<bool> NamespaceOptInCache::OptedIn(std::string_view ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  absl::Time now = absl::Now();
+  absl::Time now = env_.Now();
   if (auto it = entries_.find(std::string(ns));
       it != entries_.end() && now - it->second.read_at < ttl_) {
     return it->second.opted_in;

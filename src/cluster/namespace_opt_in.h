@@ -11,13 +11,15 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/env.h"
 #include "kube/client.h"
 
 namespace gpunode::cluster {
 
 class NamespaceOptInCache {
  public:
-  NamespaceOptInCache(std::unique_ptr<kube::Client> client, absl::Duration ttl);
+  // `env` gives the time entries are read at.
+  NamespaceOptInCache(std::unique_ptr<kube::Client> client, absl::Duration ttl, core::Env& env);
 
   // Thread-safe. A namespace that does not exist has not opted in; other API errors are returned
   // (and not remembered).
@@ -31,6 +33,7 @@ class NamespaceOptInCache {
   std::mutex mu_;  // one request at a time: the client reuses one connection
   std::unique_ptr<kube::Client> client_;
   absl::Duration ttl_;
+  core::Env& env_;
   absl::flat_hash_map<std::string, Entry> entries_;
 };
 

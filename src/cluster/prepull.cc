@@ -167,8 +167,8 @@ absl::Status ApplyPrepull(kube::Client& client, const json& daemonset, std::ostr
 
 absl::StatusOr<bool> WaitForPrepull(kube::Client& client, const std::string& ns,
                                     const std::string& name, const PrepullWait& wait,
-                                    std::ostream& out) {
-  const absl::Time deadline = absl::Now() + wait.timeout;
+                                    core::Env& env, std::ostream& out) {
+  const absl::Time deadline = env.Now() + wait.timeout;
   std::string last;
   for (;;) {
     ASSIGN_OR_RETURN(std::string body, client.Get(DaemonSetPath(ns, name)));
@@ -193,13 +193,13 @@ absl::StatusOr<bool> WaitForPrepull(kube::Client& client, const std::string& ns,
       out << (current ? "" : "waiting for the DaemonSet controller: ") << progress << "\n";
       last = progress;
     }
-    if (absl::Now() + wait.poll_interval > deadline) {
+    if (env.Now() + wait.poll_interval > deadline) {
       out << "timed out after " << absl::FormatDuration(wait.timeout) << ": " << progress
           << "; see `kubectl get pods -n " << ns << " -l " << kInstanceLabel << "=" << name
           << " -o wide` and their events\n";
       return false;
     }
-    absl::SleepFor(wait.poll_interval);
+    if (!env.SleepFor(wait.poll_interval)) return false;
   }
 }
 

@@ -45,7 +45,7 @@ struct PrepullWait {
 // progress. Returns true when done, false at the timeout.
 absl::StatusOr<bool> WaitForPrepull(kube::Client& client, const std::string& ns,
                                     const std::string& name, const PrepullWait& wait,
-                                    std::ostream& out);
+                                    core::Env& env, std::ostream& out);
 
 // Deletes the DaemonSet (and, through garbage collection, its pods); a missing one is reported,
 // not an error.

@@ -71,19 +71,19 @@ absl::Status DeletePod(kube::Client& client, const std::string& ns, std::string_
 
 // Waits until a pod of that name no longer exists (a leftover's deletion takes its grace period).
 absl::Status WaitGone(kube::Client& client, const std::string& ns, std::string_view name,
-                      const VerifyOptions& options, const VerifyClock& clock) {
-  absl::Time deadline = clock.now() + options.timeout;
+                      const VerifyOptions& options, core::Env& env) {
+  absl::Time deadline = env.Now() + options.timeout;
   for (;;) {
     absl::StatusOr<std::string> body = client.Get(PodPath(ns, name));
     if (absl::IsNotFound(body.status())) return absl::OkStatus();
     if (!body.ok()) return body.status();
-    if (clock.now() >= deadline || clock.interrupted()) {
+    if (env.Now() >= deadline || env.StopRequested()) {
       return absl::DeadlineExceededError(
           StrCat("pod ", ns, "/", name, " of an earlier run is still being deleted after ",
                  absl::FormatDuration(options.timeout), "; `kubectl delete pod -n ", ns, " ", name,
                  " --grace-period=0 --force` if its node is gone"));
     }
-    clock.sleep(options.poll_interval);
+    env.SleepFor(options.poll_interval);
   }
 }
 
@@ -276,7 +276,7 @@ std::string ExitDetail(const json& pod) {
 absl::StatusOr<VerifyStep> RunPod(
     kube::Client& client, const kube::NodeView& node, const json& manifest, int64_t gpus,
     std::string_view image, std::string_view container, VerifyCheck check,
-    const VerifyOptions& options, const VerifyClock& clock, std::ostream& progress,
+    const VerifyOptions& options, core::Env& env, std::ostream& progress,
     const std::function<void(std::string_view phase, const json& pod,
                              const absl::StatusOr<std::string>& log, VerifyStep& step)>& judge) {
   VerifyStep step;
@@ -285,7 +285,7 @@ absl::StatusOr<VerifyStep> RunPod(
   const std::string& ns = options.ns;
   // A leftover of a run that was killed: delete it and wait until it is gone.
   RETURN_IF_ERROR(DeletePod(client, ns, name));
-  RETURN_IF_ERROR(WaitGone(client, ns, name, options, clock));
+  RETURN_IF_ERROR(WaitGone(client, ns, name, options, env));
 
   kube::HttpRequest create{"POST", StrCat("/api/v1/namespaces/", kube::UrlEncode(ns), "/pods"),
                            "application/json", manifest.dump()};
@@ -309,7 +309,7 @@ absl::StatusOr<VerifyStep> RunPod(
     return result;
   };
 
-  absl::Time deadline = clock.now() + options.timeout;
+  absl::Time deadline = env.Now() + options.timeout;
   std::string phase;
   json pod;
   for (;;) {
@@ -318,13 +318,13 @@ absl::StatusOr<VerifyStep> RunPod(
     pod = json::parse(*body, nullptr, false);
     phase = core::JsonStringAt(pod, {"status", "phase"});
     if (phase == "Succeeded" || phase == "Failed") break;
-    if (clock.interrupted()) {
+    if (env.StopRequested()) {
       step.evidence = "interrupted while the pod was " + (phase.empty() ? "created" : phase);
       step.fix = "run verify again";
       step.result = StepResult::kFail;
       return finish(step);
     }
-    if (clock.now() >= deadline) {
+    if (env.Now() >= deadline) {
       step.result = StepResult::kFail;
       step.evidence =
           StrCat("the pod did not finish within ", absl::FormatDuration(options.timeout), " (",
@@ -333,7 +333,7 @@ absl::StatusOr<VerifyStep> RunPod(
                         "` and the pod's events; raise --timeout for a slow image pull");
       return finish(step);
     }
-    clock.sleep(std::min(options.poll_interval, deadline - clock.now()));
+    env.SleepFor(std::min(options.poll_interval, deadline - env.Now()));
   }
   std::string log_path =
       StrCat(PodPath(ns, name), "/log?container=", container, "&limitBytes=", kLogLimitBytes);
@@ -344,11 +344,11 @@ absl::StatusOr<VerifyStep> RunPod(
 }  // namespace
 
 absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeView& node,
-                                       int64_t gpus, const VerifyOptions& options,
-                                       const VerifyClock& clock, std::ostream& progress) {
+                                       int64_t gpus, const VerifyOptions& options, core::Env& env,
+                                       std::ostream& progress) {
   bool doctor = options.image == kGpunodeImage && options.command.empty();
   return RunPod(client, node, SmokePodManifest(node, gpus, options), gpus, options.image,
-                kContainer, VerifyCheck::kSmokePod, options, clock, progress,
+                kContainer, VerifyCheck::kSmokePod, options, env, progress,
                 [&](std::string_view phase, const json&, const absl::StatusOr<std::string>& log,
                     VerifyStep& step) {
                   if (!log.ok()) {
@@ -365,10 +365,10 @@ absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeVie
 
 absl::StatusOr<VerifyStep> RunWorkloadPod(kube::Client& client, const kube::NodeView& node,
                                           int64_t gpus, const VerifyOptions& options,
-                                          const VerifyClock& clock, std::ostream& progress) {
+                                          core::Env& env, std::ostream& progress) {
   return RunPod(
       client, node, WorkloadPodManifest(node, gpus, options), gpus, options.workload_image,
-      kWorkloadContainer, VerifyCheck::kWorkload, options, clock, progress,
+      kWorkloadContainer, VerifyCheck::kWorkload, options, env, progress,
       [&](std::string_view phase, const json& pod, const absl::StatusOr<std::string>& log,
           VerifyStep& step) {
         std::string text = log.ok() ? *log : StrCat("(not read: ", log.status().message(), ")");

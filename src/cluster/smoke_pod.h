@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "cluster/verify.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "kube/node_view.h"
 #include "nlohmann/json.hpp"
@@ -48,11 +49,11 @@ void JudgeWorkload(std::string_view phase, std::string_view exit_detail, std::st
 // Creates the pod, waits for it to end (or the timeout, or an interruption), judges it and
 // deletes it. An error Status only for API failures; the pod is deleted then too.
 absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeView& node,
-                                       int64_t gpus, const VerifyOptions& options,
-                                       const VerifyClock& clock, std::ostream& progress);
+                                       int64_t gpus, const VerifyOptions& options, core::Env& env,
+                                       std::ostream& progress);
 // The same for the workload pod (VerifyOptions::workload_image).
 absl::StatusOr<VerifyStep> RunWorkloadPod(kube::Client& client, const kube::NodeView& node,
                                           int64_t gpus, const VerifyOptions& options,
-                                          const VerifyClock& clock, std::ostream& progress);
+                                          core::Env& env, std::ostream& progress);
 
 }  // namespace gpunode::cluster

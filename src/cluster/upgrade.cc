@@ -68,20 +68,19 @@ UpgradeResult PlanFleet(const Fleet& fleet, const UpgradeOptions& options, std::
 // The rollout's loop: read the nodes, act on them, wait; until done, halted or interrupted.
 class Rollout {
  public:
-  Rollout(kube::Client& client, const UpgradeOptions& options, const UpgradeClock& clock,
-          std::ostream& out)
+  Rollout(kube::Client& client, const UpgradeOptions& options, core::Env& env, std::ostream& out)
       : client_(client),
         options_(options),
-        clock_(clock),
+        env_(env),
         out_(out),
-        step_clock_(StepClock()),
-        ctx_{client, options, step_clock_, out} {}
+        step_env_(*this),
+        ctx_{client, options, step_env_, out} {}
 
   absl::StatusOr<UpgradeResult> Run() {
     absl::StatusOr<UpgradeResult> result = RunHoldingLease();
     // An error ends the command as an outcome does: the next copy need not wait out the lease.
     if (!result.ok() && lease_) {
-      absl::Status released = lease_->Release(clock_.now());
+      absl::Status released = lease_->Release(env_.Now());
       if (!released.ok()) out_ << "could not release the lease: " << released.message() << "\n";
       lease_.reset();
     }
@@ -96,7 +95,8 @@ class Rollout {
       if (refused) return *refused;
     }
     for (;;) {
-      if (clock_.interrupted()) return Finish(UpgradeResult::kInterrupted, Interrupted());
+      RETURN_IF_ERROR(lease_error_);
+      if (env_.StopRequested()) return Finish(UpgradeResult::kInterrupted, Interrupted());
       RETURN_IF_ERROR(RenewLease());
       ASSIGN_OR_RETURN(Fleet fleet, ReadFleet(client_, options_));
       if (options_.dry_run) return Plan(fleet);
@@ -132,7 +132,8 @@ class Rollout {
     for (FleetPool& pool : fleet.pools) {
       for (FleetNode* node : pool.nodes) {
         if (!node->state || !InProgress(*node->state)) continue;
-        if (clock_.interrupted()) return Finish(UpgradeResult::kInterrupted, Interrupted(), &fleet);
+        RETURN_IF_ERROR(lease_error_);
+        if (env_.StopRequested()) return Finish(UpgradeResult::kInterrupted, Interrupted(), &fleet);
         RETURN_IF_ERROR(RenewLease());
         ASSIGN_OR_RETURN(bool changed, StepNode(ctx_, *node));
         RETURN_IF_ERROR(lease_error_);
@@ -223,20 +224,20 @@ class Rollout {
     if (!unstamped.empty()) {
       // A soak half-stamped by a run that was killed keeps its first start.
       if (started == absl::InfiniteFuture()) {
-        started = clock_.now();
+        started = env_.Now();
         out_ << "pool " << pool.name << " is on driver " << options_.driver_version
              << "; soaking for " << Seconds(options_.soak) << "\n";
       }
       RETURN_IF_ERROR(Annotate(unstamped, kUpgradeSoakStartedAnnotation, started));
       return std::nullopt;
     }
-    absl::Time now = clock_.now();
+    absl::Time now = env_.Now();
     absl::Time ends = started + options_.soak;
     bool final_check = now >= ends;
     if (final_check || soak_checked_pool_ != pool.name ||
         now - soak_checked_at_ >= options_.soak_check_interval) {
       ASSIGN_OR_RETURN(std::vector<Regression> regressions,
-                       CheckSoak(client_, pool, started, options_, step_clock_));
+                       CheckSoak(client_, pool, started, options_, step_env_));
       RETURN_IF_ERROR(lease_error_);
       soak_checked_pool_ = pool.name;
       soak_checked_at_ = now;
@@ -266,7 +267,7 @@ class Rollout {
       }
     }
     absl::Time next = std::min(ends, soak_checked_at_ + options_.soak_check_interval);
-    RETURN_IF_ERROR(Wait(std::max(next - clock_.now(), absl::ZeroDuration())));
+    RETURN_IF_ERROR(Wait(std::max(next - env_.Now(), absl::ZeroDuration())));
     return std::nullopt;
   }
 
@@ -281,24 +282,30 @@ class Rollout {
     return absl::OkStatus();
   }
 
-  // The clock of the steps that wait inside (a smoke pod runs for minutes): their sleeps renew
-  // the lease too, and a lost lease stops them as an interruption does.
-  UpgradeClock StepClock() {
-    UpgradeClock clock = clock_;
-    clock.sleep = [this](absl::Duration d) {
-      clock_.sleep(d);
-      if (lease_error_.ok()) lease_error_ = RenewLease();
-    };
-    clock.interrupted = [this] { return clock_.interrupted() || !lease_error_.ok(); };
-    return clock;
-  }
+  // The Env of the steps that wait inside (a smoke pod runs for minutes): their sleeps renew the
+  // lease too, and a lost lease stops the rollout (lease_error_ says why, before any
+  // interruption is reported).
+  class StepEnv : public core::EnvWrapper {
+   public:
+    explicit StepEnv(Rollout& rollout) : EnvWrapper(rollout.env_), rollout_(rollout) {}
+    bool SleepUntil(absl::Time deadline) override {
+      bool slept = EnvWrapper::SleepUntil(deadline);
+      if (rollout_.lease_error_.ok()) rollout_.lease_error_ = rollout_.RenewLease();
+      if (rollout_.lease_error_.ok()) return slept;
+      RequestStop();
+      return false;
+    }
+
+   private:
+    Rollout& rollout_;
+  };
 
   // Sleeps, renewing the lease often enough that it never lapses; ends early on interruption.
   absl::Status Wait(absl::Duration d) {
-    absl::Time until = clock_.now() + d;
+    absl::Time until = env_.Now() + d;
     absl::Duration step = lease_ ? options_.lease.duration / 3 : absl::InfiniteDuration();
-    while (clock_.now() < until && !clock_.interrupted()) {
-      clock_.sleep(std::min(until - clock_.now(), step));
+    while (env_.Now() < until && !env_.StopRequested()) {
+      env_.SleepFor(std::min(until - env_.Now(), step));
       RETURN_IF_ERROR(RenewLease());
     }
     return RenewLease();
@@ -309,7 +316,7 @@ class Rollout {
   // nodes can outlast the lease, and no change may be made on a lease that could have lapsed.
   absl::Status RenewLease() {
     if (!lease_) return absl::OkStatus();
-    absl::Time now = clock_.now();
+    absl::Time now = env_.Now();
     if (now - renewed_at_ < options_.lease.duration / 3) return absl::OkStatus();
     RETURN_IF_ERROR(lease_->Renew(now));
     renewed_at_ = now;
@@ -319,13 +326,13 @@ class Rollout {
   absl::StatusOr<std::optional<UpgradeResult>> AcquireLease() {
     bool said = false;
     for (;;) {
-      ASSIGN_OR_RETURN(std::optional<kube::LeaseHolder> holder, lease_->TryAcquire(clock_.now()));
+      ASSIGN_OR_RETURN(std::optional<kube::LeaseHolder> holder, lease_->TryAcquire(env_.Now()));
       if (!holder) {
-        renewed_at_ = clock_.now();
+        renewed_at_ = env_.Now();
         return std::nullopt;
       }
       std::string where = StrCat("lease ", options_.lease.ns, "/", options_.lease.name, " is ",
-                                 holder->Describe(clock_.now()));
+                                 holder->Describe(env_.Now()));
       if (!options_.wait_for_lease) {
         lease_.reset();
         UpgradeResult result;
@@ -336,9 +343,9 @@ class Rollout {
       }
       if (!said) out_ << "waiting: " << where << "\n" << std::flush;
       said = true;
-      absl::Duration free_in = holder->renewed + holder->duration - clock_.now();
-      clock_.sleep(std::clamp(free_in, absl::Seconds(1), options_.poll_interval));
-      if (clock_.interrupted()) {
+      absl::Duration free_in = holder->renewed + holder->duration - env_.Now();
+      env_.SleepFor(std::clamp(free_in, absl::Seconds(1), options_.poll_interval));
+      if (env_.StopRequested()) {
         lease_.reset();
         UpgradeResult result;
         result.outcome = UpgradeResult::kInterrupted;
@@ -387,7 +394,7 @@ class Rollout {
   UpgradeResult Finish(UpgradeResult::Outcome outcome, std::string summary,
                        const Fleet* fleet = nullptr) {
     if (lease_) {
-      absl::Status released = lease_->Release(clock_.now());
+      absl::Status released = lease_->Release(env_.Now());
       if (!released.ok()) out_ << "could not release the lease: " << released.message() << "\n";
       lease_.reset();
     }
@@ -407,10 +414,10 @@ class Rollout {
 
   kube::Client& client_;
   const UpgradeOptions& options_;
-  const UpgradeClock& clock_;
+  core::Env& env_;
   std::ostream& out_;
   absl::Status lease_error_;  // a renewal that failed inside a step
-  UpgradeClock step_clock_;
+  StepEnv step_env_;
   StepContext ctx_;
   std::optional<kube::LeaseLock> lease_;
   absl::Time renewed_at_ = absl::InfinitePast();
@@ -482,8 +489,8 @@ absl::StatusOr<UpgradeResult> PlanUpgrade(kube::ClusterSnapshot snapshot,
 }
 
 absl::StatusOr<UpgradeResult> RunUpgrade(kube::Client& client, const UpgradeOptions& options,
-                                         const UpgradeClock& clock, std::ostream& out) {
-  Rollout rollout(client, options, clock, out);
+                                         core::Env& env, std::ostream& out) {
+  Rollout rollout(client, options, env, out);
   return rollout.Run();
 }
 

@@ -10,7 +10,6 @@
 // point and run again to resume; a Lease keeps two copies from acting at once.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -21,6 +20,7 @@
 #include "cluster/gpu_count.h"
 #include "cluster/upgrade_state.h"
 #include "cluster/verify.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "kube/cluster_snapshot.h"
 #include "kube/lease.h"
@@ -81,15 +81,6 @@ struct UpgradeOptions {
 // --regression: a comma-separated subset of unhealthy-gpus, xid, verify, set into `options`.
 absl::Status ParseRegressions(std::string_view text, UpgradeOptions& options);
 
-// How the rollout waits and knows the time: real time in the binary; tests run a simulated
-// clock. `interrupted` is true once the command was asked to stop (SIGINT/SIGTERM): it stops
-// between steps, with every node in a state it resumes from.
-struct UpgradeClock {
-  std::function<absl::Time()> now = [] { return absl::Now(); };
-  std::function<void(absl::Duration)> sleep = [](absl::Duration d) { absl::SleepFor(d); };
-  std::function<bool()> interrupted = [] { return false; };
-};
-
 struct NodeProgress {
   std::string node;
   std::string pool;
@@ -114,7 +105,7 @@ struct UpgradeResult {
 // run: bad input found in the cluster (a state label it does not know, a node mid-upgrade to
 // another driver: InvalidArgument), API errors, or a lost Lease.
 absl::StatusOr<UpgradeResult> RunUpgrade(kube::Client& client, const UpgradeOptions& options,
-                                         const UpgradeClock& clock, std::ostream& out);
+                                         core::Env& env, std::ostream& out);
 
 // `upgrade --dry-run -f SNAPSHOT`: the plan the live dry run prints (kPlanned), from a `kubectl
 // get nodes,pods -A -o json` snapshot instead of the API server; --selector is matched here, as

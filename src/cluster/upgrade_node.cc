@@ -32,7 +32,7 @@ void Merge(json& patch, const json& extra) {
 
 // Whether the state's time ran out, counted from when the node entered it.
 bool TimedOut(const StepContext& ctx, const FleetNode& node, absl::Duration limit) {
-  return node.since != absl::InfinitePast() && ctx.clock.now() - node.since >= limit;
+  return node.since != absl::InfinitePast() && ctx.env.Now() - node.since >= limit;
 }
 
 // The pods the node waits for before evictions begin: those --wait-for-jobs selects, else the
@@ -82,8 +82,7 @@ absl::StatusOr<bool> DrainRound(StepContext& ctx, const FleetNode& node, bool al
   drain.eviction_timeout = absl::ZeroDuration();
   // wait-for-jobs-required told the owners, and this state evicts at once.
   drain.tell_owners = false;
-  DrainClock clock{.now = ctx.clock.now, .sleep = ctx.clock.sleep};
-  ASSIGN_OR_RETURN(DrainOutcome outcome, RunDrain(ctx.client, drain, clock, ctx.out));
+  ASSIGN_OR_RETURN(DrainOutcome outcome, RunDrain(ctx.client, drain, ctx.env, ctx.out));
   if (outcome.complete()) return true;
   if (outcome.end == DrainOutcome::End::kRefused) {
     RETURN_IF_ERROR(FailNode(ctx, node, outcome.summary));
@@ -99,7 +98,7 @@ absl::StatusOr<bool> WaitForJobs(StepContext& ctx, const FleetNode& node) {
   kube::ClusterSnapshot snapshot;
   ASSIGN_OR_RETURN(std::vector<const kube::PodView*> pods, PodsToWaitFor(ctx, node, snapshot));
   const std::optional<absl::Duration>& limit = ctx.options.wait_for_jobs_timeout;
-  const absl::Time now = ctx.clock.now();
+  const absl::Time now = ctx.env.Now();
   DrainNotice notice{.node = node.name,
                      .why = StrCat("for its driver upgrade to ", ctx.options.driver_version),
                      .component = "gpunode-cluster-upgrade",
@@ -233,7 +232,7 @@ absl::Time MaintenanceStarted(const FleetNode& node) {
 bool MaintenanceTimedOut(const StepContext& ctx, const FleetNode& node) {
   absl::Time started = MaintenanceStarted(node);
   return started != absl::InfinitePast() &&
-         ctx.clock.now() - started >= ctx.options.maintenance_timeout;
+         ctx.env.Now() - started >= ctx.options.maintenance_timeout;
 }
 
 // One line a minute while a node is in maintenance (the passes come more often), so that an hour
@@ -241,7 +240,7 @@ bool MaintenanceTimedOut(const StepContext& ctx, const FleetNode& node) {
 void SayMaintenanceProgress(StepContext& ctx, const FleetNode& node) {
   absl::Time started = MaintenanceStarted(node);
   if (started == absl::InfinitePast()) return;
-  absl::Duration waited = ctx.clock.now() - started;
+  absl::Duration waited = ctx.env.Now() - started;
   int64_t minutes = absl::ToInt64Minutes(waited);
   int64_t& said = ctx.maintenance_minutes_said[std::string(node.name)];
   if (minutes < 1 || minutes == said) return;
@@ -304,9 +303,7 @@ absl::StatusOr<bool> Validate(StepContext& ctx, const FleetNode& node) {
   verify.nodes = {node.name};
   verify.selector.clear();
   verify.count_label = ctx.options.count_label;
-  VerifyClock clock{
-      .now = ctx.clock.now, .sleep = ctx.clock.sleep, .interrupted = ctx.clock.interrupted};
-  ASSIGN_OR_RETURN(VerifyReport report, RunVerify(ctx.client, verify, clock, ctx.out));
+  ASSIGN_OR_RETURN(VerifyReport report, RunVerify(ctx.client, verify, ctx.env, ctx.out));
   if (report.interrupted) return false;
   if (report.Passed()) {
     RETURN_IF_ERROR(MoveNode(ctx, node, UpgradeState::kUncordonRequired));
@@ -355,7 +352,7 @@ json StatePatch(UpgradeState next, absl::Time now) {
 }
 
 absl::Status MoveNode(StepContext& ctx, const FleetNode& node, UpgradeState next, json patch) {
-  json change = StatePatch(next, ctx.clock.now());
+  json change = StatePatch(next, ctx.env.Now());
   Merge(change, patch);
   RETURN_IF_ERROR(ctx.client.Patch(StrCat("/api/v1/nodes/", kube::UrlEncode(node.name)),
                                    "application/merge-patch+json", change.dump()));
@@ -377,7 +374,7 @@ absl::StatusOr<bool> StepNode(StepContext& ctx, const FleetNode& node) {
   switch (node.state.value_or(UpgradeState::kUpgradeRequired)) {
     case UpgradeState::kCordonRequired:
       RETURN_IF_ERROR(MoveNode(ctx, node, UpgradeState::kWaitForJobsRequired,
-                               DrainNodePatch(*node.view, /*cordon=*/true, ctx.clock.now())));
+                               DrainNodePatch(*node.view, /*cordon=*/true, ctx.env.Now())));
       return true;
     case UpgradeState::kWaitForJobsRequired:
       return WaitForJobs(ctx, node);
@@ -392,11 +389,11 @@ absl::StatusOr<bool> StepNode(StepContext& ctx, const FleetNode& node) {
         ASSIGN_OR_RETURN(bool drained, DrainRound(ctx, node, /*all_pods=*/true));
         if (!drained) return false;
       }
-      RETURN_IF_ERROR(MoveNode(
-          ctx, node, UpgradeState::kNodeMaintenanceRequired,
-          {{"metadata",
-            {{"annotations",
-              {{std::string(kUpgradeMaintenanceAnnotation), Rfc3339(ctx.clock.now())}}}}}}));
+      RETURN_IF_ERROR(
+          MoveNode(ctx, node, UpgradeState::kNodeMaintenanceRequired,
+                   {{"metadata",
+                     {{"annotations",
+                       {{std::string(kUpgradeMaintenanceAnnotation), Rfc3339(ctx.env.Now())}}}}}}));
       return true;
     }
     case UpgradeState::kNodeMaintenanceRequired:

@@ -13,6 +13,7 @@
 #include "cluster/upgrade.h"
 #include "cluster/upgrade_fleet.h"
 #include "cluster/upgrade_state.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "nlohmann/json.hpp"
 
@@ -21,7 +22,8 @@ namespace gpunode::cluster {
 struct StepContext {
   kube::Client& client;
   const UpgradeOptions& options;
-  const UpgradeClock& clock;
+  // The steps' Env: its sleeps renew the rollout's Lease, and a lost Lease stops them.
+  core::Env& env;
   std::ostream& out;
   // Per node in maintenance, the whole minutes of waiting its last progress line said: one line
   // a minute, however many passes (other nodes' changes bring passes between the polls).

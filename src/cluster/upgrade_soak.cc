@@ -69,9 +69,9 @@ absl::Time EventTime(const json& event) {
 }
 
 absl::Status XidsFromPrometheus(const FleetPool& pool, absl::Time since,
-                                const UpgradeOptions& options, const UpgradeClock& clock,
+                                const UpgradeOptions& options, core::Env& env,
                                 std::vector<Regression>& found) {
-  absl::Duration window = std::max(clock.now() - since, absl::Seconds(1));
+  absl::Duration window = std::max(env.Now() - since, absl::Seconds(1));
   ASSIGN_OR_RETURN(std::vector<PromSample> samples,
                    QueryPrometheus(options.prometheus, XidQuery(window), kPrometheusTimeout));
   std::map<std::string, std::vector<std::string>> by_node;
@@ -142,10 +142,10 @@ std::string XidQuery(absl::Duration window) {
 
 absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const FleetPool& pool,
                                                   absl::Time since, const UpgradeOptions& options,
-                                                  const UpgradeClock& clock) {
+                                                  core::Env& env) {
   std::vector<Regression> found;
   if (options.regress_on_xids && !options.prometheus.empty()) {
-    RETURN_IF_ERROR(XidsFromPrometheus(pool, since, options, clock, found));
+    RETURN_IF_ERROR(XidsFromPrometheus(pool, since, options, env, found));
   } else if (options.regress_on_xids) {
     RETURN_IF_ERROR(XidsFromEvents(client, pool, since, options, found));
   }
@@ -159,10 +159,8 @@ absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const Fl
   for (const FleetNode* node : pool.nodes) verify.nodes.push_back(node->name);
   verify.count_label = options.count_label;
   verify.run_smoke_pod = false;
-  VerifyClock verify_clock{
-      .now = clock.now, .sleep = clock.sleep, .interrupted = clock.interrupted};
   std::ostream discarded(nullptr);  // verify's step-by-step lines, every check: not wanted here
-  ASSIGN_OR_RETURN(VerifyReport report, RunVerify(client, verify, verify_clock, discarded));
+  ASSIGN_OR_RETURN(VerifyReport report, RunVerify(client, verify, env, discarded));
   for (const NodeVerdict& verdict : report.nodes) {
     std::vector<std::string> failed;
     for (const VerifyStep& step : verdict.steps) {

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "cluster/upgrade.h"
 #include "cluster/upgrade_fleet.h"
+#include "core/env.h"
 #include "kube/client.h"
 
 namespace gpunode::cluster {
@@ -31,6 +32,6 @@ std::string XidQuery(absl::Duration window);
 // per check (the regressions found name their node and cause).
 absl::StatusOr<std::vector<Regression>> CheckSoak(kube::Client& client, const FleetPool& pool,
                                                   absl::Time since, const UpgradeOptions& options,
-                                                  const UpgradeClock& clock);
+                                                  core::Env& env);
 
 }  // namespace gpunode::cluster

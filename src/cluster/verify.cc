@@ -401,7 +401,7 @@ bool VerifyReport::Passed() const {
 }
 
 absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions& options,
-                                       const VerifyClock& clock, std::ostream& progress) {
+                                       core::Env& env, std::ostream& progress) {
   std::vector<kube::ClusterSnapshot> snapshots;
   if (!options.selector.empty()) {
     kube::ApiQuery query;
@@ -432,7 +432,7 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
   report.dry_run = !options.run_smoke_pod;
   for (const kube::ClusterSnapshot& snapshot : snapshots) {
     for (const kube::NodeView& node : snapshot.nodes) {
-      if (clock.interrupted()) {
+      if (env.StopRequested()) {
         report.interrupted = true;
         return report;
       }
@@ -462,25 +462,25 @@ absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions
         smoke.result = StepResult::kFail;
         smoke.evidence = StrCat("the node has no ", kube::kGpuResource, " to request");
       } else {
-        ASSIGN_OR_RETURN(smoke, RunSmokePod(client, node, gpus, options, clock, progress));
+        ASSIGN_OR_RETURN(smoke, RunSmokePod(client, node, gpus, options, env, progress));
       }
       Progress(progress, smoke);
       bool smoke_passed = smoke.result == StepResult::kPass;
       verdict.steps.push_back(std::move(smoke));
-      if (!options.workload_image.empty() && !clock.interrupted()) {
+      if (!options.workload_image.empty() && !env.StopRequested()) {
         VerifyStep workload;
         workload.step = VerifyCheck::kWorkload;
         if (!smoke_passed) {
           workload.evidence = "not run: smoke-pod did not pass";
           workload.fix = "fix the smoke pod's step first";
         } else {
-          ASSIGN_OR_RETURN(workload, RunWorkloadPod(client, node, gpus, options, clock, progress));
+          ASSIGN_OR_RETURN(workload, RunWorkloadPod(client, node, gpus, options, env, progress));
         }
         Progress(progress, workload);
         verdict.steps.push_back(std::move(workload));
       }
       report.nodes.push_back(std::move(verdict));
-      if (clock.interrupted()) {
+      if (env.StopRequested()) {
         report.interrupted = true;
         return report;
       }

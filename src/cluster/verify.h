@@ -5,7 +5,6 @@
 // replicas); and a smoke pod that requests min(2, GPUs) and reports what it saw.
 #pragma once
 
-#include <functional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -14,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cluster/gpu_count.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "kube/cluster_snapshot.h"
 #include "kube/snapshot_reader.h"
@@ -47,13 +47,6 @@ struct VerifyOptions {
   bool run_smoke_pod = true;
 };
 
-// How verify waits: real time in the binary; `interrupted` is true once SIGINT/SIGTERM came.
-struct VerifyClock {
-  std::function<absl::Time()> now = [] { return absl::Now(); };
-  std::function<void(absl::Duration)> sleep = [](absl::Duration d) { absl::SleepFor(d); };
-  std::function<bool()> interrupted = [] { return false; };
-};
-
 enum class StepResult { kPass, kFail, kSkip };
 
 // What verify checks on each node, in the order it checks and prints them.
@@ -83,7 +76,7 @@ struct NodeVerdict {
 
 struct VerifyReport {
   std::vector<NodeVerdict> nodes;
-  bool interrupted = false;  // stopped by a signal; the smoke pod was deleted
+  bool interrupted = false;  // stopped on request (a signal); the smoke pod was deleted
   bool dry_run = false;      // no smoke pod was run, on purpose (run_smoke_pod false)
   bool Passed() const;       // every node passed, and there was at least one
 };
@@ -91,7 +84,7 @@ struct VerifyReport {
 // Verifies each node in turn, printing a progress line per step to `progress`. An error Status
 // means verify could not run (API errors, unknown node, a selector matching nothing).
 absl::StatusOr<VerifyReport> RunVerify(kube::Client& client, const VerifyOptions& options,
-                                       const VerifyClock& clock, std::ostream& progress);
+                                       core::Env& env, std::ostream& progress);
 
 // `verify --dry-run -f SNAPSHOT`: the same steps as a live dry run (all but the smoke pod and
 // the workload), from a `kubectl get nodes,pods -A -o json` snapshot read with

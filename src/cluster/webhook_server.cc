@@ -1,7 +1,6 @@
 #include "cluster/webhook_server.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -69,9 +68,15 @@ ClusterLimits LimitsFromNodes(const kube::ClusterSnapshot& snapshot) {
 
 class WebhookServer::Impl {
  public:
-  explicit Impl(WebhookServerOptions options) : options_(std::move(options)) {}
+  Impl(WebhookServerOptions options, core::Env& env) : options_(std::move(options)), env_(env) {}
 
-  ~Impl() { StopRefresher(); }
+  ~Impl() {
+    // Create failed after the refresher started, or Run never ran: end the refresher's waits.
+    if (refresher_.joinable()) {
+      env_.RequestStop();
+      refresher_.join();
+    }
+  }
 
   absl::Status Init() {
     if (options_.tls_cert.empty() || options_.tls_key.empty()) {
@@ -115,7 +120,7 @@ class WebhookServer::Impl {
             "labels: run in the cluster (service account) or give --kubeconfig");
       }
       namespaces_ = std::make_unique<NamespaceOptInCache>(std::move(options_.namespace_client),
-                                                          options_.namespace_ttl);
+                                                          options_.namespace_ttl, env_);
     }
     // Without defaults configured, /defaults answers "allowed, unchanged" to every request.
     server_->Post("/defaults", [this](const http::Request& req, http::Response& res) {
@@ -163,15 +168,19 @@ class WebhookServer::Impl {
             : std::string("not read"),
         seconds(options_.defaults.active_deadline_seconds), seconds(options_.defaults.ttl_seconds));
     server_->Start();
-    if (!server_->Wait()) {
+    std::thread stopper([this] {
+      env_.SleepUntil(absl::InfiniteFuture());
+      server_->Stop();
+    });
+    const bool stopped_on_request = server_->Wait();
+    // A listener that failed ends the stopper's wait too: the command is over either way.
+    env_.RequestStop();
+    stopper.join();
+    if (refresher_.joinable()) refresher_.join();
+    if (!stopped_on_request) {
       return absl::UnavailableError("the webhook listener stopped unexpectedly");
     }
     return absl::OkStatus();
-  }
-
-  void Stop() {
-    server_->Stop();
-    StopRefresher();
   }
 
   int port() const { return port_; }
@@ -200,28 +209,11 @@ class WebhookServer::Impl {
   }
 
   void RefreshLoop() {
-    std::unique_lock<std::mutex> lock(stop_mu_);
-    while (!stopping_) {
-      if (stop_cv_.wait_for(lock, absl::ToChronoSeconds(options_.refresh_interval),
-                            [this] { return stopping_; })) {
-        break;
-      }
-      lock.unlock();
-      RefreshOnce();
-      lock.lock();
-    }
-  }
-
-  void StopRefresher() {
-    {
-      std::lock_guard<std::mutex> lock(stop_mu_);
-      stopping_ = true;
-    }
-    stop_cv_.notify_all();
-    if (refresher_.joinable()) refresher_.join();
+    while (env_.SleepFor(options_.refresh_interval)) RefreshOnce();
   }
 
   WebhookServerOptions options_;
+  core::Env& env_;
   std::unique_ptr<http::HttpServer> server_;
   int port_ = -1;
 
@@ -230,13 +222,11 @@ class WebhookServer::Impl {
   std::unique_ptr<NamespaceOptInCache> namespaces_;
 
   std::thread refresher_;
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
 };
 
-absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Create(WebhookServerOptions options) {
-  auto impl = std::make_unique<Impl>(std::move(options));
+absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Create(WebhookServerOptions options,
+                                                                     core::Env& env) {
+  auto impl = std::make_unique<Impl>(std::move(options), env);
   RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<WebhookServer>(new WebhookServer(std::move(impl)));
 }
@@ -245,6 +235,12 @@ WebhookServer::WebhookServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 WebhookServer::~WebhookServer() = default;
 int WebhookServer::port() const { return impl_->port(); }
 absl::Status WebhookServer::Run() { return impl_->Run(); }
-void WebhookServer::Stop() { impl_->Stop(); }
+
+absl::Status RunWebhook(WebhookServerOptions options, core::Env& env, std::ostream& announce) {
+  ASSIGN_OR_RETURN(std::unique_ptr<WebhookServer> server,
+                   WebhookServer::Create(std::move(options), env));
+  announce << "gpunode webhook listening on port " << server->port() << std::endl;
+  return server->Run();
+}
 
 }  // namespace gpunode::cluster

@@ -7,12 +7,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cluster/gpu_job_defaults.h"
 #include "cluster/webhook.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "kube/cluster_snapshot.h"
 
@@ -38,20 +40,24 @@ ClusterLimits LimitsFromNodes(const kube::ClusterSnapshot& snapshot);
 
 class WebhookServer {
  public:
-  // Loads the certificate and key (refusing to start without them) and binds the port.
-  static absl::StatusOr<std::unique_ptr<WebhookServer>> Create(WebhookServerOptions options);
+  // Loads the certificate and key (refusing to start without them) and binds the port. The
+  // server lives until `env` is asked to stop, which also ends the capacity refresher's waits.
+  static absl::StatusOr<std::unique_ptr<WebhookServer>> Create(WebhookServerOptions options,
+                                                               core::Env& env);
   ~WebhookServer();
 
   int port() const;
-  // Serves until Stop(); returns an error if the listener fails.
+  // Serves until a stop is requested of the Env; an error if the listener fails before.
   absl::Status Run();
-  // Thread-safe; Run returns soon after.
-  void Stop();
 
  private:
   class Impl;
   explicit WebhookServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// `gpunode webhook`: creates the server, says its port on `announce` ("gpunode webhook listening
+// on port N", read by scripts and tests that pass port 0) and serves until `env` stops.
+absl::Status RunWebhook(WebhookServerOptions options, core::Env& env, std::ostream& announce);
 
 }  // namespace gpunode::cluster

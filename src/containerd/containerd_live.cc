@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/io_deadline.h"
 #include "core/json_field.h"
 #include "core/status_macros.h"
 #include "cri/api.grpc.pb.h"
@@ -63,7 +64,7 @@ absl::StatusOr<CriVersion> QueryCriVersion(const std::string& socket,
                                            std::chrono::milliseconds timeout) {
   std::unique_ptr<::runtime::v1::RuntimeService::Stub> stub = Connect(socket);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  context.set_deadline(core::IoDeadline::After(absl::FromChrono(timeout)).ForGrpc());
   ::runtime::v1::VersionRequest request;
   request.set_version("v1");
   ::runtime::v1::VersionResponse response;
@@ -76,7 +77,7 @@ absl::StatusOr<CriRuntimeStatus> QueryCriStatus(const std::string& socket,
                                                 std::chrono::milliseconds timeout) {
   std::unique_ptr<::runtime::v1::RuntimeService::Stub> stub = Connect(socket);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  context.set_deadline(core::IoDeadline::After(absl::FromChrono(timeout)).ForGrpc());
   ::runtime::v1::StatusRequest request;
   request.set_verbose(true);
   ::runtime::v1::StatusResponse response;
@@ -109,7 +110,7 @@ absl::StatusOr<std::vector<CriImage>> QueryCriImages(const std::string& socket,
                                                      std::chrono::milliseconds timeout) {
   std::unique_ptr<::runtime::v1::ImageService::Stub> stub = ConnectImages(socket);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  context.set_deadline(core::IoDeadline::After(absl::FromChrono(timeout)).ForGrpc());
   ::runtime::v1::ListImagesResponse response;
   grpc::Status rpc = stub->ListImages(&context, ::runtime::v1::ListImagesRequest(), &response);
   if (!rpc.ok()) return FromGrpc(rpc, socket, "ImageService/ListImages");
@@ -129,7 +130,7 @@ absl::StatusOr<std::vector<CriImageFilesystem>> QueryCriImageFilesystems(
     const std::string& socket, std::chrono::milliseconds timeout) {
   std::unique_ptr<::runtime::v1::ImageService::Stub> stub = ConnectImages(socket);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  context.set_deadline(core::IoDeadline::After(absl::FromChrono(timeout)).ForGrpc());
   ::runtime::v1::ImageFsInfoResponse response;
   grpc::Status rpc = stub->ImageFsInfo(&context, ::runtime::v1::ImageFsInfoRequest(), &response);
   if (!rpc.ok()) return FromGrpc(rpc, socket, "ImageService/ImageFsInfo");

@@ -33,19 +33,23 @@ class Env {
   // (at once when one was requested before).
   virtual bool SleepUntil(absl::Time deadline) = 0;
   bool SleepFor(absl::Duration wait) { return SleepUntil(Now() + wait); }
+  // Waits `wait` whether or not a stop was requested: the short polls of a cleanup that runs
+  // because of the stop (a daemon told to quit, children to reap), which SleepFor would turn into
+  // a busy loop.
+  virtual void Pause(absl::Duration wait) = 0;
 
   // Runs a program to its end within the options' timeout (core::Spawn in production).
   virtual absl::StatusOr<SpawnResult> Spawn(const SpawnOptions& options) = 0;
 
   // Ends every SleepUntil, now and later, and makes stop_fd() readable. `signal` is the signal
   // that asked for it (the exit status is then 128 + signal), 0 for a stop from within.
-  void RequestStop(int signal = 0);
-  bool StopRequested() const;
+  virtual void RequestStop(int signal = 0);
+  virtual bool StopRequested() const;
   // The signal RequestStop was given; 0 when none was, or no stop was requested.
-  int stop_signal() const;
+  virtual int stop_signal() const;
   // Readable (an eventfd that is never read) once a stop is requested: for a loop that polls
   // descriptors of its own and must also wake for a stop.
-  int stop_fd() const { return stop_event_.get(); }
+  virtual int stop_fd() const { return stop_event_.get(); }
 
  protected:
   // Derived classes wait on this mutex with conditions of their own that include stopped_.
@@ -55,6 +59,31 @@ class Env {
  private:
   int stop_signal_ ABSL_GUARDED_BY(mu_) = 0;
   UniqueFd stop_event_;
+};
+
+// An Env that passes every call to another, stop included; a subclass overrides what it changes
+// (LevelDB's EnvWrapper): the upgrade's steps sleep through one that renews its Lease.
+class EnvWrapper : public Env {
+ public:
+  explicit EnvWrapper(Env& target) : target_(target) {}
+
+  const HostRoot& host() const override { return target_.host(); }
+  absl::Time Now() override { return target_.Now(); }
+  bool SleepUntil(absl::Time deadline) override { return target_.SleepUntil(deadline); }
+  void Pause(absl::Duration wait) override { target_.Pause(wait); }
+  absl::StatusOr<SpawnResult> Spawn(const SpawnOptions& options) override {
+    return target_.Spawn(options);
+  }
+  void RequestStop(int signal = 0) override { target_.RequestStop(signal); }
+  bool StopRequested() const override { return target_.StopRequested(); }
+  int stop_signal() const override { return target_.stop_signal(); }
+  int stop_fd() const override { return target_.stop_fd(); }
+
+ protected:
+  Env& target() { return target_; }
+
+ private:
+  Env& target_;
 };
 
 }  // namespace gpunode::core

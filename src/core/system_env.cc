@@ -32,6 +32,8 @@ bool SystemEnv::SleepUntil(absl::Time deadline) {
   return !mu_.AwaitWithDeadline(absl::Condition(&stopped_), deadline);
 }
 
+void SystemEnv::Pause(absl::Duration wait) { absl::SleepFor(wait); }
+
 absl::StatusOr<SpawnResult> SystemEnv::Spawn(const SpawnOptions& options) {
   return core::Spawn(options);
 }

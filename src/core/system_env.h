@@ -19,6 +19,7 @@ class SystemEnv : public Env {
   const HostRoot& host() const override { return host_; }
   absl::Time Now() override;
   bool SleepUntil(absl::Time deadline) override;
+  void Pause(absl::Duration wait) override;
   absl::StatusOr<SpawnResult> Spawn(const SpawnOptions& options) override;
 
   // From now on the first of these signals requests a stop (RequestStop(signal)); later ones are

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/io_deadline.h"
 #include "core/unix_socket.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "doctor/checks.h"
@@ -41,7 +42,7 @@ absl::Status AskOptions(const std::string& path, std::chrono::milliseconds timeo
   auto stub = v1beta1::DevicePlugin::NewStub(
       grpc::CreateChannel(absl::StrCat("unix:", path), grpc::InsecureChannelCredentials()));
   grpc::ClientContext rpc;
-  rpc.set_deadline(std::chrono::system_clock::now() + timeout);
+  rpc.set_deadline(core::IoDeadline::After(absl::FromChrono(timeout)).ForGrpc());
   v1beta1::Empty request;
   v1beta1::DevicePluginOptions options;
   grpc::Status status = stub->GetDevicePluginOptions(&rpc, request, &options);

@@ -149,8 +149,9 @@ std::string DevicePluginConflict(const std::string& device_plugins_dir,
   return "";
 }
 
-absl::Status RunDraPlugin(const nvml::Library& library, const core::HostRoot& host, ApiClients api,
-                          const DraPluginOptions& options, const WaitForStop& wait_for_stop) {
+absl::Status RunDraPlugin(const nvml::Library& library, ApiClients api,
+                          const DraPluginOptions& options, core::Env& env) {
+  const core::HostRoot& host = env.host();
   ASSIGN_OR_RETURN(std::string node_json,
                    api.slices.Get(core::StrCat("/api/v1/nodes/", options.node_name)));
   if (std::string conflict = DevicePluginConflict(options.device_plugins_dir, node_json);
@@ -204,7 +205,7 @@ absl::Status RunDraPlugin(const nvml::Library& library, const core::HostRoot& ho
   absl::Status published = publisher.Publish(devices);
   state.Write(options.node_name, publisher, published, devices);
   RETURN_IF_ERROR(published);
-  HealthFeed health(options.node_name);
+  HealthFeed health(options.node_name, env);
   health.Set(HealthOf(watch.board(), lost, devices));
 
   std::string service_socket = core::StrCat(plugin_dir, "/dra.sock");
@@ -228,25 +229,24 @@ absl::Status RunDraPlugin(const nvml::Library& library, const core::HostRoot& ho
       gpu::kDriverName, options.node_name, node.devices.size(), options.registrar_dir,
       gpu::kDriverName);
 
-  // The stop signal is awaited on its own thread so that the control loop can wait on the board:
-  // a health change is published at once, not at the next rescan.
+  // The stop is awaited on its own thread so that the control loop can wait on the board: a
+  // health change is published at once, not at the next rescan.
   std::atomic<bool> stopping = false;
   std::thread stopper([&] {
-    while (!wait_for_stop(absl::Milliseconds(500))) {
-    }
+    env.SleepUntil(absl::InfiniteFuture());
     stopping = true;
     watch.board().Interrupt();
   });
-  absl::Time next_scan = absl::Now() + options.rescan_interval;
+  absl::Time next_scan = env.Now() + options.rescan_interval;
   while (!stopping) {
-    auto left = absl::ToChronoMilliseconds(std::max(next_scan - absl::Now(), absl::ZeroDuration()));
+    auto left = absl::ToChronoMilliseconds(std::max(next_scan - env.Now(), absl::ZeroDuration()));
     uint64_t generation =
         watch.board().WaitForChangeFor(seen, left, [&stopping] { return stopping.load(); });
     if (stopping) break;
-    bool rescan = absl::Now() >= next_scan;
+    bool rescan = env.Now() >= next_scan;
     if (!rescan && generation == seen) continue;
     if (rescan) {
-      next_scan = absl::Now() + options.rescan_interval;
+      next_scan = env.Now() + options.rescan_interval;
       if (absl::StatusOr<gpu::DraNode> now = gpu::ReadDraNode(library, host); now.ok()) {
         devices = KeepLostDevices(devices, *now);
         lost = now->lost;

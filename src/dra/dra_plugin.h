@@ -4,18 +4,17 @@
 //
 // Run() publishes the node's ResourceSlice, serves the kubelet on the registration and service
 // sockets, re-reads the devices every rescan interval (a MIG layout changed by `gpunode mig`, a
-// GPU lost or back) and publishes again when they changed, until `wait_for_stop` says stop. The
-// health monitor's verdicts reach the kubelet's health stream and the slice's device taints as
+// GPU lost or back) and publishes again when they changed, until a stop is requested of its Env.
+// The health monitor's verdicts reach the kubelet's health stream and the slice's device taints as
 // soon as they change (device_health.h).
 #pragma once
 
-#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/env.h"
 #include "health/health_monitor.h"
-#include "core/host_root.h"
 #include "kube/client.h"
 #include "nvml/library.h"
 
@@ -44,14 +43,12 @@ struct ApiClients {
   kube::Client& claims;
 };
 
-// Returns true when the plugin should stop; otherwise waits at most the duration given.
-using WaitForStop = std::function<bool(absl::Duration)>;
-
 // Fails (one line, before anything is served) when a device plugin already serves nvidia.com/gpu
 // on this node, the driver's files are not under driver_root, the checkpoint is corrupt or the
 // sockets cannot be made.
-absl::Status RunDraPlugin(const nvml::Library& library, const core::HostRoot& host, ApiClients api,
-                          const DraPluginOptions& options, const WaitForStop& wait_for_stop);
+// The host's files (/proc, the driver's, the device nodes) are read through `env`.
+absl::Status RunDraPlugin(const nvml::Library& library, ApiClients api,
+                          const DraPluginOptions& options, core::Env& env);
 
 // Why this node must not run the DRA plugin, or nothing: a live device plugin socket (other than
 // the kubelet's own) in `device_plugins_dir`, or nvidia.com/gpu in the Node's allocatable.

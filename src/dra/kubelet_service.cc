@@ -1,7 +1,6 @@
 #include "dra/kubelet_service.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "core/text.h"
 #include "dra/health/v1alpha1/api.pb.h"
 #include "dra/v1/api.pb.h"
@@ -55,7 +54,8 @@ absl::StatusOr<drav1::NodeUnprepareResourcesResponse> Unprepare(
 }
 
 healthpb::NodeWatchResourcesResponse HealthResponse(const std::string& pool,
-                                                    const std::vector<DeviceHealth>& devices) {
+                                                    const std::vector<DeviceHealth>& devices,
+                                                    absl::Time checked) {
   healthpb::NodeWatchResourcesResponse response;
   for (const DeviceHealth& device : devices) {
     healthpb::DeviceHealth* out = response.add_devices();
@@ -63,7 +63,7 @@ healthpb::NodeWatchResourcesResponse HealthResponse(const std::string& pool,
     out->mutable_device()->set_device_name(device.device);
     out->set_health(device.healthy ? healthpb::HEALTHY : healthpb::UNHEALTHY);
     // The monitor watches without pause: every send is a fresh check.
-    out->set_last_updated_time(absl::ToUnixSeconds(absl::Now()));
+    out->set_last_updated_time(absl::ToUnixSeconds(checked));
     out->set_health_check_timeout_seconds(kHealthCheckTimeoutSeconds);
     out->set_message(device.message.substr(0, 1024));
   }
@@ -126,7 +126,7 @@ h2grpc::Service DraService(ClaimPreparer& preparer, HealthFeed& feed) {
           // Sent on a change, and again when nothing changed for kHealthResend, so that the
           // kubelet's timeout never turns a healthy device Unknown.
           seen = version;
-          if (!stream.Write(HealthResponse(feed.pool(), devices))) break;
+          if (!stream.Write(HealthResponse(feed.pool(), devices, feed.Now()))) break;
         }
         stream.SetOnCancel(nullptr);
         return absl::OkStatus();

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
+#include "core/env.h"
 #include "dra/claim_preparer.h"
 #include "h2grpc/service.h"
 
@@ -32,7 +34,8 @@ struct DeviceHealth {
 // Thread-safety: all methods may be called from any thread.
 class HealthFeed {
  public:
-  explicit HealthFeed(std::string pool) : pool_(std::move(pool)) {}
+  // `env` gives the time each health report is stamped with.
+  HealthFeed(std::string pool, core::Env& env) : pool_(std::move(pool)), env_(env) {}
 
   // Replaces the list; the streams send it when it differs from the last.
   void Set(std::vector<DeviceHealth> devices);
@@ -45,9 +48,11 @@ class HealthFeed {
   // stopping).
   void Wake();
   const std::string& pool() const { return pool_; }
+  absl::Time Now() const { return env_.Now(); }
 
  private:
   const std::string pool_;
+  core::Env& env_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<DeviceHealth> devices_;

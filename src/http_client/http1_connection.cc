@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 
+#include "core/io_deadline.h"
 #include "core/sigpipe_block.h"
 #include "core/status_macros.h"
 #include "core/text.h"
@@ -21,11 +21,7 @@ using core::StrCat;
 
 namespace {
 
-int PollTimeoutMs(absl::Time until) {
-  if (until == absl::InfiniteFuture()) return -1;
-  double ms = std::ceil(absl::ToDoubleMilliseconds(until - absl::Now()));
-  return ms <= 0 ? 0 : ms > 1e9 ? 1000000000 : static_cast<int>(ms);
-}
+int PollTimeoutMs(absl::Time until) { return core::IoDeadline::At(until).PollTimeoutMs(); }
 
 absl::Status Errno(std::string_view what) {
   return absl::UnavailableError(StrCat(what, ": ", std::strerror(errno)));

@@ -1,6 +1,7 @@
 #include "kube/bearer_token.h"
 
 #include "core/file_io.h"
+#include "core/io_deadline.h"
 #include "core/text.h"
 
 namespace gpunode::kube {
@@ -11,15 +12,15 @@ BearerToken::BearerToken(std::string token, std::string token_file)
 
 absl::StatusOr<std::string> BearerToken::Get() {
   if (token_file_.empty()) return token_;
-  absl::Time now = absl::Now();
-  if (now - read_at_ > absl::Minutes(1)) {
+  // Re-read once a minute, as client-go does: the kubelet rotates a projected token in place.
+  if (reread_.Passed()) {
     absl::StatusOr<std::string> text = core::ReadFile(token_file_);
     if (!text.ok()) {
       if (!token_.empty()) return token_;
       return absl::UnauthenticatedError(core::StrCat("token file: ", text.status().message()));
     }
     token_ = std::string(core::TrimSpace(*text));
-    read_at_ = now;
+    reread_ = core::IoDeadline::After(absl::Minutes(1));
   }
   return token_;
 }

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/io_deadline.h"
 
 namespace gpunode::kube {
 
@@ -24,7 +25,7 @@ class BearerToken {
  private:
   std::string token_;  // the literal token, or the last one read from token_file_
   const std::string token_file_;
-  absl::Time read_at_ = absl::InfinitePast();
+  core::IoDeadline reread_;  // passed: read the file at the next Get
 };
 
 }  // namespace gpunode::kube

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
+#include "core/io_deadline.h"
 #include "core/log.h"
 #include "core/status_macros.h"
 #include "core/text.h"
@@ -180,7 +181,7 @@ absl::StatusOr<const ExecCredential*> CurlTransport::PluginCredential() {
   // client-go refreshes a little before expiry, so a request never goes out with a token that
   // lapses in flight.
   if (plugin_credential_ && plugin_credential_->expires &&
-      absl::Now() + absl::Seconds(10) >= *plugin_credential_->expires) {
+      core::IoDeadline::At(*plugin_credential_->expires - absl::Seconds(10)).Passed()) {
     plugin_credential_.reset();
   }
   if (!plugin_credential_) {
@@ -396,22 +397,20 @@ simdjson::padded_string_view PadInPlace(std::string& body) {
   return simdjson::padded_string_view(body.data(), body.size(), body.capacity());
 }
 
-Client::Client(std::unique_ptr<HttpTransport> transport, RetryPolicy retry, std::string description)
+Client::Client(std::unique_ptr<HttpTransport> transport, RetryPolicy retry, std::string description,
+               core::Env& env)
     : transport_(std::move(transport)),
       retry_(std::move(retry)),
-      description_(std::move(description)) {
-  if (!retry_.sleep) {
-    retry_.sleep = [](absl::Duration d) { absl::SleepFor(d); };
-  }
-}
+      description_(std::move(description)),
+      env_(env) {}
 
 absl::StatusOr<HttpResponse> Client::SendOnce(const HttpRequest& request) {
-  absl::Time start = absl::Now();
+  absl::Time start = env_.Now();
   absl::StatusOr<HttpResponse> response = transport_->Send(request);
   // Method, path and status only: headers carry the credentials.
   if (response.ok()) {
     spdlog::debug("{} {} -> {} ({} ms)", request.method, request.path, response->status,
-                  absl::ToInt64Milliseconds(absl::Now() - start));
+                  absl::ToInt64Milliseconds(env_.Now() - start));
   } else {
     spdlog::debug("{} {} -> {}", request.method, request.path, response.status().message());
   }
@@ -440,7 +439,7 @@ absl::StatusOr<HttpResponse> Client::Send(const HttpRequest& request) {
                 response.ok() ? StrCat("HTTP ", response->status)
                               : std::string(response.status().message()),
                 absl::FormatDuration(wait), attempt + 1, retry_.max_attempts);
-    retry_.sleep(wait);
+    if (!env_.SleepFor(wait)) return response;
     backoff = std::min(backoff * 2, retry_.max_backoff);
   }
 }
@@ -494,20 +493,21 @@ absl::Status Client::List(std::string_view path, const ListOptions& options, con
 }
 
 absl::StatusOr<std::unique_ptr<Client>> NewClient(const ClusterAccess& access,
-                                                  const TransportOptions& options) {
+                                                  const TransportOptions& options, core::Env& env) {
   ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> transport, NewCurlTransport(access, options));
-  return std::make_unique<Client>(std::move(transport), RetryPolicy{}, access.description);
+  return std::make_unique<Client>(std::move(transport), RetryPolicy{}, access.description, env);
 }
 
 absl::StatusOr<std::unique_ptr<Client>> NewNodeClient(const ClusterAccess& access,
-                                                      const TransportOptions& options) {
+                                                      const TransportOptions& options,
+                                                      core::Env& env) {
   std::string why;
   if (!Http1CanServe(access, &why)) {
     spdlog::info("{}: {}; the API server is reached through libcurl", access.description, why);
-    return NewClient(access, options);
+    return NewClient(access, options, env);
   }
   ASSIGN_OR_RETURN(std::unique_ptr<HttpTransport> transport, NewHttp1Transport(access, options));
-  return std::make_unique<Client>(std::move(transport), RetryPolicy{}, access.description);
+  return std::make_unique<Client>(std::move(transport), RetryPolicy{}, access.description, env);
 }
 
 }  // namespace gpunode::kube

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/env.h"
 #include "kube/kubeconfig.h"
 #include "simdjson.h"
 
@@ -63,8 +64,6 @@ struct RetryPolicy {
   absl::Duration initial_backoff = absl::Milliseconds(250);
   absl::Duration max_backoff = absl::Seconds(10);
   absl::Duration max_retry_after = absl::Seconds(60);  // a Retry-After above this is capped
-  // How to wait between attempts; tests inject a recorder so they never sleep.
-  std::function<void(absl::Duration)> sleep;
 };
 
 struct ListOptions {
@@ -87,10 +86,13 @@ absl::Status StatusFromResponse(const HttpRequest& request, const HttpResponse& 
 // one thread at a time.
 class Client {
  public:
-  Client(std::unique_ptr<HttpTransport> transport, RetryPolicy retry, std::string description);
+  // The waits between attempts are `env`'s sleeps (simulated in tests); `env` outlives the client.
+  Client(std::unique_ptr<HttpTransport> transport, RetryPolicy retry, std::string description,
+         core::Env& env);
 
   // Retries 429, 500, 502, 503, 504 and transport errors with exponential backoff, waiting for
-  // Retry-After when the server sends it. Returns the last response.
+  // Retry-After when the server sends it. Returns the last response, also when a stop requested
+  // of the Env ends a wait.
   absl::StatusOr<HttpResponse> Send(const HttpRequest& request);
   // Sends once: for requests whose 429 carries meaning (an eviction blocked by a budget).
   absl::StatusOr<HttpResponse> SendOnce(const HttpRequest& request);
@@ -105,23 +107,27 @@ class Client {
   absl::Status List(std::string_view path, const ListOptions& options, const PageFn& page);
 
   const std::string& description() const { return description_; }
+  // The Env the client waits on; its clock stamps what the client's users post (events).
+  core::Env& env() const { return env_; }
 
  private:
   std::unique_ptr<HttpTransport> transport_;
   RetryPolicy retry_;
   std::string description_;
+  core::Env& env_;
 };
 
-// Builds a client for `access`: curl transport, default retries, real sleeping.
+// Builds a client for `access`: curl transport, default retries, waits on `env`.
 absl::StatusOr<std::unique_ptr<Client>> NewClient(const ClusterAccess& access,
-                                                  const TransportOptions& options);
+                                                  const TransportOptions& options, core::Env& env);
 
 // Builds a client for a node daemon (the node label's watch, node events): the small HTTP/1.1
 // transport of http1_transport.h where it can serve `access`, which keeps libcurl and the
 // libraries it loads out of the process; curl where it cannot (a credential plugin, a proxy), said
-// in one log line. Default retries, real sleeping.
+// in one log line. Default retries, waits on `env`.
 absl::StatusOr<std::unique_ptr<Client>> NewNodeClient(const ClusterAccess& access,
-                                                      const TransportOptions& options);
+                                                      const TransportOptions& options,
+                                                      core::Env& env);
 
 // Makes `body` usable as a simdjson padded view without copying.
 simdjson::padded_string_view PadInPlace(std::string& body);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "core/io_deadline.h"
 #include "core/status_macros.h"
 #include "core/text.h"
 #include "http_client/http1_connection.h"
@@ -159,11 +160,13 @@ absl::Status Http1Transport::Exchange(const HttpRequest& request, const std::str
     ASSIGN_OR_RETURN(std::shared_ptr<TlsContext> tls, Tls());
     const std::string& name = access_.tls_server_name.empty() ? url_.host : access_.tls_server_name;
     ASSIGN_OR_RETURN(
-        conn_, Http1Connection::Open(url_.host, url_.port, std::move(tls), name,
-                                     std::min(deadline, absl::Now() + options_.connect_timeout)));
+        conn_, Http1Connection::Open(
+                   url_.host, url_.port, std::move(tls), name,
+                   std::min(deadline, core::IoDeadline::After(options_.connect_timeout).at())));
   }
   // A watch has no overall deadline, but sending its request has the ordinary one.
-  absl::Time write_deadline = streaming ? absl::Now() + options_.request_timeout : deadline;
+  absl::Time write_deadline =
+      streaming ? core::IoDeadline::After(options_.request_timeout).at() : deadline;
   if (absl::Status st = conn_->WriteAll(text, write_deadline); !st.ok()) {
     fresh_needed = reused && !absl::IsDeadlineExceeded(st);
     return st;
@@ -182,7 +185,7 @@ absl::Status Http1Transport::Exchange(const HttpRequest& request, const std::str
       ended_by_caller = true;
       break;
     }
-    absl::Time until = streaming ? absl::Now() + absl::Seconds(1) : deadline;
+    absl::Time until = streaming ? core::IoDeadline::After(absl::Seconds(1)).at() : deadline;
     absl::StatusOr<size_t> n = conn_->Read(buffer.data(), buffer.size(), until);
     if (!n.ok()) {
       if (streaming && absl::IsDeadlineExceeded(n.status())) continue;  // ask keep_going again
@@ -215,7 +218,8 @@ absl::StatusOr<HttpResponse> Http1Transport::Send(const HttpRequest& request) {
   if (absl::IsUnauthenticated(text.status())) return text.status();
   if (!text.ok()) return Failure(request, text.status());
   bool streaming = static_cast<bool>(request.on_body);
-  absl::Time deadline = streaming ? absl::InfiniteFuture() : absl::Now() + options_.request_timeout;
+  absl::Time deadline =
+      streaming ? absl::InfiniteFuture() : core::IoDeadline::After(options_.request_timeout).at();
   for (int attempt = 0;; ++attempt) {
     HttpResponse response;
     bool fresh_needed = false;

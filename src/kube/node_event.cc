@@ -1,6 +1,5 @@
 #include "kube/node_event.h"
 
-#include "absl/time/clock.h"
 #include "kube/object_event.h"
 
 namespace gpunode::kube {
@@ -16,7 +15,7 @@ absl::Status PostNodeEvent(Client& client, const NodeEvent& event) {
        .message = event.message,
        .component = event.component,
        .instance = event.node},
-      absl::Now());
+      client.env().Now());
 }
 
 }  // namespace gpunode::kube

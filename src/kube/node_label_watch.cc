@@ -100,14 +100,14 @@ bool NodeLabelWatch::Pause(absl::Duration d) {
 void NodeLabelWatch::Run() {
   absl::Duration backoff = retry_backoff_;
   while (!stop_flag_) {
-    absl::Time started = absl::Now();
+    absl::Time started = client_->env().Now();
     absl::Status st = ReadAndWatch();
     if (stop_flag_) return;
     if (st.ok()) {
       backoff = retry_backoff_;
       // A watch that ends at once (expired again, a proxy that closes it) is not read again at
       // once: that would be a loop of requests.
-      if (absl::Now() - started < kMinWatch && !Pause(retry_backoff_)) return;
+      if (client_->env().Now() - started < kMinWatch && !Pause(retry_backoff_)) return;
       continue;
     }
     Failed(st);

@@ -3,7 +3,6 @@
 #include <poll.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,11 +17,10 @@
 #include "absl/time/time.h"
 #include "core/directory_watch.h"
 #include "core/duration.h"
+#include "core/host_root.h"
 #include "core/log.h"
-#include "core/signal_fd.h"
 #include "core/status_macros.h"
 #include "core/status_text.h"
-#include "core/host_root.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 #include "labels/gfd_labels.h"
@@ -239,7 +237,7 @@ absl::Status NodeWriteError(const absl::Status& status) {
 
 // The API server, reached as the node daemons reach it: KUBECONFIG, else the pod's service
 // account.
-absl::StatusOr<NodeLabelWriter> NodeWriter(const std::string& node) {
+absl::StatusOr<NodeLabelWriter> NodeWriter(const std::string& node, core::Env& env) {
   absl::StatusOr<kube::ClusterAccess> access = kube::ResolveAccess(kube::SourcesFromEnvironment());
   if (absl::IsNotFound(access.status())) {
     return core::AppendHint(access.status(),
@@ -248,14 +246,14 @@ absl::StatusOr<NodeLabelWriter> NodeWriter(const std::string& node) {
   }
   if (!access.ok()) return access.status();
   absl::StatusOr<std::unique_ptr<kube::Client>> client =
-      kube::NewNodeClient(*access, kube::TransportOptions{});
+      kube::NewNodeClient(*access, kube::TransportOptions{}, env);
   if (!client.ok()) return client.status();
   return NodeLabelWriter(std::move(*client), node);
 }
 
 }  // namespace
 
-absl::Status Run(const Options& options) {
+absl::Status Run(const Options& options, core::Env& env) {
   ASSIGN_OR_RETURN(Given given, ResolveGiven(options));
   if (given.output == "json" || given.output == "yaml" || given.output == "table") {
     // -o is GFD's features file here, never a format: refuse what would silently become ./json.
@@ -289,13 +287,11 @@ absl::Status Run(const Options& options) {
       return absl::InvalidArgumentError(
           "--write node: no node; set --node-name (or NODE_NAME) from the pod's spec.nodeName");
     }
-    ASSIGN_OR_RETURN(writer, NodeWriter(options.node_name));
+    ASSIGN_OR_RETURN(writer, NodeWriter(options.node_name, env));
   }
-  // Before the label's watch thread starts, which must leave the signals to this thread.
-  ASSIGN_OR_RETURN(core::SignalFd stop, core::SignalFd::Open({SIGINT, SIGTERM}));
   std::optional<plugin_config::ConfigLabelSource> label;
   if (IsDirectory(ConfigFileOf(options).text)) {
-    label = plugin_config::ConfigLabelSource::Follow("gpunode-labels");
+    label = plugin_config::ConfigLabelSource::Follow("gpunode-labels", env);
   }
   auto label_value = [&] { return label ? label->watch().Value() : std::nullopt; };
   std::optional<core::DirectoryWatch> config_watch;
@@ -328,7 +324,7 @@ absl::Status Run(const Options& options) {
     spdlog::warn("no GPU labels: {}; labelling the node {}=false until NVML answers",
                  library.status().message(), kGpuPresentLabel);
   }
-  core::HostRoot host(options.host_root);
+  const core::HostRoot& host = env.host();
 
   // By a change of the config label or of the config file, logged once the file is written.
   std::string relabelled;
@@ -390,9 +386,9 @@ absl::Status Run(const Options& options) {
     }
     previous = std::move(all);
 
-    // Until the interval has passed, a stop signal, a new config label or a config edit (relabel
-    // at once).
-    struct pollfd fds[3] = {{stop.fd(), POLLIN, 0},
+    // Until the interval has passed, a stop, a new config label or a config edit (relabel at
+    // once).
+    struct pollfd fds[3] = {{env.stop_fd(), POLLIN, 0},
                             {label ? label->watch().fd() : -1, POLLIN, 0},
                             {config_watch ? config_watch->fd() : -1, POLLIN, 0}};
     int ms = static_cast<int>(absl::ToInt64Milliseconds(settings->interval));

@@ -6,8 +6,8 @@
 
 namespace gpunode::metrics {
 
-AttributionWatcher::AttributionWatcher(const core::HostRoot& host, AttributionOptions options)
-    : host_(host), options_(std::move(options)), client_(host.Resolve(options_.socket)) {}
+AttributionWatcher::AttributionWatcher(core::Env& env, AttributionOptions options)
+    : env_(env), options_(std::move(options)), client_(env.host().Resolve(options_.socket)) {}
 
 AttributionWatcher::~AttributionWatcher() {
   {
@@ -31,7 +31,7 @@ absl::Status AttributionWatcher::Refresh() {
   }
   // The checkpoint only adds pod UIDs; without it attribution falls back to the device alone.
   std::vector<host::CheckpointAllocation> checkpoint;
-  if (absl::StatusOr<std::string> text = host_.ReadFile(options_.checkpoint); text.ok()) {
+  if (absl::StatusOr<std::string> text = env_.host().ReadFile(options_.checkpoint); text.ok()) {
     if (absl::StatusOr<host::DeviceCheckpoint> parsed = host::ParseDeviceCheckpoint(*text);
         parsed.ok()) {
       checkpoint = std::move(parsed->allocations);
@@ -46,7 +46,7 @@ absl::Status AttributionWatcher::Refresh() {
   if (logged_failure_) spdlog::info("PodResources on {} answers again", client_.socket_path());
   logged_failure_ = false;
   current_ = std::move(attribution);
-  current_at_ = absl::Now();
+  current_at_ = env_.Now();
   return absl::OkStatus();
 }
 
@@ -66,7 +66,7 @@ void AttributionWatcher::Run() {
 
 std::shared_ptr<const Attribution> AttributionWatcher::Current() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (absl::Now() - current_at_ > options_.stale_after) return nullptr;
+  if (env_.Now() - current_at_ > options_.stale_after) return nullptr;
   return current_;
 }
 

@@ -12,14 +12,14 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/host_root.h"
+#include "core/env.h"
 #include "metrics/attribution.h"
 #include "metrics/pod_resources_client.h"
 
 namespace gpunode::metrics {
 
 struct AttributionOptions {
-  // Host paths, resolved under the HostRoot.
+  // Host paths, resolved under the Env's host root.
   std::string socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string checkpoint = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint";
   absl::Duration refresh = absl::Seconds(1);
@@ -30,7 +30,8 @@ struct AttributionOptions {
 
 class AttributionWatcher {
  public:
-  AttributionWatcher(const core::HostRoot& host, AttributionOptions options);
+  // `env` (the host's files, the clock) must outlive this.
+  AttributionWatcher(core::Env& env, AttributionOptions options);
   ~AttributionWatcher();
   AttributionWatcher(const AttributionWatcher&) = delete;
   AttributionWatcher& operator=(const AttributionWatcher&) = delete;
@@ -48,7 +49,7 @@ class AttributionWatcher {
  private:
   void Run();
 
-  const core::HostRoot& host_;
+  core::Env& env_;
   const AttributionOptions options_;
   PodResourcesClient client_;
 

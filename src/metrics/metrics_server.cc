@@ -44,7 +44,7 @@ absl::Status MetricsServer::Start(const ListenAddress& address) {
   });
   server_->Get("/healthz", [this](const http::Request&, http::Response& res) {
     // Healthy while samples keep coming: a sampler stuck in the driver fails the liveness probe.
-    absl::Duration age = absl::Now() - sampler_.LatestAt();
+    absl::Duration age = sampler_.LatestAge();
     absl::Duration limit = 3 * sampler_.interval() + absl::Seconds(10);
     if (age > limit) {
       res.status = 503;

@@ -77,10 +77,10 @@ void SplitByHolder(DeviceReading& device) {
 
 }  // namespace
 
-Sampler::Sampler(const nvml::Library& library, const core::HostRoot& host, XidWatcher* xids,
+Sampler::Sampler(const nvml::Library& library, core::Env& env, XidWatcher* xids,
                  AttributionWatcher* pods, SamplerOptions options)
     : library_(library),
-      host_(host),
+      env_(env),
       xids_(xids),
       pods_(pods),
       options_(std::move(options)),
@@ -89,7 +89,8 @@ Sampler::Sampler(const nvml::Library& library, const core::HostRoot& host, XidWa
   if (absl::StatusOr<std::string> version = nvml::DriverVersion(library_); version.ok())
     driver_version_ = *version;
   // A bus that cannot be read (no /sys under --host-root) leaves the driver's count alone.
-  if (absl::StatusOr<std::vector<host::PciDevice>> bus = host::ScanNvidiaGpus(host_); bus.ok())
+  if (absl::StatusOr<std::vector<host::PciDevice>> bus = host::ScanNvidiaGpus(env_.host());
+      bus.ok())
     pci_gpus_ = static_cast<unsigned>(bus->size());
 }
 
@@ -111,7 +112,7 @@ void Sampler::Attribute(NodeReading& node) {
     for (ProcessReading& process : processes) {
       std::optional<CgroupIdentity> cgroup;
       if (absl::StatusOr<std::string> text =
-              host_.ReadFile(absl::StrCat("/proc/", process.pid, "/cgroup"));
+              env_.host().ReadFile(absl::StrCat("/proc/", process.pid, "/cgroup"));
           text.ok()) {
         cgroup = ParseProcCgroup(*text);
         process.pod_uid = cgroup->pod_uid;
@@ -189,7 +190,7 @@ bool Sampler::PrimeProfiling() {
 
 void Sampler::SampleNow() {
   std::lock_guard<std::mutex> sampling(sampling_);
-  absl::Time start = absl::Now();
+  absl::Time start = env_.Now();
   NodeReading node;
   node.hostname = options_.hostname;
   node.driver_version = driver_version_;
@@ -204,7 +205,7 @@ void Sampler::SampleNow() {
     }
   }
   Attribute(node);
-  absl::Time end = absl::Now();
+  absl::Time end = env_.Now();
   ExporterStats& stats = node.stats;
   stats.sample_duration_seconds = absl::ToDoubleSeconds(end - start);
   stats.last_sample_timestamp_seconds = absl::ToDoubleSeconds(end - absl::UnixEpoch());
@@ -239,10 +240,10 @@ void Sampler::Start() {
 
 void Sampler::Run() {
   std::unique_lock<std::mutex> lock(mu_);
-  absl::Time next = absl::Now() + options_.interval;
+  absl::Time next = env_.Now() + options_.interval;
   while (!stop_) {
     wake_.wait_for(lock,
-                   absl::ToChronoMilliseconds(std::max(next - absl::Now(), absl::ZeroDuration())),
+                   absl::ToChronoMilliseconds(std::max(next - env_.Now(), absl::ZeroDuration())),
                    [this] { return stop_; });
     if (stop_) break;
     lock.unlock();
@@ -250,7 +251,7 @@ void Sampler::Run() {
     lock.lock();
     // A steady cadence; a sample that overran its slot moves the schedule instead of piling up.
     next += options_.interval;
-    if (absl::Time now = absl::Now(); next < now) next = now + options_.interval;
+    if (absl::Time now = env_.Now(); next < now) next = now + options_.interval;
   }
 }
 
@@ -263,5 +264,7 @@ absl::Time Sampler::LatestAt() const {
   std::lock_guard<std::mutex> lock(mu_);
   return latest_at_;
 }
+
+absl::Duration Sampler::LatestAge() const { return env_.Now() - LatestAt(); }
 
 }  // namespace gpunode::metrics

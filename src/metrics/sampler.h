@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
-#include "core/host_root.h"
+#include "core/env.h"
 #include "metrics/attribution_watcher.h"
 #include "metrics/gpu_reader.h"
 #include "metrics/xid_watcher.h"
@@ -32,9 +32,10 @@ struct SamplerOptions {
 // background one), and Latest and LatestAt never wait for a sample.
 class Sampler {
  public:
-  // `xids` and `pods` may be null (no XID watching; no pod attribution). They must outlive this.
-  Sampler(const nvml::Library& library, const core::HostRoot& host, XidWatcher* xids,
-          AttributionWatcher* pods, SamplerOptions options);
+  // `xids` and `pods` may be null (no XID watching; no pod attribution). They and `env` (the
+  // host's files, the clock) must outlive this.
+  Sampler(const nvml::Library& library, core::Env& env, XidWatcher* xids, AttributionWatcher* pods,
+          SamplerOptions options);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -50,8 +51,9 @@ class Sampler {
 
   // The exposition of the latest sample (empty before the first).
   std::shared_ptr<const std::string> Latest() const;
-  // When the latest sample was taken (InfinitePast before the first).
+  // When the latest sample was taken (InfinitePast before the first), and how long ago.
   absl::Time LatestAt() const;
+  absl::Duration LatestAge() const;
   absl::Duration interval() const { return options_.interval; }
 
  private:
@@ -63,7 +65,7 @@ class Sampler {
   // Held for a whole sample: the reader, the counters and the spare buffer are the sample's.
   std::mutex sampling_;
   const nvml::Library& library_;
-  const core::HostRoot& host_;
+  core::Env& env_;
   XidWatcher* xids_;
   AttributionWatcher* pods_;
   const SamplerOptions options_;

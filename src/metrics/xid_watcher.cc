@@ -14,7 +14,8 @@ constexpr int kRetryEverySlices = 40;
 
 }  // namespace
 
-XidWatcher::XidWatcher(const nvml::Library& library) : library_(library) {}
+XidWatcher::XidWatcher(const nvml::Library& library, core::Env& env)
+    : library_(library), env_(env) {}
 
 XidWatcher::~XidWatcher() {
   stop_ = true;
@@ -91,7 +92,7 @@ void XidWatcher::Run() {
     if (broken || (unregistered_ > 0 && slices_since_rebuild >= kRetryEverySlices)) {
       if (!Rebuild()) {
         // Nothing to wait on: do not spin; try again after a slice.
-        std::this_thread::sleep_for(kWaitSlice);
+        env_.SleepFor(absl::FromChrono(kWaitSlice));
       }
       slices_since_rebuild = 0;
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/env.h"
 #include "nvml/event_set.h"
 #include "nvml/library.h"
 
@@ -25,7 +26,8 @@ struct XidCounts {
 
 class XidWatcher {
  public:
-  explicit XidWatcher(const nvml::Library& library);
+  // `env` gives the pause between attempts when no GPU can be watched; it must outlive this.
+  XidWatcher(const nvml::Library& library, core::Env& env);
   ~XidWatcher();
   XidWatcher(const XidWatcher&) = delete;
   XidWatcher& operator=(const XidWatcher&) = delete;
@@ -49,6 +51,7 @@ class XidWatcher {
   WaitResult WaitOnce(std::chrono::milliseconds timeout);
 
   const nvml::Library& library_;
+  core::Env& env_;
   std::unique_ptr<nvml::EventSet> set_;
   std::map<nvmlDevice_t, unsigned> index_of_;
   size_t unregistered_ = 0;

@@ -1,7 +1,6 @@
 #include "mig/mig_manager.h"
 
 #include <functional>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,8 +23,9 @@ std::string NodePath(const std::string& node) {
 
 }  // namespace
 
-MigManager::MigManager(const nvml::Library& library, kube::Client& client, ManagerOptions options)
-    : library_(library), client_(client), options_(std::move(options)) {}
+MigManager::MigManager(const nvml::Library& library, kube::Client& client, ManagerOptions options,
+                       core::Env& env)
+    : library_(library), client_(client), options_(std::move(options)), env_(env) {}
 
 absl::Status MigManager::SetLabels(const std::vector<std::pair<std::string, std::string>>& labels) {
   json patch = {{"metadata", {{"labels", json::object()}}}};
@@ -73,7 +73,7 @@ absl::Status MigManager::ResumeClients() {
 }
 
 absl::Status MigManager::AwaitClientsGone() {
-  const absl::Time deadline = absl::Now() + options_.client_timeout;
+  const absl::Time deadline = env_.Now() + options_.client_timeout;
   while (true) {
     std::vector<std::string> left;
     for (const std::string& selector : options_.client_selectors) {
@@ -97,18 +97,18 @@ absl::Status MigManager::AwaitClientsGone() {
       if (!st.ok()) return st;
     }
     if (left.empty()) return absl::OkStatus();
-    if (absl::Now() >= deadline) {
+    if (env_.Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "GPU client pods still on node ", options_.node, " after ",
           absl::FormatDuration(options_.client_timeout), ": ", absl::StrJoin(left, ", "),
           "; their DaemonSets must keep off a node whose client label is ", kPausedForMigChange,
           " (docs/MIG.md, \"mig manager\")"));
     }
-    if (options_.stopping()) {
+    if (env_.StopRequested()) {
       return absl::CancelledError(absl::StrCat("stopped while waiting for the GPU client pods ",
                                                absl::StrJoin(left, ", "), " to go"));
     }
-    std::this_thread::sleep_for(absl::ToChronoMilliseconds(options_.poll_interval));
+    env_.SleepFor(options_.poll_interval);
   }
 }
 

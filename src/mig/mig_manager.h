@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "nlohmann/json_fwd.hpp"
 #include "nvml/library.h"
@@ -41,15 +42,15 @@ struct ManagerOptions {
   absl::Duration client_timeout = absl::Minutes(5);
   absl::Duration poll_interval = absl::Seconds(1);
   bool force = false;  // change GPUs that processes still use
-  // Asked at every poll while the clients are awaited: true ends the wait (a stop signal), the
-  // clients are resumed and the change fails, instead of leaving them paused behind a SIGKILL.
-  std::function<bool()> stopping = [] { return false; };
 };
 
 class MigManager {
  public:
-  // `library` and `client` must outlive the manager.
-  MigManager(const nvml::Library& library, kube::Client& client, ManagerOptions options);
+  // `library`, `client` and `env` must outlive the manager. A stop requested of `env` while the
+  // clients are awaited ends the wait: the clients are resumed and the change fails, instead of
+  // leaving them paused behind a SIGKILL.
+  MigManager(const nvml::Library& library, kube::Client& client, ManagerOptions options,
+             core::Env& env);
 
   // Brings the node to layout `config_name` (steps 1-6 above). The state label says how it
   // ended; the returned Status says why it failed.
@@ -70,6 +71,7 @@ class MigManager {
   const nvml::Library& library_;
   kube::Client& client_;
   ManagerOptions options_;
+  core::Env& env_;
 };
 
 }  // namespace gpunode::mig

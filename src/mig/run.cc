@@ -14,7 +14,6 @@
 #include "absl/time/time.h"
 #include "core/duration.h"
 #include "core/log.h"
-#include "core/signal_fd.h"
 #include "core/status_macros.h"
 #include "core/status_text.h"
 #include "kube/client.h"
@@ -26,9 +25,7 @@
 
 namespace gpunode::mig {
 
-absl::Status Run(const RunOptions& options) {
-  // Before the label watch's thread exists, so that this thread alone takes the stop signals.
-  ASSIGN_OR_RETURN(core::SignalFd signals, core::SignalFd::Open());
+absl::Status Run(const RunOptions& options, core::Env& env) {
   ASSIGN_OR_RETURN(
       absl::Duration client_timeout,
       core::ParseDuration("--client-timeout", options.client_timeout, {.min = absl::Seconds(1)}));
@@ -50,32 +47,22 @@ absl::Status Run(const RunOptions& options) {
   // The watch thread owns one client; the labels are patched and the pods listed through the
   // other.
   ASSIGN_OR_RETURN(std::unique_ptr<kube::Client> watch_client,
-                   kube::NewNodeClient(*access, kube::TransportOptions{}));
+                   kube::NewNodeClient(*access, kube::TransportOptions{}, env));
   ASSIGN_OR_RETURN(std::unique_ptr<kube::Client> client,
-                   kube::NewNodeClient(*access, kube::TransportOptions{}));
+                   kube::NewNodeClient(*access, kube::TransportOptions{}, env));
   ASSIGN_OR_RETURN(
       std::unique_ptr<kube::NodeLabelWatch> watch,
       kube::NodeLabelWatch::Start(std::move(watch_client), options.node, kMigConfigLabel));
-  // A stop signal that comes during a change ends its wait for the clients (which are resumed)
-  // and then the loop.
-  bool stop = false;
-  auto stopping = [&signals, &stop] {
-    while (std::optional<int> signal = signals.Read()) {
-      if (*signal != SIGHUP) {
-        spdlog::info("received signal {}; stopping", *signal);
-        stop = true;
-      }
-    }
-    return stop;
-  };
+  // A stop that comes during a change ends its wait for the clients (which are resumed) and
+  // then the loop.
   MigManager manager(*library, *client,
                      ManagerOptions{.node = options.node,
                                     .config_file = options.config_file,
                                     .client_labels = options.client_labels,
                                     .client_selectors = options.client_selectors,
                                     .client_timeout = client_timeout,
-                                    .force = options.force,
-                                    .stopping = stopping});
+                                    .force = options.force},
+                     env);
   spdlog::info("mig manager: node {}, label {}, config file {}, clients {} ({}), timeout {}",
                options.node, kMigConfigLabel, options.config_file,
                absl::StrJoin(options.client_labels, ", "),
@@ -85,7 +72,7 @@ absl::Status Run(const RunOptions& options) {
                  watch->LastError());
   }
   std::optional<std::string> done;  // the layout last reconciled
-  while (!stopping()) {
+  while (!env.StopRequested()) {
     watch->Clear();
     std::optional<std::string> wanted = watch->Value();
     if (wanted && !wanted->empty() && wanted != done) {
@@ -93,11 +80,12 @@ absl::Status Run(const RunOptions& options) {
       done = wanted;
       continue;  // the label may have changed meanwhile
     }
-    struct pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {watch->fd(), POLLIN, 0}};
+    struct pollfd fds[2] = {{env.stop_fd(), POLLIN, 0}, {watch->fd(), POLLIN, 0}};
     if (poll(fds, 2, -1) < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
     }
   }
+  spdlog::info("received signal {}; stopping", env.stop_signal());
   return absl::OkStatus();
 }
 

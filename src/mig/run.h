@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/env.h"
 #include "nvml/library.h"
 
 namespace gpunode::mig {
@@ -23,9 +24,10 @@ struct RunOptions {
   nvml::Opener open_nvml;
 };
 
-// Returns when a stop signal (SIGTERM, SIGINT, SIGQUIT) came; an error when the settings, the
-// config file, NVML or the API server refuse the start (kInvalidArgument: the settings or the
-// file).
-absl::Status Run(const RunOptions& options);
+// Returns when a stop is requested of `env` (the binary's: SIGTERM, SIGINT, SIGQUIT); an error
+// when the settings, the config file, NVML or the API server refuse the start
+// (kInvalidArgument: the settings or the file). Take the stop signals before calling: the label
+// watch starts a thread.
+absl::Status Run(const RunOptions& options, core::Env& env);
 
 }  // namespace gpunode::mig

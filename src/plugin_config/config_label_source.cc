@@ -29,7 +29,7 @@ void ConfigLabelSource::SayNotFollowed() {
       kConfigLabel);
 }
 
-std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component) {
+std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component, core::Env& env) {
   if (!NodeNamed()) {
     SayNotFollowed();
     return std::nullopt;
@@ -43,9 +43,9 @@ std::optional<ConfigLabelSource> ConfigLabelSource::Follow(std::string component
   // Two clients: the watch thread owns one, the events go through the other. Node clients keep
   // libcurl out of the daemon where they can (see kube::NewNodeClient).
   absl::StatusOr<std::unique_ptr<kube::Client>> watch_client =
-      access.ok() ? kube::NewNodeClient(*access, kube::TransportOptions{}) : access.status();
+      access.ok() ? kube::NewNodeClient(*access, kube::TransportOptions{}, env) : access.status();
   absl::StatusOr<std::unique_ptr<kube::Client>> event_client =
-      access.ok() ? kube::NewNodeClient(*access, kube::TransportOptions{}) : access.status();
+      access.ok() ? kube::NewNodeClient(*access, kube::TransportOptions{}, env) : access.status();
   absl::StatusOr<std::unique_ptr<kube::NodeLabelWatch>> watch =
       watch_client.ok() ? kube::NodeLabelWatch::Start(std::move(*watch_client), node, kConfigLabel)
                         : watch_client.status();

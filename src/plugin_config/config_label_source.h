@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/env.h"
 #include "kube/client.h"
 #include "kube/node_label_watch.h"
 
@@ -20,8 +21,9 @@ class ConfigLabelSource {
   // it (in a pod: the service account). Without either the label is not followed, which is logged
   // once, and nullopt returned. Waits up to 10 s for the node to be read: a label that arrives
   // later is a change. Start it after the stop signals are blocked (it starts a thread).
-  // `component` reports the events: gpunode-device-plugin, gpunode-labels.
-  static std::optional<ConfigLabelSource> Follow(std::string component);
+  // `component` reports the events: gpunode-device-plugin, gpunode-labels. The API clients wait
+  // between retries on `env`, which outlives the source.
+  static std::optional<ConfigLabelSource> Follow(std::string component, core::Env& env);
 
   // Whether NODE_NAME names the node, without which the label is not followed; and the line
   // that says so, for a caller that says it later than Follow would.

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/system_env.h"
 #include "gtest/gtest.h"
 #include "kube/client.h"
 #include "nlohmann/json.hpp"
@@ -50,7 +51,7 @@ class ApiServerDoubleTest : public gpunode::testing::TlsApiServerTest {
     ASSERT_TRUE(transport.ok()) << transport.status();
     RetryPolicy once;
     once.max_attempts = 1;
-    client_ = std::make_unique<Client>(std::move(*transport), once, "test");
+    client_ = std::make_unique<Client>(std::move(*transport), once, "test", env_);
   }
 
   // One request, its status code and its body as JSON (null when the body is not JSON).
@@ -69,6 +70,7 @@ class ApiServerDoubleTest : public gpunode::testing::TlsApiServerTest {
     return {response->status, json::parse(response->body, nullptr, false)};
   }
 
+  core::SystemEnv env_;
   std::unique_ptr<Client> client_;
 };
 

@@ -12,6 +12,7 @@
 #include "cluster_fixture.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
+#include "harness/simulated_env.h"
 #include "kube/api_loader.h"
 #include "kube/exec_credential.h"
 #include "kube/gpu_resources.h"
@@ -62,17 +63,21 @@ class ClientTest : public gpunode::testing::TlsApiServerTest,
     return a;
   }
 
-  // A client whose backoff is recorded instead of slept.
+  // A client whose backoff waits are simulated, and recorded.
   std::unique_ptr<Client> NewTestClient(const ClusterAccess& access,
                                         absl::Duration timeout = absl::Seconds(10)) {
     TransportOptions t;
     t.request_timeout = timeout;
     RetryPolicy retry;
     retry.max_attempts = 4;
-    retry.sleep = [this](absl::Duration d) { sleeps_.push_back(d); };
-    return std::make_unique<Client>(MakeTransport(access, t), retry, "test");
+    env_.OnSleep([this, last = env_.Now()](absl::Time now) mutable {
+      sleeps_.push_back(now - last);
+      last = now;
+    });
+    return std::make_unique<Client>(MakeTransport(access, t), retry, "test", env_);
   }
 
+  gpunode::testing::SimulatedEnv env_;
   std::vector<absl::Duration> sleeps_;
 };
 
@@ -207,7 +212,7 @@ TEST_P(ClientTest, TlsIsVerifiedAgainstTheKubeconfigCa) {
   untrusted.ca_pem = gpunode::testing::ReadText(other.path() + "/ca.crt");  // another cluster's CA
   RetryPolicy once;
   once.max_attempts = 1;
-  Client client(MakeTransport(untrusted, {}), once, "test");
+  Client client(MakeTransport(untrusted, {}), once, "test", env_);
   absl::StatusOr<std::string> refused = client.Get("/api/v1/nodes");
   EXPECT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
   EXPECT_NE(std::string(refused.status().message()).find("not trusted by the CA of test"),
@@ -228,7 +233,7 @@ TEST_P(ClientTest, RequestsTimeOut) {
   once.max_attempts = 1;
   TransportOptions fast;
   fast.request_timeout = absl::Milliseconds(300);
-  Client client(MakeTransport(Access(), fast), once, "test");
+  Client client(MakeTransport(Access(), fast), once, "test", env_);
   absl::StatusOr<std::string> body = client.Get("/api/v1/nodes");
   release.set_value();
   EXPECT_TRUE(absl::IsDeadlineExceeded(body.status())) << body.status();

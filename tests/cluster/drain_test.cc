@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "harness/gpu_cluster_objects.h"
+#include "harness/simulated_env.h"
 #include "kube/api_loader.h"
 #include "kube/snapshot_reader.h"
 #include "test_support.h"
@@ -71,20 +72,17 @@ class DrainLiveTest : public ::testing::Test {
     server_ = gpunode::testing::StartPlainApiServer();
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->LoadList(testing::ClusterFixture("drain.json")));
-    client_ = gpunode::testing::ClientFor(*server_);
+    client_ = gpunode::testing::ClientFor(*server_, env_);
     ASSERT_NE(client_, nullptr);
-    clock_.now = [this] { return now_; };
-    clock_.sleep = [this](absl::Duration d) { now_ += d; };
     options_.node = "gpu-a";
     options_.force = true;
     options_.delete_emptydir_data = true;
     options_.cordon = true;
   }
 
+  gpunode::testing::SimulatedEnv env_{{.start = absl::FromUnixSeconds(1714986000)}};
   std::unique_ptr<ApiServerDouble> server_;
   std::unique_ptr<kube::Client> client_;
-  absl::Time now_ = absl::FromUnixSeconds(1714986000);
-  DrainClock clock_;
   DrainOptions options_;
   std::ostringstream out_;
 };
@@ -101,7 +99,7 @@ TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
       server_->SetDisruptionsAllowed("serving", "infer", 1);  // a replacement became ready
     }
   });
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->complete()) << outcome->summary << "\n" << out_.str();
   EXPECT_NE(outcome->summary.find("1 pod(s) finished on their own, 2 evicted"), std::string::npos)
@@ -139,7 +137,7 @@ TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
   EXPECT_TRUE(server_->Pod("gpu-operator", "nvidia-device-plugin-daemonset-4xk9s").has_value());
   EXPECT_TRUE(server_->Pod("logging", "log-shipper-5d8f7c6b9-x2k4p").has_value());
   // The waiting used the whole --timeout before evicting.
-  EXPECT_GE(now_ - absl::FromUnixSeconds(1714986000), absl::Minutes(1));
+  EXPECT_GE(env_.Now() - absl::FromUnixSeconds(1714986000), absl::Minutes(1));
   int patches = 0;
   for (const ApiServerDouble::Request& r : server_->Requests()) {
     if (r.method == "PATCH") {
@@ -156,7 +154,7 @@ TEST_F(DrainLiveTest, WaitsThenEvictsRespectingTheBudget) {
 
 TEST_F(DrainLiveTest, ABudgetThatNeverAllowsItEndsIncompleteNamingIt) {
   options_.evict_after = absl::ZeroDuration();  // evict at once
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_FALSE(outcome->complete());
   EXPECT_EQ(outcome->end, DrainOutcome::End::kPodsRemain);
@@ -176,7 +174,7 @@ TEST_F(DrainLiveTest, ABurstOfServerErrorsOnAnEvictionIsRetried) {
   server_->SetDisruptionsAllowed("serving", "infer", 1);
   const std::string eviction = "/api/v1/namespaces/research/pods/notebook-alice/eviction";
   server_->FailNext("POST", eviction, 503, 3);
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->complete()) << outcome->summary << "\n" << out_.str();
   EXPECT_EQ(server_->CountRequests("POST", eviction), 4);
@@ -190,7 +188,7 @@ TEST_F(DrainLiveTest, AnEvictionTheServerKeepsFailingEndsIncompleteNamingEachPod
   server_->SetDisruptionsAllowed("serving", "infer", 1);
   const std::string eviction = "/api/v1/namespaces/research/pods/notebook-alice/eviction";
   server_->FailNext("POST", eviction, 500, 1000);
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_FALSE(outcome->complete());
   EXPECT_EQ(server_->CountRequests("POST", eviction), 5);
@@ -211,7 +209,7 @@ TEST_F(DrainLiveTest, AnEvictionTheServerKeepsFailingEndsIncompleteNamingEachPod
 
 TEST_F(DrainLiveTest, RefusesBeforeChangingAnything) {
   options_.force = false;
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   ASSERT_TRUE(outcome.ok());
   EXPECT_FALSE(outcome->complete());
   EXPECT_EQ(outcome->end, DrainOutcome::End::kRefused);
@@ -225,7 +223,7 @@ TEST_F(DrainLiveTest, RefusesBeforeChangingAnything) {
 
 TEST_F(DrainLiveTest, UnknownNodeIsAnError) {
   options_.node = "gpu-z";
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   EXPECT_TRUE(absl::IsNotFound(outcome.status())) << outcome.status();
 }
 
@@ -256,9 +254,9 @@ void AddJobSetPod(ApiServerDouble& server) {
 // GPU is evicted; their owners are told once, and the wait says where it stands once a minute.
 TEST_F(DrainLiveTest, WaitsForGpuPodsUntilTheyEndByDefault) {
   AddJobSetPod(*server_);
-  const absl::Time start = now_;
+  const absl::Time start = env_.Now();
   server_->OnRequest([&](const ApiServerDouble::Request& r) {
-    if (r.path == "/api/v1/pods" && now_ - start >= absl::Hours(1)) {
+    if (r.path == "/api/v1/pods" && env_.Now() - start >= absl::Hours(1)) {
       for (auto [ns, name] : {std::pair{"ml", "train-llama-6c8d7f9b5-q4x2z"},
                               {"serving", "infer-7b9d6c5f4-p2r8s"},
                               {"research", "notebook-alice"},
@@ -267,14 +265,14 @@ TEST_F(DrainLiveTest, WaitsForGpuPodsUntilTheyEndByDefault) {
       }
     }
   });
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->complete()) << outcome->summary;
   EXPECT_NE(outcome->summary.find("4 pod(s) finished on their own, 0 evicted"), std::string::npos)
       << outcome->summary;
   EXPECT_EQ(server_->CountRequests("POST", "/api/v1/namespaces/ml/pods/"), 0);
   EXPECT_EQ(server_->CountRequests("POST", "/api/v1/namespaces/serving/pods/"), 0);
-  EXPECT_GE(now_ - start, absl::Hours(1));
+  EXPECT_GE(env_.Now() - start, absl::Hours(1));
 
   // One progress line a minute (the first at once), naming the oldest pod and that nothing is
   // evicted.
@@ -333,11 +331,11 @@ TEST_F(DrainLiveTest, AnEvictAfterDeadlineIsToldAndKept) {
   absl::Time first_eviction = absl::InfiniteFuture();
   server_->OnRequest([&](const ApiServerDouble::Request& r) {
     if (r.method == "POST" && r.path.find("/eviction") != std::string::npos) {
-      first_eviction = std::min(first_eviction, now_);
+      first_eviction = std::min(first_eviction, env_.Now());
     }
   });
-  const absl::Time start = now_;
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  const absl::Time start = env_.Now();
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->complete()) << outcome->summary << out_.str();
   EXPECT_EQ(first_eviction, start + absl::Hours(2));
@@ -361,14 +359,14 @@ TEST_F(DrainLiveTest, AnEvictAfterDeadlineIsToldAndKept) {
 // while the GPU pods are waited for.
 TEST_F(DrainLiveTest, PodsWithoutAGpuAreEvictedAfterTenMinutesWhileGpuPodsWait) {
   options_.all_pods = true;
-  const absl::Time start = now_;
+  const absl::Time start = env_.Now();
   absl::Time shipper_evicted = absl::InfiniteFuture();
   server_->OnRequest([&](const ApiServerDouble::Request& r) {
     if (r.method == "POST" &&
         r.path.find("log-shipper-5d8f7c6b9-x2k4p/eviction") != std::string::npos) {
-      shipper_evicted = std::min(shipper_evicted, now_);
+      shipper_evicted = std::min(shipper_evicted, env_.Now());
     }
-    if (r.path == "/api/v1/pods" && now_ - start >= absl::Minutes(45)) {
+    if (r.path == "/api/v1/pods" && env_.Now() - start >= absl::Minutes(45)) {
       for (auto [ns, name] : {std::pair{"ml", "train-llama-6c8d7f9b5-q4x2z"},
                               {"serving", "infer-7b9d6c5f4-p2r8s"},
                               {"research", "notebook-alice"}}) {
@@ -376,7 +374,7 @@ TEST_F(DrainLiveTest, PodsWithoutAGpuAreEvictedAfterTenMinutesWhileGpuPodsWait) 
       }
     }
   });
-  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, clock_, out_);
+  absl::StatusOr<DrainOutcome> outcome = RunDrain(*client_, options_, env_, out_);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->complete()) << outcome->summary << out_.str();
   EXPECT_EQ(shipper_evicted, start + absl::Minutes(10));
@@ -408,26 +406,26 @@ TEST_F(DrainLiveTest, OwnersAreToldOnceAndRefusalsAreSaidOnce) {
   absl::StatusOr<kube::ClusterSnapshot> first = kube::LoadFromApi(*client_, query, read);
   ASSERT_TRUE(first.ok()) << first.status();
   DrainNotifier run1;
-  EXPECT_TRUE(run1.Tell(*client_, gpu_pods(*first), notice, now_).empty());
+  EXPECT_TRUE(run1.Tell(*client_, gpu_pods(*first), notice, env_.Now()).empty());
   EXPECT_EQ(run1.pods_told(), 3);
   int posted = server_->CountRequests("POST", "/api/v1/namespaces/");
 
   absl::StatusOr<kube::ClusterSnapshot> again = kube::LoadFromApi(*client_, query, read);
   ASSERT_TRUE(again.ok());
   DrainNotifier run2;
-  EXPECT_TRUE(run2.Tell(*client_, gpu_pods(*again), notice, now_).empty());
+  EXPECT_TRUE(run2.Tell(*client_, gpu_pods(*again), notice, env_.Now()).empty());
   EXPECT_EQ(run2.pods_told(), 0);
   EXPECT_EQ(server_->CountRequests("POST", "/api/v1/namespaces/"), posted);
 
   // A new deadline is news: told again, and a refusal is one line however many requests it hit.
-  notice.deadline = now_ + absl::Hours(1);
+  notice.deadline = env_.Now() + absl::Hours(1);
   server_->FailNext("POST", "/api/v1/namespaces/", 403, 100);
   DrainNotifier run3;
-  std::vector<std::string> problems = run3.Tell(*client_, gpu_pods(*again), notice, now_);
+  std::vector<std::string> problems = run3.Tell(*client_, gpu_pods(*again), notice, env_.Now());
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("could not post Events ("), std::string::npos) << problems[0];
   EXPECT_EQ(run3.pods_told(), 3);
-  EXPECT_TRUE(run3.Tell(*client_, gpu_pods(*again), notice, now_).empty());
+  EXPECT_TRUE(run3.Tell(*client_, gpu_pods(*again), notice, env_.Now()).empty());
 }
 
 TEST(RestoreCheckTest, ComparesCapacityWithThePhysicalCount) {

@@ -104,12 +104,12 @@ std::unique_ptr<ApiServerDouble> StartPlainApiServer() {
   return server;
 }
 
-std::unique_ptr<kube::Client> ClientFor(const ApiServerDouble& server) {
+std::unique_ptr<kube::Client> ClientFor(const ApiServerDouble& server, core::Env& env) {
   kube::ClusterAccess access;
   access.server = server.url();
   access.description = "double";
   absl::StatusOr<std::unique_ptr<kube::Client>> client =
-      kube::NewClient(access, kube::TransportOptions{});
+      kube::NewClient(access, kube::TransportOptions{}, env);
   if (!client.ok()) {
     ADD_FAILURE() << client.status();
     return nullptr;

@@ -33,7 +33,8 @@ std::string KubeconfigYaml(const std::string& server, const std::string& ca_path
 // reported, if it cannot be), and an API client for it with the default retries: what the
 // in-process tests of the cluster commands talk to.
 std::unique_ptr<ApiServerDouble> StartPlainApiServer();
-std::unique_ptr<kube::Client> ClientFor(const ApiServerDouble& server);
+// The client waits between retries on `env`, which outlives it.
+std::unique_ptr<kube::Client> ClientFor(const ApiServerDouble& server, core::Env& env);
 
 // The API server double over TLS with a bearer token: certificates made once per suite under
 // dir_, a fresh server per test.

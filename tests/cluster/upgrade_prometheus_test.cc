@@ -12,6 +12,7 @@
 #include "cluster/upgrade.h"
 #include "cluster/upgrade_fleet.h"
 #include "cluster/upgrade_soak.h"
+#include "core/system_env.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "harness/gpu_cluster_objects.h"
@@ -52,7 +53,7 @@ class SoakXidTest : public ::testing::Test {
     access.server = server_->url();
     access.description = "double";
     absl::StatusOr<std::unique_ptr<kube::Client>> client =
-        kube::NewClient(access, kube::TransportOptions{});
+        kube::NewClient(access, kube::TransportOptions{}, env_);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(*client);
 
@@ -114,13 +115,13 @@ class SoakXidTest : public ::testing::Test {
   }
 
   absl::StatusOr<std::vector<Regression>> Check(const std::string& pool) {
-    return CheckSoak(*client_, Pool(pool), absl::Now() - absl::Hours(1), options_, clock_);
+    return CheckSoak(*client_, Pool(pool), env_.Now() - absl::Hours(1), options_, env_);
   }
 
   std::unique_ptr<ApiServerDouble> server_;
   std::unique_ptr<kube::Client> client_;
   UpgradeOptions options_;
-  UpgradeClock clock_;
+  core::SystemEnv env_;  // the real Prometheus answers for real time
   std::unique_ptr<Fleet> fleet_;
 
   gpunode::testing::TempDir dir_{"gpunode-soak"};

@@ -4,7 +4,9 @@
 #include "cluster/upgrade.h"
 
 #include <algorithm>
+#include <csignal>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -14,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "harness/gpu_cluster_objects.h"
+#include "harness/simulated_env.h"
 #include "kube/lease.h"
 #include "nlohmann/json.hpp"
 #include "test_support.h"
@@ -71,8 +74,6 @@ class UpgradeTest : public ::testing::Test {
         server_->AddObject(gpunode::testing::DevicePluginPod(name));
       }
     }
-    client_ = gpunode::testing::ClientFor(*server_);
-    ASSERT_NE(client_, nullptr);
 
     options_.driver_version = kNewDriver;
     options_.pools = kPools;
@@ -88,9 +89,8 @@ class UpgradeTest : public ::testing::Test {
     options_.lease.identity = "upgrader-a";
     options_.lease.duration = absl::Minutes(15);
 
-    clock_.now = [this] { return Now(); };
-    clock_.sleep = [this](absl::Duration d) { Advance(d); };
-    clock_.interrupted = [this] { return interrupt_ && interrupt_(); };
+    NewRun();
+    ASSERT_NE(client_, nullptr);
 
     // The kubelet: a smoke pod that is looked at has run and printed what it saw. And the
     // invariants every test holds: before any change, no pool has more nodes out of service
@@ -133,7 +133,7 @@ class UpgradeTest : public ::testing::Test {
   // not the waits between them (which renew the lease as they sleep).
   void Spend(const ApiServerDouble::Request& req) {
     std::lock_guard<std::mutex> lock(mu_);
-    now_ += request_cost_;
+    env_->Advance(request_cost_);
     if (req.method == "GET" && req.path == "/api/v1/nodes") {
       longest_pass_ = std::max(longest_pass_, pass_requests_ * request_cost_);
       pass_requests_ = 0;
@@ -156,7 +156,7 @@ class UpgradeTest : public ::testing::Test {
     }
     absl::Duration duration = absl::Seconds(spec.value("leaseDurationSeconds", 0));
     std::lock_guard<std::mutex> lock(mu_);
-    if (renewed + duration < now_)
+    if (renewed + duration < env_->Now())
       changes_on_a_lapsed_lease_.push_back(req.method + " " + req.path);
   }
 
@@ -165,18 +165,24 @@ class UpgradeTest : public ::testing::Test {
     return hold_smoke_pods_;
   }
 
-  absl::Time Now() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return now_;
+  absl::Time Now() { return env_->Now(); }
+
+  // The Env of one run of the command, from the time the last one ended, and its API client. A
+  // run stopped by a signal leaves its Env stopped; the next run is a new process with a new one.
+  void NewRun() {
+    env_ = std::make_unique<gpunode::testing::SimulatedEnv>(
+        gpunode::testing::SimulatedEnv::Options{.start = env_ ? env_->Now() : kStart});
+    client_ = gpunode::testing::ClientFor(*server_, *env_);
+    env_->OnSleep([this](absl::Time) {
+      ClusterMoves();
+      if (after_sleep_) after_sleep_();
+    });
   }
 
-  // Time passes, and the cluster moves: a node that entered maintenance reboots (NotReady) and
-  // comes back on the new driver after kReboot, unless the test says it never returns.
-  void Advance(absl::Duration d) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      now_ += d;
-    }
+  // Time passed (the rollout slept), and the cluster moves: a node that entered maintenance
+  // reboots (NotReady) and comes back on the new driver after kReboot, unless the test says it
+  // never returns.
+  void ClusterMoves() {
     if (on_advance_) on_advance_(Now());
     for (const std::string& pool : kPools) {
       for (int i = 0; i < kNodesPerPool; ++i) {
@@ -236,14 +242,19 @@ class UpgradeTest : public ::testing::Test {
     if (state.empty()) return;
     std::string node = req.path.substr(std::string("/api/v1/nodes/").size());
     std::lock_guard<std::mutex> lock(mu_);
-    transitions_.push_back({node, state, now_});
+    transitions_.push_back({node, state, env_->Now()});
     if (state == interrupt_on_state_ && !interrupt_armed_) {
       interrupt_armed_ = true;
-      if (crash_instead_) fail_next_request_ = true;
+      // SIGTERM right after the change, or the process dying as it sends it.
+      if (crash_instead_) {
+        fail_next_request_ = true;
+      } else {
+        env_->RequestStop(SIGTERM);
+      }
     }
   }
 
-  absl::StatusOr<UpgradeResult> Run() { return RunUpgrade(*client_, options_, clock_, out_); }
+  absl::StatusOr<UpgradeResult> Run() { return RunUpgrade(*client_, options_, *env_, out_); }
 
   // Runs to the end, resuming after every interruption or injected crash.
   UpgradeResult RunToEnd() {
@@ -251,6 +262,7 @@ class UpgradeTest : public ::testing::Test {
       absl::StatusOr<UpgradeResult> result = Run();
       if (result.ok() && result->outcome != UpgradeResult::kInterrupted) return *result;
       ++restarts_;
+      NewRun();
     }
     ADD_FAILURE() << "the rollout never finished";
     return {};
@@ -296,15 +308,15 @@ class UpgradeTest : public ::testing::Test {
   std::unique_ptr<ApiServerDouble> server_;
   std::unique_ptr<kube::Client> client_;
   UpgradeOptions options_;
-  UpgradeClock clock_;
+  static constexpr absl::Time kStart = absl::FromUnixSeconds(1793523600);  // 2026-11-01
+  std::unique_ptr<gpunode::testing::SimulatedEnv> env_;
   std::ostringstream out_;
-  std::function<bool()> interrupt_;
   std::function<void(absl::Time)> on_advance_;  // the rest of the cluster, as time passes
+  std::function<void()> after_sleep_;           // what else happens while the rollout sleeps
   std::set<std::string> never_returns_;
   int restarts_ = 0;
 
   std::mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1793523600);  // 2026-11-01
   std::map<std::string, int> max_seen_out_;
   std::vector<Transition> transitions_;
   std::string interrupt_on_state_;
@@ -441,8 +453,7 @@ TEST_F(UpgradeTest, ANodeThatNeverReturnsFailsAndStopsThePool) {
 class UpgradeSoakTest : public UpgradeTest {
  protected:
   void PostXidDuringTheSoak(int xid, const std::string& what) {
-    clock_.sleep = [this, xid, what](absl::Duration d) {
-      Advance(d);
+    after_sleep_ = [this, xid, what] {
       absl::Time soak_from = Last("canary", "upgrade-done");
       if (!posted_ && soak_from != absl::InfinitePast() && Now() - soak_from >= absl::Hours(1)) {
         posted_ = true;
@@ -499,8 +510,7 @@ TEST_F(UpgradeSoakTest, WithoutXidAsARegressionItGoesOn) {
 }
 
 TEST_F(UpgradeSoakTest, AGpuLostDuringTheSoakHaltsIt) {
-  clock_.sleep = [this](absl::Duration d) {
-    Advance(d);
+  after_sleep_ = [this] {
     absl::Time soak_from = Last("canary", "upgrade-done");
     if (!posted_ && soak_from != absl::InfinitePast() && Now() - soak_from >= absl::Hours(1)) {
       posted_ = true;
@@ -630,12 +640,6 @@ TEST_P(UpgradeResumeTest, FinishesAfterAStopInTheState) {
     interrupt_on_state_ = state;
     crash_instead_ = crash;
   }
-  interrupt_ = [this, crash = crash] {
-    std::lock_guard<std::mutex> lock(mu_);
-    bool stop = !crash && interrupt_armed_ && !interrupt_on_state_.empty();
-    if (stop) interrupt_on_state_.clear();  // once
-    return stop;
-  };
   UpgradeResult result = RunToEnd();
   EXPECT_EQ(result.outcome, UpgradeResult::kDone) << result.summary;
   EXPECT_EQ(restarts_, 1) << "it was stopped once";
@@ -735,8 +739,7 @@ TEST_F(UpgradeTest, ACopyThatLosesTheLeaseStops) {
   }
   options_.verify.timeout = absl::Hours(1);
   absl::Time stolen_at = absl::InfiniteFuture();
-  clock_.sleep = [&](absl::Duration d) {
-    Advance(d);
+  after_sleep_ = [&] {
     if (stolen_at == absl::InfiniteFuture() &&
         First("canary", "validation-required") != absl::InfiniteFuture()) {
       stolen_at = Now();
@@ -782,8 +785,7 @@ spec:
   for (int i = 0; i < kNodesPerPool; ++i) never_returns_.insert(NodeName("canary", i));
   // The Job controller: a maintenance Job succeeds and the node reports the new driver, except
   // on canary-2 where the installer fails.
-  clock_.sleep = [&](absl::Duration d) {
-    Advance(d);
+  after_sleep_ = [&] {
     for (int i = 0; i < kNodesPerPool; ++i) {
       std::string node = NodeName("canary", i);
       std::optional<json> job = server_->Job(kNamespace, MaintenanceJobName(node));

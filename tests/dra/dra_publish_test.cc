@@ -14,6 +14,7 @@
 #include "dra/resource_slice.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "harness/simulated_env.h"
 #include "nlohmann/json.hpp"
 #include "temp_dir.h"
 
@@ -101,7 +102,8 @@ TEST(SlicePublisher, WritesOnlyWhatChangedAsTheNextGenerationOfThePool) {
   std::vector<std::string> requests;
   auto api = std::make_unique<SliceApi>(&requests);
   SliceApi* server = api.get();
-  kube::Client client(std::move(api), {}, "test");
+  gpunode::testing::SimulatedEnv env;
+  kube::Client client(std::move(api), {}, "test", env);
   SlicePublisher publisher(client, "node-a");
 
   ASSERT_TRUE(publisher.Publish({Gpu("gpu-0", "H100"), Gpu("gpu-1", "H100")}).ok());
@@ -141,7 +143,8 @@ TEST(SlicePublisher, SlicesLeftByAnEarlierRunAreAdoptedAndTheRestDeleted) {
         {"spec",
          {{"pool", {{"generation", 7}, {"resourceSliceCount", 2}}}, {"devices", json::array()}}}};
   }
-  kube::Client client(std::move(api), {}, "test");
+  gpunode::testing::SimulatedEnv env;
+  kube::Client client(std::move(api), {}, "test", env);
   SlicePublisher publisher(client, "node-a");
   ASSERT_TRUE(publisher.Publish({Gpu("gpu-0", "A100")}).ok());
   EXPECT_THAT(
@@ -158,7 +161,8 @@ TEST(SlicePublisher, ATaintThatStaysKeepsTheTimeTheApiServerGaveIt) {
   std::vector<std::string> requests;
   auto api = std::make_unique<SliceApi>(&requests);
   SliceApi* server = api.get();
-  kube::Client client(std::move(api), {}, "test");
+  gpunode::testing::SimulatedEnv env;
+  kube::Client client(std::move(api), {}, "test", env);
   SlicePublisher publisher(client, "node-a");
   gpu::DraDevice gpu0 = Gpu("gpu-0", "H100");
   gpu::DraDevice gpu1 = Gpu("gpu-1", "H100");

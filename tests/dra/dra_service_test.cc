@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "h2grpc/server.h"
+#include "harness/simulated_env.h"
 #include "nlohmann/json.hpp"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "temp_dir.h"
@@ -80,7 +81,8 @@ class KubeletSide : public ::testing::Test {
   testing::TempDir dir_{"gpunode-dra-service"};
   core::HostRoot host_{"/nonexistent-host"};
   std::unique_ptr<ClaimPreparer> preparer_;
-  HealthFeed health_{"node-a"};
+  testing::SimulatedEnv env_;
+  HealthFeed health_{"node-a", env_};
   std::unique_ptr<h2grpc::Server> service_;
   std::unique_ptr<h2grpc::Server> registration_;
   std::atomic<bool> registered_{false};
@@ -167,13 +169,13 @@ TEST_F(KubeletSide, TheHealthStreamSendsTheWholeListAndEveryChange) {
   EXPECT_EQ(response.devices(0).health(), v1alpha1::HEALTHY);
   EXPECT_EQ(response.devices(0).health_check_timeout_seconds(), kHealthCheckTimeoutSeconds);
 
+  // A report is stamped with the time it was sent at, on the plugin's clock.
+  env_.Advance(absl::Minutes(3));
   health_.Set({{.device = "gpu-0", .healthy = false, .message = "XID 79: fallen off the bus"}});
-  int64_t before = absl::ToUnixSeconds(absl::Now());
   ASSERT_TRUE(reader->Read(&response));
   EXPECT_EQ(response.devices(0).health(), v1alpha1::UNHEALTHY);
   EXPECT_EQ(response.devices(0).message(), "XID 79: fallen off the bus");
-  EXPECT_GE(response.devices(0).last_updated_time(), before);
-  EXPECT_LE(response.devices(0).last_updated_time(), absl::ToUnixSeconds(absl::Now()));
+  EXPECT_EQ(response.devices(0).last_updated_time(), absl::ToUnixSeconds(env_.Now()));
   context.TryCancel();
 }
 

@@ -1,4 +1,4 @@
-#include "simulated_env.h"
+#include "harness/simulated_env.h"
 
 #include <algorithm>
 #include <utility>
@@ -20,7 +20,7 @@ absl::Time SimulatedEnv::Now() {
 }
 
 bool SimulatedEnv::SleepUntil(absl::Time deadline) {
-  std::function<void(absl::Time)> hook;
+  std::shared_ptr<std::function<void(absl::Time)>> hook;
   absl::Time now;
   {
     absl::MutexLock lock(&mu_);
@@ -40,23 +40,30 @@ bool SimulatedEnv::SleepUntil(absl::Time deadline) {
     hook = on_sleep_;
     now = now_;
   }
-  if (hook) hook(now);
+  if (hook) (*hook)(now);
   return !StopRequested();
 }
 
+void SimulatedEnv::Pause(absl::Duration wait) {
+  absl::MutexLock lock(&mu_);
+  now_ += wait;
+  ++sleeps_;
+  slept_ += wait;
+}
+
 absl::StatusOr<core::SpawnResult> SimulatedEnv::Spawn(const core::SpawnOptions& options) {
-  std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)> hook;
+  std::shared_ptr<std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)>> hook;
   {
     absl::MutexLock lock(&mu_);
     spawned_.push_back(options.argv);
     hook = on_spawn_;
   }
   if (!hook) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the simulated environment runs no program: ",
-        options.argv.empty() ? std::string("(no argv)") : options.argv.front()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the simulated environment runs no program: ",
+                     options.argv.empty() ? std::string("(no argv)") : options.argv.front()));
   }
-  return hook(options);
+  return (*hook)(options);
 }
 
 void SimulatedEnv::Advance(absl::Duration by) {
@@ -66,13 +73,17 @@ void SimulatedEnv::Advance(absl::Duration by) {
 
 void SimulatedEnv::OnSleep(std::function<void(absl::Time)> hook) {
   absl::MutexLock lock(&mu_);
-  on_sleep_ = std::move(hook);
+  on_sleep_ = hook ? std::make_shared<std::function<void(absl::Time)>>(std::move(hook)) : nullptr;
 }
 
 void SimulatedEnv::OnSpawn(
     std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)> hook) {
   absl::MutexLock lock(&mu_);
-  on_spawn_ = std::move(hook);
+  on_spawn_ =
+      hook ? std::make_shared<
+                 std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)>>(
+                 std::move(hook))
+           : nullptr;
 }
 
 std::vector<std::vector<std::string>> SimulatedEnv::spawned() const {

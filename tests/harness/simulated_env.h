@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ class SimulatedEnv : public core::Env {
   const core::HostRoot& host() const override { return host_; }
   absl::Time Now() override;
   bool SleepUntil(absl::Time deadline) override;
+  // Moves the clock by `wait` (counted with the sleeps), stop or not.
+  void Pause(absl::Duration wait) override;
   // What the OnSpawn hook answers; without one, FailedPrecondition naming the program, so a test
   // sees a program it did not expect the role to run.
   absl::StatusOr<core::SpawnResult> Spawn(const core::SpawnOptions& options) override;
@@ -58,9 +61,10 @@ class SimulatedEnv : public core::Env {
   int sleeps_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration slept_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<std::string>> spawned_ ABSL_GUARDED_BY(mu_);
-  std::function<void(absl::Time)> on_sleep_ ABSL_GUARDED_BY(mu_);
-  std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)> on_spawn_
-      ABSL_GUARDED_BY(mu_);
+  // Shared, not copied, for each call: a hook keeps its own state from one call to the next.
+  std::shared_ptr<std::function<void(absl::Time)>> on_sleep_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)>>
+      on_spawn_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpunode::testing

@@ -58,6 +58,15 @@ rule "no nlohmann value(key, fallback) outside src/core/json_field.h: it throws 
 rule "only src/core/spawn.cc starts programs (posix_spawn, fork, exec*): children start with default signals and a deadline" \
   bash -c "grep -rnE '\\b(posix_spawnp?|fork|vfork|execvp?e?|execlp?e?)\\(' src sim --include='*.cc' --include='*.h' | grep -v '^src/core/spawn.cc:'"
 
+rule "time and waits are the Env's (core::Env) or an I/O deadline's (core::IoDeadline): no clock read or sleep outside src/core/ (the HTTP module, src/http/{cert_store,httplib_server}.cc, links no gpunode library and keeps its own)" \
+  bash -c "grep -rnE '\\babsl::(Now|SleepFor)\\(|std::this_thread::sleep_(for|until)|_clock::now\\(|\\b(usleep|nanosleep|clock_gettime)\\(' src --include='*.cc' --include='*.h' | grep -vE '^src/(core/|http/(cert_store|httplib_server)\\.cc:)'"
+
+rule "signals are taken in src/core/ alone (SignalFd, SystemEnv::StopOnSignals): no signalfd, sigwait, sigtimedwait or signal mask outside it" \
+  bash -c "grep -rnE '\\b(signalfd|sigwait|sigwaitinfo|sigtimedwait|pthread_sigmask|sigprocmask)\\(' src --include='*.cc' --include='*.h' | grep -v '^src/core/'"
+
+rule "roles take a core::Env&: only src/cli/ (the binary's commands) makes a SystemEnv" \
+  bash -c "grep -rn 'SystemEnv' src --include='*.cc' --include='*.h' | grep -vE '^src/(core|cli)/'"
+
 rule "main() ends every command inside a catch of any exception (one line and exit 1, never an abort)" \
   bash -c "grep -q 'catch (\\.\\.\\.)' src/cli/main.cc || echo 'src/cli/main.cc: no catch (...) around the command'"
 

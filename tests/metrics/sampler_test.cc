@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/system_env.h"
 #include "gtest/gtest.h"
-#include "core/host_root.h"
 #include "sim_library.h"
 
 namespace gpunode::metrics {
@@ -24,9 +24,9 @@ long SamplesTotal(const std::string& exposition) {
 TEST(Sampler, SamplesFromSeveralThreadsAreTakenOneAtATime) {
   std::unique_ptr<nvml::Library> library = testing::OpenSimulator("dgx-h100");
   ASSERT_NE(library, nullptr);
-  core::HostRoot host("/");
+  core::SystemEnv env;
   // The background thread samples every millisecond, next to the callers' samples.
-  Sampler sampler(*library, host, nullptr, nullptr,
+  Sampler sampler(*library, env, nullptr, nullptr,
                   {.hostname = "node-a", .interval = absl::Milliseconds(1)});
   sampler.Start();
   constexpr int kThreads = 4;

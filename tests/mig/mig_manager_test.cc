@@ -3,9 +3,12 @@
 // API server double, whose node label picks the layout. The test plays the DaemonSet controller:
 // when the manager pauses a client's label, the test deletes that client's pod, and puts it back
 // once the label says "true" again. Every wait is for a request to the double, never a sleep.
+#include "mig/mig_manager.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -13,12 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
+#include "harness/simulated_env.h"
 #include "nlohmann/json.hpp"
+#include "nvml/library.h"
 #include "process.h"
 #include "temp_dir.h"
+#include "test_support.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpunode {
@@ -353,20 +360,6 @@ TEST_F(MigManagerTest, ALayoutThatCannotBeMadeFailsAndTheNodeKeepsItsLayout) {
   EXPECT_EQ(manager_->Stop(SIGTERM), 0) << manager_->Log();
 }
 
-TEST_F(MigManagerTest, ClientsThatDoNotGoFailTheChangeAndAreResumed) {
-  Label("a100-3g", {{kPluginLabel, "true"}});
-  Start({"--client-timeout", "2s"});
-  size_t at = 0;
-  ASSERT_TRUE(AwaitPatch(kPluginLabel, "paused-for-mig-change", &at)) << manager_->Log();
-  ASSERT_TRUE(AwaitPatch(kState, "failed", &at)) << manager_->Log();
-  EXPECT_EQ(NodeLabel(kPluginLabel), "true");
-  EXPECT_EQ(Assert("all-disabled"), 0);
-  EXPECT_THAT(manager_->Log(),
-              HasSubstr("GPU client pods still on node gpu-a after 2s: "
-                        "gpunode-system/device-plugin-a, gpunode-system/exporter-a"));
-  EXPECT_EQ(manager_->Stop(SIGTERM), 0) << manager_->Log();
-}
-
 // On the H200 node process 2210 holds GPU 0. The clients are paused first (a GPU client may be
 // what holds a GPU), then the busy GPU is refused with its pid; forced, the mode change waits for
 // a GPU reset, which fails the change and says what to do. The clients are resumed each time.
@@ -406,6 +399,79 @@ TEST_F(MigManagerTest, SigtermWhileTheClientsAreAwaitedResumesThemAndStops) {
   EXPECT_EQ(NodeLabel(kState), "failed");
   EXPECT_EQ(Assert("all-disabled"), 0);
   EXPECT_THAT(manager_->Log(), HasSubstr("stopped while waiting for the GPU client pods"));
+}
+
+// The manager's waits on a simulated clock (core::Env), in this process: the clients' timeout and
+// a stop while they are awaited cost the test no real time.
+class MigManagerWaitTest : public MigManagerTest {
+ protected:
+  void SetUp() override {
+    MigManagerTest::SetUp();
+    Label("a100-3g", {{kPluginLabel, "true"}});
+    setenv("GPUNODE_SIM", spec_.c_str(), 1);
+    setenv("GPUNODE_SIM_STATE", state_.c_str(), 1);
+    absl::StatusOr<std::unique_ptr<nvml::Library>> library =
+        nvml::Library::Open({.library_path = GPUNODE_SIM_LIBRARY});
+    ASSERT_TRUE(library.ok()) << library.status();
+    library_ = *std::move(library);
+    client_ = testing::ClientFor(*api_, env_);
+    ASSERT_NE(client_, nullptr);
+  }
+  void TearDown() override {
+    // Before the double stops, which would otherwise wait out the client's kept-alive connection.
+    client_.reset();
+    unsetenv("GPUNODE_SIM");
+    unsetenv("GPUNODE_SIM_STATE");
+    MigManagerTest::TearDown();
+  }
+
+  absl::Status Reconcile(const std::string& layout) {
+    mig::MigManager manager(*library_, *client_,
+                            {.node = kNode,
+                             .config_file = config_,
+                             .client_labels = {kPluginLabel, kExporterLabel},
+                             .client_selectors = {"app.kubernetes.io/name=gpunode-device-plugin",
+                                                  "app.kubernetes.io/name=gpunode-exporter"},
+                             .client_timeout = absl::Minutes(1)},
+                            env_);
+    return manager.Reconcile(layout);
+  }
+
+  testing::SimulatedEnv env_;
+  std::unique_ptr<nvml::Library> library_;
+  std::unique_ptr<kube::Client> client_;
+};
+
+// The clients never go (their DaemonSets ignore the paused label): after the timeout (a minute,
+// polled every second: 60 simulated seconds, 120 real pod lists) the change fails, the GPUs are
+// untouched and the clients resumed.
+TEST_F(MigManagerWaitTest, ClientsThatDoNotGoFailTheChangeAndAreResumed) {
+  const absl::Time start = env_.Now();
+  absl::Status st = Reconcile("a100-3g");
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_THAT(st.message(), HasSubstr("GPU client pods still on node gpu-a after 1m: "
+                                      "gpunode-system/device-plugin-a, gpunode-system/exporter-a"));
+  EXPECT_GE(env_.Now() - start, absl::Minutes(1));
+  EXPECT_LT(env_.Now() - start, absl::Minutes(1) + absl::Seconds(2)) << "polled every second";
+  EXPECT_EQ(NodeLabel(kPluginLabel), "true");
+  EXPECT_EQ(NodeLabel(kExporterLabel), "true");
+  EXPECT_EQ(NodeLabel(kState), "failed");
+  EXPECT_EQ(Assert("all-disabled"), 0);
+}
+
+// A stop (SIGTERM) half a minute into the wait ends it at once: the clients are resumed.
+TEST_F(MigManagerWaitTest, AStopWhileTheClientsAreAwaitedEndsTheWait) {
+  const absl::Time start = env_.Now();
+  env_.OnSleep([&](absl::Time now) {
+    if (now - start >= absl::Seconds(30)) env_.RequestStop(SIGTERM);
+  });
+  absl::Status st = Reconcile("a100-3g");
+  EXPECT_EQ(st.code(), absl::StatusCode::kCancelled) << st;
+  EXPECT_THAT(st.message(), HasSubstr("stopped while waiting for the GPU client pods"));
+  EXPECT_EQ(env_.Now() - start, absl::Seconds(30));
+  EXPECT_EQ(NodeLabel(kPluginLabel), "true");
+  EXPECT_EQ(NodeLabel(kState), "failed");
+  EXPECT_EQ(Assert("all-disabled"), 0);
 }
 
 TEST(MigManagerFlags, BadInputIsRefusedAtStartWithOneLine) {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/system_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -40,10 +41,11 @@ class MpsControlTest : public ::testing::Test {
     std::string path = dir_ + "/nvidia-cuda-mps-control";
     std::ofstream(path) << "#!" << interpreter << "\n" << script << "\n";
     chmod(path.c_str(), 0755);
-    return MpsControl(path, MpsPaths{dir_, "gpu"});
+    return MpsControl(path, MpsPaths{dir_, "gpu"}, env_);
   }
 
   std::string dir_;
+  core::SystemEnv env_;  // the real program runs
 };
 
 // With no daemon the real program exits before reading its command; writing the command then

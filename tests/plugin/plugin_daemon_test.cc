@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "core/system_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spdlog/sinks/base_sink.h"
@@ -92,8 +93,8 @@ class PluginDaemonTest : public ::testing::Test {
   void Run(const ResolvedConfig& start, ConfigLoader loader) {
     absl::StatusOr<core::SignalFd> signals = core::SignalFd::Open();
     ASSERT_TRUE(signals.ok()) << signals.status();
-    daemon_ =
-        std::make_unique<PluginDaemon>(nullptr, options_, std::move(loader), std::move(*signals));
+    daemon_ = std::make_unique<PluginDaemon>(nullptr, options_, std::move(loader),
+                                             std::move(*signals), env_);
     daemon_thread_ = std::thread([this, start] { run_status_ = daemon_->Run(start); });
   }
   void Stop() {
@@ -106,6 +107,7 @@ class PluginDaemonTest : public ::testing::Test {
   std::shared_ptr<CapturingSink> sink_;
   std::shared_ptr<spdlog::logger> previous_logger_;
   DaemonOptions options_;
+  core::SystemEnv env_;
   std::unique_ptr<PluginDaemon> daemon_;
   std::thread daemon_thread_;
   absl::Status run_status_;

@@ -10,7 +10,7 @@
 #include "core/system_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "simulated_env.h"
+#include "harness/simulated_env.h"
 
 namespace gpunode::core {
 namespace {
@@ -108,6 +108,22 @@ TEST(SimulatedEnv, WithoutAdvanceOnSleepASleepWaitsForTheTest) {
   std::thread stopped([&] { EXPECT_FALSE(env.SleepFor(absl::Hours(1))); });
   env.RequestStop();
   stopped.join();
+}
+
+TEST(SimulatedEnv, APauseWaitsAfterAStopToo) {
+  SimulatedEnv env;
+  absl::Time from = env.Now();
+  env.RequestStop();
+  env.Pause(absl::Milliseconds(20));
+  EXPECT_EQ(env.Now() - from, absl::Milliseconds(20));
+}
+
+TEST(SystemEnv, APauseWaitsAfterAStopToo) {
+  SystemEnv env;
+  env.RequestStop();
+  absl::Time from = env.Now();
+  env.Pause(absl::Milliseconds(20));
+  EXPECT_GE(env.Now() - from, absl::Milliseconds(20));
 }
 
 TEST(SimulatedEnv, ProgramsAnswerWhatTheTestScripts) {

@@ -14,7 +14,7 @@
 
 namespace gpunode::plugin {
 
-absl::Status RunDevicePlugin(const DevicePluginOptions& options) {
+absl::Status RunDevicePlugin(const DevicePluginOptions& options, core::Env& env) {
   // Before any thread exists, so that every thread leaves these signals to the control loop.
   ASSIGN_OR_RETURN(core::SignalFd signals, core::SignalFd::Open());
 
@@ -31,7 +31,7 @@ absl::Status RunDevicePlugin(const DevicePluginOptions& options) {
   ASSIGN_OR_RETURN(health::HealthOptions health, plugin_config::HealthOptionsFrom(process));
   ASSIGN_OR_RETURN(FollowedConfig followed,
                    FollowConfig(flags, options.config_file, options.default_config,
-                                "gpunode-device-plugin", "the running config stays"));
+                                "gpunode-device-plugin", "the running config stays", env));
   const plugin_config::ResolvedConfig& config = followed.config;
 
   DaemonOptions daemon;
@@ -44,7 +44,6 @@ absl::Status RunDevicePlugin(const DevicePluginOptions& options) {
     spdlog::warn("--cdi-feature-flags: {} has no effect: gpunode's CDI spec has no feature flags",
                  flag);
   }
-  daemon.host_root = options.host_root;
   daemon.health = std::move(health);
   daemon.health.state_file = options.kubelet_dir + "/" + host::kPluginHealthStateFile;
 
@@ -59,7 +58,7 @@ absl::Status RunDevicePlugin(const DevicePluginOptions& options) {
                   library.status().message());
   }
   PluginDaemon plugin_daemon(library.ok() ? library->get() : nullptr, std::move(daemon),
-                             followed.loader, std::move(signals));
+                             followed.loader, std::move(signals), env);
   return plugin_daemon.Run(config);
 }
 

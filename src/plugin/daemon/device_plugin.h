@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/env.h"
 #include "nvml/library.h"
 #include "plugin_config/layer.h"
 
@@ -26,12 +27,12 @@ struct DevicePluginOptions {
   std::optional<std::string> health_recovery_period;
   std::optional<std::string> health_flap_limit;
   std::string driver_root = "/";  // gpunode's --driver-root ("/": not given)
-  std::string host_root = "/";
   nvml::Opener open_nvml;
 };
 
-// Returns after a clean stop (SIGTERM, SIGINT, SIGQUIT); an error when the start fails
-// (kInvalidArgument for bad settings or config).
-absl::Status RunDevicePlugin(const DevicePluginOptions& options);
+// Returns after a clean stop (SIGTERM, SIGINT, SIGQUIT, read by the daemon itself, which reloads
+// on SIGHUP, and passed on as a stop of `env`); an error when the start fails (kInvalidArgument
+// for bad settings or config). The host's files are read through `env`.
+absl::Status RunDevicePlugin(const DevicePluginOptions& options, core::Env& env);
 
 }  // namespace gpunode::plugin

@@ -13,13 +13,13 @@ absl::StatusOr<FollowedConfig> FollowConfig(const plugin_config::ConfigLayer& fl
                                             const std::optional<std::string>& config_file,
                                             const std::optional<std::string>& default_config,
                                             const std::string& component,
-                                            const std::string& refused_outcome) {
+                                            const std::string& refused_outcome, core::Env& env) {
   FollowedConfig followed;
   std::string path = plugin_config::ConfigFilePath(config_file, &plugin_config::ProcessEnvironment);
   std::error_code ec;
   bool directory = !path.empty() && std::filesystem::is_directory(path, ec);
   if (directory && ConfigLabelSource::NodeNamed()) {
-    if (std::optional<ConfigLabelSource> source = ConfigLabelSource::Follow(component)) {
+    if (std::optional<ConfigLabelSource> source = ConfigLabelSource::Follow(component, env)) {
       followed.label = std::make_shared<ConfigLabelSource>(std::move(*source));
     }
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/env.h"
 #include "plugin/daemon/config_following.h"
 #include "plugin_config/config_label_source.h"
 #include "plugin_config/sources.h"
@@ -29,6 +30,6 @@ absl::StatusOr<FollowedConfig> FollowConfig(const plugin_config::ConfigLayer& fl
                                             const std::optional<std::string>& config_file,
                                             const std::optional<std::string>& default_config,
                                             const std::string& component,
-                                            const std::string& refused_outcome);
+                                            const std::string& refused_outcome, core::Env& env);
 
 }  // namespace gpunode::plugin

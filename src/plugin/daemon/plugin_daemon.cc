@@ -76,11 +76,12 @@ struct PluginDaemon::Generation {
 };
 
 PluginDaemon::PluginDaemon(const nvml::Library* library, DaemonOptions options, ConfigLoader loader,
-                           core::SignalFd signals)
+                           core::SignalFd signals, core::Env& env)
     : library_(library),
       options_(std::move(options)),
       loader_(std::move(loader)),
-      signals_(std::move(signals)) {}
+      signals_(std::move(signals)),
+      env_(env) {}
 
 PluginDaemon::~PluginDaemon() { StopGeneration(); }
 
@@ -98,7 +99,7 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
   auto state = std::make_shared<PluginState>();
   state->config = config;
   if (library_ != nullptr) {
-    core::HostRoot host(options_.host_root);
+    const core::HostRoot& host = env_.host();
     absl::StatusOr<Node> node = ReadNode(*library_, host);
     if (!node.ok()) {
       if (config.fail_on_init_error) return node.status();
@@ -112,7 +113,7 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
   absl::StatusOr<std::vector<Resource>> resources = BuildResources(state->node, config, &warnings);
   if (!resources.ok()) return resources.status();
   for (const std::string& warning : warnings) spdlog::warn("{}", warning);
-  state->host = ReadHostDevices(core::HostRoot(options_.host_root), config.dev_root());
+  state->host = ReadHostDevices(env_.host(), config.dev_root());
 
   if (config.Uses(DeviceListStrategy::kCdiAnnotations) ||
       config.Uses(DeviceListStrategy::kCdiCri)) {
@@ -128,7 +129,7 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
     if (resource.mps) mps_plans[resource.MpsName()] = MpsPlanKey(resource, state->node);
   }
   if (!mps_plans.empty()) {
-    std::string root = core::HostRoot(options_.host_root).Resolve(config.mps_root);
+    std::string root = env_.host().Resolve(config.mps_root);
     state->mps = std::make_shared<MpsReadiness>(root, std::move(mps_plans), *generation->board);
   }
   generation->state = state;
@@ -161,8 +162,7 @@ absl::Status PluginDaemon::WriteNodeCdiSpec(const Config& config, const Node& no
   CdiOptions cdi{.driver_root = config.nvidia_driver_root,
                  .dev_root = config.dev_root(),
                  .hook_path = options_.cdi_hooks_disabled ? "" : config.nvidia_cdi_hook_path};
-  absl::StatusOr<NodeCdiSpec> spec =
-      BuildNodeCdiSpec(node, *version, core::HostRoot(options_.host_root), cdi);
+  absl::StatusOr<NodeCdiSpec> spec = BuildNodeCdiSpec(node, *version, env_.host(), cdi);
   if (!spec.ok()) return spec.status();
   for (const std::string& warning : spec->warnings) spdlog::warn("CDI spec: {}", warning);
   for (const std::string& missing : spec->left_out)
@@ -222,7 +222,7 @@ void PluginDaemon::TryRegister() {
     const PluginServer& server = *generation_->servers[i];
     const std::string& resource = server.handler().resource().name;
     spdlog::info("registering {} with the kubelet at {}", resource, options_.kubelet_socket);
-    auto started = std::chrono::system_clock::now();
+    auto started = absl::ToChronoTime(env_.Now());
     absl::Status st = RegisterWithKubelet(options_.kubelet_socket, BaseName(server.socket_path()),
                                           resource, options_.register_timeout);
     if (st.ok()) {
@@ -412,6 +412,7 @@ absl::StatusOr<bool> PluginDaemon::WaitForKubeletDir(plugin_config::ResolvedConf
       if (*signal != SIGHUP) {
         spdlog::warn("received signal {} while waiting for {}; stopping", *signal,
                      options_.kubelet_dir);
+        env_.RequestStop(*signal);
         return false;
       }
       absl::StatusOr<ResolvedConfig> reloaded = loader_();
@@ -478,6 +479,7 @@ absl::Status PluginDaemon::Run(const ResolvedConfig& start_config) {
         Reload();
       } else {
         spdlog::warn("received signal {}; removing our sockets and stopping", *signal);
+        env_.RequestStop(*signal);
         StopGeneration();
         return absl::OkStatus();
       }

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/directory_watch.h"
+#include "core/env.h"
 #include "core/signal_fd.h"
 #include "health/health_board.h"
 #include "health/health_monitor.h"
@@ -32,7 +33,6 @@ struct DaemonOptions {
   std::string cdi_spec_dir = "/var/run/cdi";
   // --cdi-disable-hooks all: the CDI spec names no hook (the hook's path is the config's).
   bool cdi_hooks_disabled = false;
-  std::string host_root = "/";
   health::HealthOptions health;
   // The config's directory and node label, followed: a change is read again and applied when
   // the config it selects differs.
@@ -43,9 +43,11 @@ struct DaemonOptions {
 class PluginDaemon {
  public:
   // `library` is null when NVML could not be loaded and failOnInitError is off: the daemon then
-  // offers nothing and waits for a signal, as NVIDIA's plugin does.
+  // offers nothing and waits for a signal, as NVIDIA's plugin does. `signals` are read in the
+  // control loop (SIGHUP reloads); a stop signal is also the stop of `env`, whose host files,
+  // clock and waits the daemon uses, and which outlives it.
   PluginDaemon(const nvml::Library* library, DaemonOptions options, ConfigLoader loader,
-               core::SignalFd signals);
+               core::SignalFd signals, core::Env& env);
   ~PluginDaemon();
 
   // Returns OK after a clean stop; an error when the first start fails (InvalidArgument for
@@ -90,6 +92,7 @@ class PluginDaemon {
   DaemonOptions options_;
   ConfigLoader loader_;
   core::SignalFd signals_;
+  core::Env& env_;
   std::optional<core::DirectoryWatch> watch_;  // empty while the directory is gone
   std::optional<std::chrono::steady_clock::time_point> next_rewatch_;
   std::chrono::milliseconds rewatch_backoff_{0};

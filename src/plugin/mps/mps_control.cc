@@ -71,7 +71,7 @@ absl::StatusOr<std::string> MpsControl::Run(const std::vector<std::string>& args
   spawn.stdout_to = input ? Stream::kCapture : Stream::kDiscard;
   spawn.stderr_to = input ? Stream::kCapture : Stream::kDiscard;
   spawn.timeout = timeout;
-  absl::StatusOr<core::SpawnResult> result = core::Spawn(spawn);
+  absl::StatusOr<core::SpawnResult> result = env_.Spawn(spawn);
   if (!result.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(what, ": ", result.status().message()));
   }

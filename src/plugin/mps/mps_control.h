@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/env.h"
 #include "plugin/mps/mps_paths.h"
 
 namespace gpunode::plugin {
@@ -17,7 +18,9 @@ absl::StatusOr<std::string> FindMpsControl(const std::string& driver_root);
 
 class MpsControl {
  public:
-  MpsControl(std::string binary, MpsPaths paths) : binary_(std::move(binary)), paths_(paths) {}
+  // The program runs through `env`, which outlives this.
+  MpsControl(std::string binary, MpsPaths paths, core::Env& env)
+      : binary_(std::move(binary)), paths_(paths), env_(env) {}
 
   const MpsPaths& paths() const { return paths_; }
 
@@ -42,6 +45,7 @@ class MpsControl {
 
   std::string binary_;
   MpsPaths paths_;
+  core::Env& env_;
 };
 
 }  // namespace gpunode::plugin

@@ -6,7 +6,6 @@
 #include "core/log.h"
 #include "core/signal_fd.h"
 #include "core/status_macros.h"
-#include "core/host_root.h"
 #include "plugin/daemon/followed_config.h"
 #include "plugin/mps/mps_control.h"
 #include "plugin/mps/mps_daemon.h"
@@ -33,13 +32,13 @@ absl::StatusOr<plugin_config::ResolvedConfig> Resolve(const MpsControlDaemonOpti
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> CheckMpsControlDaemonConfig(
-    const MpsControlDaemonOptions& options) {
+    const MpsControlDaemonOptions& options, core::Env& env) {
   ASSIGN_OR_RETURN(plugin_config::ResolvedConfig resolved, Resolve(options));
   for (const std::string& warning : resolved.warnings) spdlog::warn("config: {}", warning);
   ASSIGN_OR_RETURN(
       std::unique_ptr<nvml::Library> library,
       options.open_nvml(plugin_config::NvmlDriverRoot(options.driver_root, resolved.config)));
-  ASSIGN_OR_RETURN(Node node, ReadNode(*library, core::HostRoot(options.host_root)));
+  ASSIGN_OR_RETURN(Node node, ReadNode(*library, env.host()));
   ASSIGN_OR_RETURN(std::vector<MpsPlan> plans, PlanMps(*library, resolved.config, node));
   std::vector<std::string> lines;
   if (plans.empty()) lines.push_back("no resource is shared through MPS (sharing.mps)");
@@ -51,7 +50,7 @@ absl::StatusOr<std::vector<std::string>> CheckMpsControlDaemonConfig(
   return lines;
 }
 
-absl::Status RunMpsControlDaemon(const MpsControlDaemonOptions& options) {
+absl::Status RunMpsControlDaemon(const MpsControlDaemonOptions& options, core::Env& env) {
   // Before any thread exists, so that the control loop alone takes these signals.
   ASSIGN_OR_RETURN(core::SignalFd signals, core::SignalFd::Open());
 
@@ -59,18 +58,19 @@ absl::Status RunMpsControlDaemon(const MpsControlDaemonOptions& options) {
   ASSIGN_OR_RETURN(
       FollowedConfig followed,
       FollowConfig(FlagLayer(options), options.config_file, options.default_config,
-                   "gpunode-mps-control-daemon", "the running MPS control daemons stay"));
+                   "gpunode-mps-control-daemon", "the running MPS control daemons stay", env));
   const plugin_config::ResolvedConfig& config = followed.config;
   for (const std::string& warning : config.warnings) spdlog::warn("config: {}", warning);
 
   std::string driver_root = plugin_config::NvmlDriverRoot(options.driver_root, config.config);
   ASSIGN_OR_RETURN(std::unique_ptr<nvml::Library> library, options.open_nvml(driver_root));
-  ASSIGN_OR_RETURN(Node node, ReadNode(*library, core::HostRoot(options.host_root)));
+  ASSIGN_OR_RETURN(Node node, ReadNode(*library, env.host()));
 
   MpsDaemonOptions daemon;
   daemon.binary = FindMpsControl(driver_root);
   daemon.config = followed.following;
-  MpsDaemon mps(*library, std::move(node), std::move(daemon), followed.loader, std::move(signals));
+  MpsDaemon mps(*library, std::move(node), std::move(daemon), followed.loader, std::move(signals),
+                env);
   return mps.Run(config);
 }
 

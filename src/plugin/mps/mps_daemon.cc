@@ -23,12 +23,13 @@ std::string Describe(const std::vector<MpsPlan>& plans) {
 }  // namespace
 
 MpsDaemon::MpsDaemon(const nvml::Library& library, Node node, MpsDaemonOptions options,
-                     ConfigLoader loader, core::SignalFd signals)
+                     ConfigLoader loader, core::SignalFd signals, core::Env& env)
     : library_(library),
       node_(std::move(node)),
       options_(std::move(options)),
       loader_(std::move(loader)),
-      signals_(std::move(signals)) {}
+      signals_(std::move(signals)),
+      env_(env) {}
 
 MpsDaemon::~MpsDaemon() { StopPlans(); }
 
@@ -66,6 +67,7 @@ absl::Status MpsDaemon::Run(plugin_config::ResolvedConfig config) {
           continue;
         }
         spdlog::warn("received signal {}; quitting the MPS control daemons", *signal);
+        env_.RequestStop(*signal);
         StopPlans();
         return absl::OkStatus();
       }
@@ -120,7 +122,7 @@ void MpsDaemon::ConfigChanged(const std::string& why) {
 
 absl::Status MpsDaemon::StartPlans(std::vector<MpsPlan> plans) {
   if (plans.empty()) return absl::OkStatus();
-  auto supervisor = std::make_unique<MpsSupervisor>(library_, *options_.binary, plans);
+  auto supervisor = std::make_unique<MpsSupervisor>(library_, *options_.binary, plans, env_);
   if (absl::Status st = supervisor->Start(); !st.ok()) return st;
   supervisor_ = std::move(supervisor);
   running_ = std::move(plans);

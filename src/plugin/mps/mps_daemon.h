@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/directory_watch.h"
+#include "core/env.h"
 #include "core/signal_fd.h"
 #include "nvml/library.h"
 #include "plugin/daemon/config_following.h"
@@ -35,8 +36,10 @@ struct MpsDaemonOptions {
 // Thread-safety: one thread, the one that calls Run; the daemons it starts are its children.
 class MpsDaemon {
  public:
+  // `signals` are read in the loop (SIGHUP re-reads the config); a stop signal is also the stop of
+  // `env`, through which the daemons are run and awaited, and which outlives this.
   MpsDaemon(const nvml::Library& library, Node node, MpsDaemonOptions options, ConfigLoader loader,
-            core::SignalFd signals);
+            core::SignalFd signals, core::Env& env);
   ~MpsDaemon();
 
   // Starts the daemons `config` plans and keeps them to the config until a stop signal, then
@@ -56,6 +59,7 @@ class MpsDaemon {
   MpsDaemonOptions options_;
   ConfigLoader loader_;
   core::SignalFd signals_;
+  core::Env& env_;
   std::optional<core::DirectoryWatch> config_watch_;
   std::unique_ptr<MpsSupervisor> supervisor_;
   std::vector<MpsPlan> running_;

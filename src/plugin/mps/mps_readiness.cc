@@ -16,7 +16,7 @@ bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 // How often the control socket itself is tried while the markers say the daemon is up: each
 // try costs two lines in the daemon's control.log ("User did not send valid credentials").
-constexpr std::chrono::seconds kSocketRecheck{10};
+constexpr absl::Duration kSocketRecheck = absl::Seconds(10);
 
 }  // namespace
 
@@ -82,7 +82,6 @@ void MpsReadiness::Probe() {
     std::lock_guard lock(mutex_);
     for (const auto& [name, state] : states_) names.push_back(name);
   }
-  const auto now = std::chrono::steady_clock::now();
   for (const std::string& name : names) {
     // The markers every period; the socket when they appear and every kSocketRecheck after.
     const std::string& plan = plans_.at(name);
@@ -97,9 +96,9 @@ void MpsReadiness::Probe() {
     } else {
       other_plan_said_.erase(name);
     }
-    if (up && (state(name) != MpsState::kUp || now - socket_checked_[name] >= kSocketRecheck)) {
+    if (up && (state(name) != MpsState::kUp || socket_recheck_[name].Passed())) {
       up = MpsControlAccepts(MpsPaths{root_, name}.ControlSocket());
-      socket_checked_[name] = now;
+      socket_recheck_[name] = core::IoDeadline::After(kSocketRecheck);
     }
     std::lock_guard lock(mutex_);
     MpsState& state = states_[name];

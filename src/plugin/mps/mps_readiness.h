@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/io_deadline.h"
 #include "health/health_board.h"
 
 namespace gpunode::plugin {
@@ -65,7 +66,7 @@ class MpsReadiness {
   std::map<std::string, MpsState> states_;
   const std::map<std::string, std::string> plans_;
   // Only the probing thread (and the constructor, before it starts) touches these.
-  std::map<std::string, std::chrono::steady_clock::time_point> socket_checked_;
+  std::map<std::string, core::IoDeadline> socket_recheck_;  // by resource; passed: check
   std::set<std::string> other_plan_said_;  // resources whose daemon runs another plan, logged once
   std::thread thread_;
 };

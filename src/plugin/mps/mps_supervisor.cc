@@ -1,6 +1,5 @@
 #include "plugin/mps/mps_supervisor.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -68,15 +67,15 @@ std::string LastLogLine(const MpsPaths& paths) {
 }
 
 // Children of this process, from /proc (the adopted daemons among them).
-std::vector<pid_t> Children() {
+std::vector<pid_t> Children(const core::HostRoot& host) {
   std::vector<pid_t> out;
   const pid_t self = getpid();
-  DIR* dir = opendir("/proc");
-  if (dir == nullptr) return out;
-  while (dirent* entry = readdir(dir)) {
+  absl::StatusOr<std::vector<std::string>> entries = host.ListDir("/proc");
+  if (!entries.ok()) return out;
+  for (const std::string& entry : *entries) {
     int pid = 0;
-    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
-    absl::StatusOr<std::string> stat = core::ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+    if (!absl::SimpleAtoi(entry, &pid)) continue;
+    absl::StatusOr<std::string> stat = host.ReadFile(absl::StrCat("/proc/", pid, "/stat"));
     if (!stat.ok()) continue;
     // "pid (comm) state ppid ...": the command may hold spaces, so split after its ')'.
     size_t close = stat->rfind(')');
@@ -87,7 +86,6 @@ std::vector<pid_t> Children() {
       out.push_back(pid);
     }
   }
-  closedir(dir);
   return out;
 }
 
@@ -126,8 +124,8 @@ absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const
 }
 
 MpsSupervisor::MpsSupervisor(const nvml::Library& library, std::string binary,
-                             std::vector<MpsPlan> plans)
-    : library_(library), binary_(std::move(binary)), plans_(std::move(plans)) {}
+                             std::vector<MpsPlan> plans, core::Env& env)
+    : library_(library), binary_(std::move(binary)), plans_(std::move(plans)), env_(env) {}
 
 absl::Status MpsSupervisor::SetComputeModes(nvmlComputeMode_t mode) {
   absl::Status first;
@@ -158,7 +156,7 @@ absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
   for (const std::string& dir : {paths.PipeDir(), paths.LogDir()}) {
     if (absl::Status st = MakeDirectory(dir); !st.ok()) return st;
   }
-  MpsControl control(binary_, paths);
+  MpsControl control(binary_, paths, env_);
   std::vector<std::string> uuids;
   for (const MpsGpuLimit& g : plan.limits.gpus) uuids.push_back(g.gpu.uuid);
   // A daemon of an earlier run may still answer on the pipe: keep it, only the limits are set.
@@ -166,12 +164,11 @@ absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
     if (absl::Status st = control.StartDaemon(uuids); !st.ok()) return st;
   }
   absl::StatusOr<std::string> answer;
-  auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+  const absl::Time deadline = env_.Now() + absl::FromChrono(kStartTimeout);
   do {
     answer = control.Send("get_default_active_thread_percentage");
     if (answer.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (std::chrono::steady_clock::now() < deadline);
+  } while (env_.SleepFor(absl::Milliseconds(50)) && env_.Now() < deadline);
   if (!answer.ok()) {
     return absl::UnavailableError(
         absl::StrCat(plan.resource, ": the MPS control daemon did not answer on ", paths.PipeDir(),
@@ -241,18 +238,19 @@ int MpsSupervisor::Check() {
 
 void MpsSupervisor::QuitDaemon(const MpsPlan& plan) {
   unlink(plan.paths.StartedMarker().c_str());
-  MpsControl control(binary_, plan.paths);
+  MpsControl control(binary_, plan.paths, env_);
   absl::StatusOr<std::string> said = control.Send("quit");
   if (!said.ok()) {
     spdlog::warn("{}: quit: {}", plan.resource, said.status().message());
     return;
   }
-  // quit returns before the daemon is gone: wait until its pipe stops answering.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  // quit returns before the daemon is gone: wait until its pipe stops answering (also after a
+  // stop, which is when daemons are told to quit).
+  const absl::Time deadline = env_.Now() + absl::Seconds(5);
   while (MpsControlAccepts(plan.paths.ControlSocket())) {
-    if (std::chrono::steady_clock::now() > deadline) break;
+    if (env_.Now() > deadline) break;
     ReapChildren();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    env_.Pause(absl::Milliseconds(20));
   }
   spdlog::info("{}: MPS control daemon quit", plan.resource);
 }
@@ -260,7 +258,7 @@ void MpsSupervisor::QuitDaemon(const MpsPlan& plan) {
 void MpsSupervisor::Stop() {
   for (const MpsPlan& plan : plans_) unlink(MpsReadyMarker(plan.paths.root).c_str());
   for (const MpsPlan& plan : plans_) QuitDaemon(plan);
-  if (int killed = AwaitChildren(std::chrono::seconds(5)); killed > 0) {
+  if (int killed = AwaitChildren(env_, absl::Seconds(5)); killed > 0) {
     spdlog::warn("killed {} MPS process(es) that did not quit", killed);
   }
   SetComputeModes(NVML_COMPUTEMODE_DEFAULT).IgnoreError();
@@ -284,21 +282,21 @@ int ReapChildren() {
   return reaped;
 }
 
-int AwaitChildren(std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+int AwaitChildren(core::Env& env, absl::Duration timeout) {
+  const absl::Time deadline = env.Now() + timeout;
   while (true) {
     ReapChildren();
-    if (Children().empty()) return 0;
-    if (std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (Children(env.host()).empty()) return 0;
+    if (env.Now() > deadline) break;
+    env.Pause(absl::Milliseconds(20));
   }
   int killed = 0;
-  for (pid_t pid : Children()) {
+  for (pid_t pid : Children(env.host())) {
     if (kill(pid, SIGKILL) == 0) ++killed;
   }
-  while (!Children().empty() && ReapChildren() >= 0) {
-    if (std::chrono::steady_clock::now() > deadline + std::chrono::seconds(2)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (!Children(env.host()).empty() && ReapChildren() >= 0) {
+    if (env.Now() > deadline + absl::Seconds(2)) break;
+    env.Pause(absl::Milliseconds(20));
   }
   return killed;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/env.h"
 #include "nvml/library.h"
 #include "plugin/mps/mps_control.h"
 #include "plugin/mps/mps_limits.h"
@@ -38,7 +39,10 @@ absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library,
 
 class MpsSupervisor {
  public:
-  MpsSupervisor(const nvml::Library& library, std::string binary, std::vector<MpsPlan> plans);
+  // The daemons are started and awaited through `env` (programs, /proc, waits), which outlives
+  // this.
+  MpsSupervisor(const nvml::Library& library, std::string binary, std::vector<MpsPlan> plans,
+                core::Env& env);
 
   // Starts every daemon; on failure what was started is stopped again.
   absl::Status Start();
@@ -55,6 +59,7 @@ class MpsSupervisor {
   const nvml::Library& library_;
   std::string binary_;
   std::vector<MpsPlan> plans_;
+  core::Env& env_;
 };
 
 // Becomes the reaper of orphaned descendants, so that the daemons `-d` forks away stay this
@@ -64,7 +69,7 @@ absl::Status AdoptDaemons();
 int ReapChildren();
 // Waits up to `timeout` for every child to exit, then kills the ones left; returns how many it
 // had to kill.
-int AwaitChildren(std::chrono::milliseconds timeout);
+int AwaitChildren(core::Env& env, absl::Duration timeout);
 
 // `mount-shm`: a tmpfs at <root>/shm for the clients' /dev/shm, as NVIDIA's daemon mounts it
 // (size 64 MiB, nosuid, nodev, noexec). Does nothing when one is mounted there already.
