@@ -2,19 +2,12 @@
 
 #include <optional>
 
+#include "kube/api_object.h"
 #include "kube/image_pull_event.h"
 
 namespace gpunode::kube {
 
 namespace {
-
-// The fields of an Event that an image pull needs; views into the input.
-struct EventFields {
-  std::string_view ns, reason, message, host, reporting_instance;
-  std::string_view involved_kind, involved_ns, involved_name;
-  std::string_view first, last, event_time, series_last;
-  int64_t count = 1;
-};
 
 absl::Status ReadInvolvedObject(od::value& object, const JsonWalk& walk, EventFields& e) {
   return walk.ForEachField(object, "involvedObject", [&](const FieldKey& key, od::value& val) {
@@ -35,11 +28,16 @@ absl::Status ReadSeries(od::value& series, const JsonWalk& walk, EventFields& e)
   });
 }
 
-absl::Status ReadFields(od::object& obj, const JsonWalk& walk, EventFields& e) {
+}  // namespace
+
+absl::Status ReadEventFields(od::object& obj, const JsonWalk& walk, EventFields& e) {
   return walk.ForEachField(obj, "", [&](const FieldKey& key, od::value& val) {
     if (key == "metadata") {
       return walk.ForEachField(val, "metadata", [&](const FieldKey& key, od::value& val) {
         if (key == "name") return walk.ReadString(val, "metadata.name", walk.where().name);
+        if (key == "creationTimestamp") {
+          return walk.ReadString(val, "metadata.creationTimestamp", e.created);
+        }
         if (key != "namespace") return absl::OkStatus();
         RETURN_IF_ERROR(walk.ReadString(val, "metadata.namespace", e.ns));
         walk.where().ns = e.ns;
@@ -72,11 +70,9 @@ absl::Status ReadFields(od::object& obj, const JsonWalk& walk, EventFields& e) {
   });
 }
 
-}  // namespace
-
 absl::Status ReadEvent(od::object& obj, const JsonWalk& walk, ClusterSnapshot& snap) {
   EventFields e;
-  RETURN_IF_ERROR(ReadFields(obj, walk, e));
+  RETURN_IF_ERROR(ReadEventFields(obj, walk, e));
   if (e.involved_kind != "Pod") return absl::OkStatus();
   std::optional<PullMessage> pull = ParsePullMessage(e.reason, e.message);
   if (!pull) return absl::OkStatus();
@@ -96,6 +92,18 @@ absl::Status ReadEvent(od::object& obj, const JsonWalk& walk, ClusterSnapshot& s
   if (out.last_unix == 0) out.last_unix = out.first_unix;
   out.count = e.count;
   return absl::OkStatus();
+}
+
+absl::Status ReadEventPage(std::string_view json, std::string_view source,
+                           const std::function<void(const EventFields&)>& on_event,
+                           std::string& continue_token) {
+  return ReadApiList(json, source, "Event", continue_token,
+                     [&](od::object& item, const JsonWalk& walk) {
+                       EventFields e;
+                       RETURN_IF_ERROR(ReadEventFields(item, walk, e));
+                       on_event(e);
+                       return absl::OkStatus();
+                     });
 }
 
 }  // namespace gpunode::kube

@@ -72,12 +72,11 @@ bool KeyStartsWithNvidia(const od::raw_json_string& key) {
 }  // namespace
 
 std::string Describe(const Where& w) {
-  std::string kind = w.kind == "PodDisruptionBudget" ? "poddisruptionbudget"
-                     : w.kind == "Node"              ? "node"
-                     : w.kind == "Job"               ? "job"
-                     : w.kind == "CronJob"           ? "cronjob"
-                     : w.kind == "Event"             ? "event"
-                                                     : "pod";
+  // Items whose kind is not known yet are pods, as a snapshot's items mostly are.
+  std::string kind = w.kind == "item" ? "pod" : std::string(w.kind);
+  std::transform(kind.begin(), kind.end(), kind.begin(), [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  });
   if (!w.name.empty()) {
     return w.ns.empty() ? StrCat(kind, " ", w.name) : StrCat(kind, " ", w.ns, "/", w.name);
   }
@@ -115,7 +114,7 @@ absl::Status JsonWalk::Fail(const FieldPath& field, std::string_view problem) co
 absl::Status JsonWalk::FailJson(const FieldPath& field, std::string_view expected,
                                 error_code e) const {
   if (e == simdjson::INCORRECT_TYPE) {
-    return Fail(field, StrCat("expected ", expected, "; ", kFixInput));
+    return Fail(field, StrCat("expected ", expected, "; ", input_->fix()));
   }
   std::string joined = field.Join();
   std::string context;
@@ -138,6 +137,14 @@ absl::Status JsonWalk::IsNull(od::value& value, const FieldPath& field, std::str
 absl::Status JsonWalk::ReadString(od::value& value, const FieldPath& field,
                                   std::string_view& out) const {
   return Check(ReadJsonString(value, out), field, "a string");
+}
+
+absl::Status JsonWalk::ReadStringCopy(od::value& value, const FieldPath& field,
+                                      std::string& out) const {
+  std::string_view text;
+  RETURN_IF_ERROR(ReadString(value, field, text));
+  out.assign(text);
+  return absl::OkStatus();
 }
 
 absl::Status JsonWalk::ReadBool(od::value& value, const FieldPath& field, bool& out) const {

@@ -5,11 +5,13 @@
 //
 // Contract:
 // - Errors are absl::InvalidArgumentError with one line, in two forms:
-//     "<source>: <object>: <field>: expected <what>; <kFixInput>"   (a value of the wrong type)
+//     "<source>: <object>: <field>: expected <what>; <fix>"   (a value of the wrong type)
 //     "<source>: not valid JSON (<simdjson's words>) near line L (byte B) in <object> <field>;
 //      is the file complete?"                                          (anything else)
 //   where <object> is Describe(where): "pod ns/name" once the name is read, "items[3] (Pod)"
-//   before it, "Pod object" for a single object. Fail() gives the first form with free text.
+//   before it, "Pod object" for a single object, and <fix> is the JsonInput's: kFixInput for
+//   snapshots, kFixApiAnswer (api_object.h) for what an API server answered. Fail() gives the
+//   first form with free text.
 // - JSON null counts as absent everywhere: a null object has no fields, a null array no
 //   elements, a null scalar leaves the output as it was (ReadString clears it to empty).
 // - Lifetime: every std::string_view read here points into the padded input buffer (strings
@@ -36,13 +38,13 @@ namespace gpunode::kube {
 
 namespace od = simdjson::ondemand;
 
-// The fix every input error ends with.
+// The fix every snapshot input error ends with.
 inline constexpr std::string_view kFixInput =
     "expected what `kubectl get nodes,pods -A -o json` prints";
 
 // Where in the input an object sits, for error messages.
 struct Where {
-  std::string_view kind;  // Node, Pod, PodDisruptionBudget, Job, CronJob, Event; "List" at the top
+  std::string_view kind;  // Node, Pod, Job, Event, DaemonSet, Status, ...; "List" at the top
   size_t index = 0;       // position in items[], when in a list
   bool in_list = false;
   std::string_view ns;
@@ -109,12 +111,15 @@ struct TextOrigin {
 // The document being read: its name in errors, and where a parse error sits in it.
 class JsonInput {
  public:
-  // `origin`, when given, must outlive this; without it the text is the whole input.
-  JsonInput(std::string_view source, const char* begin, const TextOrigin* origin = nullptr)
-      : source_(source), begin_(begin), origin_(origin) {}
+  // `origin`, when given, must outlive this; without it the text is the whole input. `fix` ends
+  // every error about a value of the wrong type.
+  JsonInput(std::string_view source, const char* begin, const TextOrigin* origin = nullptr,
+            std::string_view fix = kFixInput)
+      : source_(source), begin_(begin), origin_(origin), fix_(fix) {}
   // The document being iterated, for Location(); null when there is none.
   void set_document(od::document* doc) { doc_ = doc; }
   std::string_view source() const { return source_; }
+  std::string_view fix() const { return fix_; }
   // " near line L (byte B)", or empty when simdjson cannot say.
   std::string Location() const;
 
@@ -122,6 +127,7 @@ class JsonInput {
   std::string_view source_;
   const char* begin_ = nullptr;
   const TextOrigin* origin_ = nullptr;
+  std::string_view fix_;
   od::document* doc_ = nullptr;
 };
 
@@ -208,6 +214,8 @@ class JsonWalk {
 
   // A string; null reads as empty. See the contract above for how long `out` lives.
   absl::Status ReadString(od::value& value, const FieldPath& field, std::string_view& out) const;
+  // A string copied into `out` (null reads as empty), for what outlives the input.
+  absl::Status ReadStringCopy(od::value& value, const FieldPath& field, std::string& out) const;
   // true or false; null leaves `out` as it was.
   absl::Status ReadBool(od::value& value, const FieldPath& field, bool& out) const;
   // An integer; null leaves `out` as it was.

@@ -2,14 +2,12 @@
 
 #include <utility>
 
-#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
 
 namespace gpunode::kube {
 namespace {
 
-using json = nlohmann::json;
 using core::StrCat;
 
 // metav1.MicroTime, as client-go writes renewTime and acquireTime.
@@ -24,14 +22,11 @@ absl::Time ParseMicroTime(const std::string& text) {
   return t;
 }
 
-LeaseHolder HolderOf(const json& lease) {
+LeaseHolder HolderOf(const LeaseView& lease) {
   LeaseHolder holder;
-  holder.identity = core::JsonStringAt(lease, {"spec", "holderIdentity"});
-  holder.renewed = ParseMicroTime(core::JsonStringAt(lease, {"spec", "renewTime"}));
-  const json* spec = lease.contains("spec") ? &lease["spec"] : nullptr;
-  if (spec != nullptr && spec->is_object()) {
-    holder.duration = absl::Seconds(core::JsonInteger(*spec, "leaseDurationSeconds", 0));
-  }
+  holder.identity = lease.holder_identity;
+  holder.renewed = ParseMicroTime(lease.renew_time);
+  holder.duration = absl::Seconds(lease.duration_seconds);
   return holder;
 }
 
@@ -55,25 +50,23 @@ std::string LeaseLock::Path() const {
                 UrlEncode(settings_.name));
 }
 
-absl::StatusOr<std::optional<json>> LeaseLock::Read() {
+absl::StatusOr<std::optional<LeaseView>> LeaseLock::Read() {
   absl::StatusOr<std::string> body = client_.Get(Path());
   if (absl::IsNotFound(body.status())) return std::nullopt;
   if (!body.ok()) return body.status();
-  json lease = json::parse(*body, nullptr, /*allow_exceptions=*/false);
-  if (!lease.is_object()) {
-    return absl::InternalError(StrCat("GET ", Path(), ": the answer is not a Lease object"));
-  }
+  ASSIGN_OR_RETURN(LeaseView lease, ReadLease(*body, StrCat("GET ", Path())));
   return lease;
 }
 
-absl::StatusOr<bool> LeaseLock::Write(const json& lease) {
-  HttpRequest request{
-      .method = "PUT", .path = Path(), .content_type = "application/json", .body = lease.dump()};
+absl::StatusOr<bool> LeaseLock::Write(const LeaseView& lease) {
+  HttpRequest request{.method = "PUT",
+                      .path = Path(),
+                      .content_type = "application/json",
+                      .body = lease.ToJson().dump()};
   ASSIGN_OR_RETURN(HttpResponse response, client_.Send(request));
   if (response.status == 409) return false;
   if (response.status / 100 != 2) return StatusFromResponse(request, response);
-  json written = json::parse(response.body, nullptr, false);
-  held_ = written.is_object() ? written : lease;
+  ASSIGN_OR_RETURN(held_, ReadLease(response.body, StrCat("PUT ", Path())));
   return true;
 }
 
@@ -81,27 +74,24 @@ absl::StatusOr<std::optional<LeaseHolder>> LeaseLock::TryAcquire(absl::Time now)
   const int seconds = static_cast<int>(absl::ToInt64Seconds(settings_.duration));
   // Two rounds: a create or an update that loses a race reads the winner's lease again.
   for (int round = 0; round < 2; ++round) {
-    ASSIGN_OR_RETURN(std::optional<json> current, Read());
+    ASSIGN_OR_RETURN(std::optional<LeaseView> current, Read());
     if (!current) {
-      json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                    {"kind", "Lease"},
-                    {"metadata", {{"name", settings_.name}, {"namespace", settings_.ns}}},
-                    {"spec",
-                     {{"holderIdentity", settings_.identity},
-                      {"leaseDurationSeconds", seconds},
-                      {"acquireTime", MicroTime(now)},
-                      {"renewTime", MicroTime(now)},
-                      {"leaseTransitions", 0}}}};
+      LeaseView lease;
+      lease.ns = settings_.ns;
+      lease.name = settings_.name;
+      lease.holder_identity = settings_.identity;
+      lease.duration_seconds = seconds;
+      lease.acquire_time = MicroTime(now);
+      lease.renew_time = MicroTime(now);
       HttpRequest request{.method = "POST",
                           .path = StrCat("/apis/coordination.k8s.io/v1/namespaces/",
                                          UrlEncode(settings_.ns), "/leases"),
                           .content_type = "application/json",
-                          .body = lease.dump()};
+                          .body = lease.ToJson().dump()};
       ASSIGN_OR_RETURN(HttpResponse response, client_.Send(request));
       if (response.status == 409) continue;
       if (response.status / 100 != 2) return StatusFromResponse(request, response);
-      json created = json::parse(response.body, nullptr, false);
-      held_ = created.is_object() ? created : lease;
+      ASSIGN_OR_RETURN(held_, ReadLease(response.body, StrCat("POST ", request.path)));
       renewed_ = now;
       return std::nullopt;
     }
@@ -109,71 +99,70 @@ absl::StatusOr<std::optional<LeaseHolder>> LeaseLock::TryAcquire(absl::Time now)
     bool ours = holder.identity == settings_.identity;
     bool free = holder.identity.empty() || holder.renewed + holder.duration < now;
     if (!ours && !free) return holder;
-    json lease = *current;
+    LeaseView lease = *current;
     if (!ours) {
-      lease["spec"]["acquireTime"] = MicroTime(now);
-      lease["spec"]["leaseTransitions"] =
-          core::JsonInteger(lease["spec"], "leaseTransitions", 0) + 1;
+      lease.acquire_time = MicroTime(now);
+      lease.transitions += 1;
     }
-    lease["spec"]["holderIdentity"] = settings_.identity;
-    lease["spec"]["leaseDurationSeconds"] = seconds;
-    lease["spec"]["renewTime"] = MicroTime(now);
+    lease.holder_identity = settings_.identity;
+    lease.duration_seconds = seconds;
+    lease.renew_time = MicroTime(now);
     ASSIGN_OR_RETURN(bool written, Write(lease));
     if (written) {
       renewed_ = now;
       return std::nullopt;
     }
   }
-  ASSIGN_OR_RETURN(std::optional<json> current, Read());
+  ASSIGN_OR_RETURN(std::optional<LeaseView> current, Read());
   if (!current) return absl::UnavailableError(StrCat("lease ", settings_.name, " keeps changing"));
   return HolderOf(*current);
 }
 
 absl::Status LeaseLock::Renew(absl::Time now) {
-  if (held_.is_null()) {
+  if (!held_) {
     return absl::FailedPreconditionError(
         StrCat("lease ", settings_.ns, "/", settings_.name, " is not held"));
   }
   if (now - renewed_ >= settings_.duration) {
-    held_ = nullptr;
+    held_.reset();
     return absl::FailedPreconditionError(
         StrCat("lease ", settings_.ns, "/", settings_.name, " lapsed: last renewed ",
                absl::FormatDuration(absl::Trunc(now - renewed_, absl::Seconds(1))),
                " ago, past its duration of ", absl::FormatDuration(settings_.duration),
                ", so another copy may have taken it; stopping"));
   }
-  json lease = held_;
-  lease["spec"]["renewTime"] = MicroTime(now);
+  LeaseView lease = *held_;
+  lease.renew_time = MicroTime(now);
   ASSIGN_OR_RETURN(bool written, Write(lease));
   if (written) {
     renewed_ = now;
     return absl::OkStatus();
   }
   // Someone wrote the lease since our last renewal: it is ours only if it still names us.
-  ASSIGN_OR_RETURN(std::optional<json> current, Read());
+  ASSIGN_OR_RETURN(std::optional<LeaseView> current, Read());
   if (current && HolderOf(*current).identity == settings_.identity) {
-    json retry = *current;
-    retry["spec"]["renewTime"] = MicroTime(now);
+    LeaseView retry = *current;
+    retry.renew_time = MicroTime(now);
     ASSIGN_OR_RETURN(written, Write(retry));
     if (written) {
       renewed_ = now;
       return absl::OkStatus();
     }
   }
-  held_ = nullptr;
+  held_.reset();
   std::string holder = current ? HolderOf(*current).identity : std::string("nobody (deleted)");
   return absl::FailedPreconditionError(
       StrCat("lost lease ", settings_.ns, "/", settings_.name, " to ", holder, "; stopping"));
 }
 
 absl::Status LeaseLock::Release(absl::Time now) {
-  if (held_.is_null()) return absl::OkStatus();
-  json lease = held_;
-  lease["spec"]["holderIdentity"] = "";
-  lease["spec"]["leaseDurationSeconds"] = 1;
-  lease["spec"]["renewTime"] = MicroTime(now);
+  if (!held_) return absl::OkStatus();
+  LeaseView lease = *held_;
+  lease.holder_identity = "";
+  lease.duration_seconds = 1;
+  lease.renew_time = MicroTime(now);
   ASSIGN_OR_RETURN(bool written, Write(lease));
-  held_ = nullptr;
+  held_.reset();
   (void)written;  // a lease someone else took meanwhile is theirs to keep
   return absl::OkStatus();
 }

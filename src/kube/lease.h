@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "kube/client.h"
-#include "nlohmann/json.hpp"
+#include "kube/lease_view.h"
 
 namespace gpunode::kube {
 
@@ -49,13 +49,13 @@ class LeaseLock {
 
  private:
   std::string Path() const;
-  absl::StatusOr<std::optional<nlohmann::json>> Read();
+  absl::StatusOr<std::optional<LeaseView>> Read();
   // PUT of `lease` with its resourceVersion: false on 409 (someone wrote it since).
-  absl::StatusOr<bool> Write(const nlohmann::json& lease);
+  absl::StatusOr<bool> Write(const LeaseView& lease);
 
   Client& client_;
   LeaseSettings settings_;
-  nlohmann::json held_;  // the lease as last written by us; null when not held
+  std::optional<LeaseView> held_;  // the lease as last written by us; empty when not held
   absl::Time renewed_ = absl::InfinitePast();  // when we last wrote it
 };
 
