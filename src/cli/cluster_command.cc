@@ -422,7 +422,8 @@ int RunPrepull(const ConnectionOptions& o, PrepullFlags flags) {
   }
   if (flags.apply) {
     (*ds)["metadata"]["namespace"] = p.ns;
-    if (absl::Status st = cluster::ApplyPrepull(*c->client, *ds, std::cout); !st.ok()) {
+    if (absl::Status st = cluster::ApplyPrepull(*c->client, p.ns, p.name, *ds, std::cout);
+        !st.ok()) {
       return ReportError(FromCluster(st));
     }
   }

@@ -6,11 +6,12 @@
 #include <tuple>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "cluster/drain_notice.h"
-#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
 #include "kube/api_loader.h"
+#include "kube/api_status.h"
 #include "kube/gpu_resources.h"
 #include "kube/label_selector.h"
 #include "nlohmann/json.hpp"
@@ -107,21 +108,19 @@ EvictionAnswer Evict(kube::Client& client, const kube::PodView& pod, core::Env& 
     answer.kind = EvictionAnswer::kGone;
     return answer;
   }
-  nlohmann::json status = nlohmann::json::parse(response.body, nullptr, false);
-  std::string message = core::JsonString(status, "message");
+  // An empty body says nothing; one that is not a Status says what is wrong with it.
+  absl::StatusOr<kube::ApiStatus> status =
+      response.body.empty()
+          ? kube::ApiStatus()
+          : kube::ReadApiStatus(response.body, StrCat(request.method, " ", request.path));
+  std::string message;
   std::string causes;
-  if (status.is_object() && status.contains("details") && status["details"].is_object()) {
-    const nlohmann::json& details = status["details"];
-    if (details.contains("causes") && details["causes"].is_array()) {
-      for (const nlohmann::json& cause : details["causes"]) {
-        if (cause.is_object() && cause.contains("message") && cause["message"].is_string()) {
-          core::StrAppend(&causes, causes.empty() ? "" : "; ", cause["message"].get<std::string>());
-        }
-      }
-    }
-    if (details.contains("retryAfterSeconds") && details["retryAfterSeconds"].is_number()) {
-      answer.retry_after = absl::Seconds(details["retryAfterSeconds"].get<int64_t>());
-    }
+  if (status.ok()) {
+    message = status->message;
+    causes = absl::StrJoin(status->cause_messages, "; ");
+    answer.retry_after = absl::Seconds(status->retry_after_seconds);
+  } else {
+    message = std::string(status.status().message());
   }
   int64_t header_seconds = 0;
   if (!response.retry_after.empty() && absl::SimpleAtoi(response.retry_after, &header_seconds)) {

@@ -2,10 +2,10 @@
 
 #include <cctype>
 
-#include "core/json_field.h"
 #include "core/text.h"
 #include "kube/gpu_resources.h"
 #include "kube/object_event.h"
+#include "kube/object_meta.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
@@ -42,19 +42,14 @@ std::string ObjectPath(const kube::ObjectRef& ref) {
                 kube::UrlEncode(ref.ns), "/", plural, "/", kube::UrlEncode(ref.name));
 }
 
-// The controller ownerReference of `object`, in `ns`; nullopt when it has none.
-std::optional<kube::ObjectRef> ControllerOf(const json& object, const std::string& ns) {
-  const json* refs = core::JsonAt(object, {"metadata", "ownerReferences"});
-  if (refs == nullptr || !refs->is_array()) return std::nullopt;
-  for (const json& ref : *refs) {
-    if (!core::JsonBool(ref, "controller", false)) continue;
-    return kube::ObjectRef{.api_version = core::JsonString(ref, "apiVersion"),
-                           .kind = core::JsonString(ref, "kind"),
-                           .ns = ns,
-                           .name = core::JsonString(ref, "name"),
-                           .uid = core::JsonString(ref, "uid")};
-  }
-  return std::nullopt;
+// The controller ownerReference of an object in `ns`; nullopt when it has none.
+std::optional<kube::ObjectRef> ControllerOf(const kube::ObjectMeta& meta, const std::string& ns) {
+  if (!meta.has_controller) return std::nullopt;
+  return kube::ObjectRef{.api_version = meta.controller_api_version,
+                         .kind = meta.controller_kind,
+                         .ns = ns,
+                         .name = meta.controller_name,
+                         .uid = meta.controller_uid};
 }
 
 }  // namespace
@@ -153,8 +148,13 @@ void DrainNotifier::TellOwners(kube::Client& client, const kube::PodView& pod,
     // may not read ends the chain quietly (the owners below it were told).
     absl::StatusOr<std::string> body = client.Get(ObjectPath(ref));
     if (!body.ok()) return;
-    json object = json::parse(*body, nullptr, false);
-    owner = object.is_discarded() ? std::nullopt : ControllerOf(object, ref.ns);
+    absl::StatusOr<kube::ObjectMeta> meta =
+        kube::ReadObjectMeta(*body, StrCat("GET ", ObjectPath(ref)), ref.kind);
+    if (!meta.ok()) {
+      Problem(StrCat("could not read an owner (", meta.status().message(), ")"));
+      return;
+    }
+    owner = ControllerOf(*meta, ref.ns);
   }
 }
 

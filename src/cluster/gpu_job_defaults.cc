@@ -3,7 +3,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/time/time.h"
 #include "cluster/admission_review.h"
-#include "core/json_field.h"
 #include "core/text.h"
 
 namespace gpunode::cluster {
@@ -11,11 +10,6 @@ namespace {
 
 using json = nlohmann::json;
 using core::StrCat;
-
-bool HasField(const json& object, const char* field) {
-  return object.contains("spec") && object["spec"].is_object() && object["spec"].contains(field) &&
-         !object["spec"][field].is_null();
-}
 
 bool PodRequestsNvidia(const kube::PodView& pod) {
   for (const kube::ContainerResources& c : pod.details->containers) {
@@ -28,31 +22,29 @@ bool PodRequestsNvidia(const kube::PodView& pod) {
 struct Addition {
   const char* field = nullptr;  // under spec
   int64_t seconds = 0;
+  std::string ns;  // the object's metadata.namespace
 };
 
 std::optional<Addition> PodAddition(const Review& review, const JobDefaults& defaults) {
-  if (!defaults.active_deadline_seconds || HasField(review.object, "activeDeadlineSeconds")) {
-    return std::nullopt;
-  }
-  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review.object, "Pod");
+  if (!defaults.active_deadline_seconds) return std::nullopt;
+  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review, "Pod");
   if (!snapshot.ok() || snapshot->pods.empty()) return std::nullopt;
   const kube::PodView& pod = snapshot->pods.front();
+  if (pod.active_deadline) return std::nullopt;
   // A deadline would make Deployments, StatefulSets and DaemonSets kill and recreate their pods
   // forever: only pods of Jobs and bare pods are meant to end.
   if (pod.has_controller && pod.details->controller_kind != "Job") return std::nullopt;
   if (!PodRequestsNvidia(pod)) return std::nullopt;
-  return Addition{"activeDeadlineSeconds", *defaults.active_deadline_seconds};
+  return Addition{"activeDeadlineSeconds", *defaults.active_deadline_seconds, std::string(pod.ns)};
 }
 
 std::optional<Addition> JobAddition(const Review& review, const JobDefaults& defaults) {
-  if (!defaults.ttl_seconds || HasField(review.object, "ttlSecondsAfterFinished")) {
-    return std::nullopt;
-  }
-  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review.object, "Job");
-  if (!snapshot.ok() || snapshot->jobs.empty() || !snapshot->jobs.front().RequestsGpus()) {
-    return std::nullopt;
-  }
-  return Addition{"ttlSecondsAfterFinished", *defaults.ttl_seconds};
+  if (!defaults.ttl_seconds) return std::nullopt;
+  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review, "Job");
+  if (!snapshot.ok() || snapshot->jobs.empty()) return std::nullopt;
+  const kube::JobView& job = snapshot->jobs.front();
+  if (job.ttl_after_finished || !job.RequestsGpus()) return std::nullopt;
+  return Addition{"ttlSecondsAfterFinished", *defaults.ttl_seconds, std::string(job.ns)};
 }
 
 }  // namespace
@@ -72,9 +64,7 @@ AdmissionReply ApplyJobDefaults(std::string_view request_body, const JobDefaults
   if (!addition) return Reply(out);
   // The MutatingWebhookConfiguration's namespaceSelector sends only opted-in namespaces; the
   // label is checked again so that a configuration without it changes nothing.
-  std::string ns = review->ns;
-  if (ns.empty() && review->object.is_object() && review->object.contains("metadata"))
-    ns = core::JsonString(review->object["metadata"], "namespace");
+  std::string ns = review->ns.empty() ? addition->ns : review->ns;
   absl::StatusOr<bool> enabled = ns.empty() ? absl::StatusOr<bool>(false) : opted_in(ns);
   if (!enabled.ok()) {
     out["response"]["warnings"] = {StrCat("gpunode: no default ", addition->field,

@@ -4,16 +4,23 @@
 #include <cstdio>
 
 #include "core/file_io.h"
-#include "core/json_field.h"
+#include "core/status_macros.h"
 #include "core/text.h"
 #include "core/yaml_json.h"
+#include "kube/api_object.h"
 #include "yaml-cpp/yaml.h"
 
 namespace gpunode::cluster {
 namespace {
 
+namespace od = kube::od;
 using json = nlohmann::json;
 using core::StrCat;
+using kube::FieldKey;
+using kube::FieldPath;
+using kube::JsonWalk;
+
+constexpr std::string_view kFixManifest = "give a batch/v1 Job manifest";
 
 // A Job name becomes the value of the job-name label of its pods: 63 characters at most.
 constexpr size_t kMaxJobName = 63;
@@ -30,12 +37,70 @@ uint32_t Fnv1a(std::string_view text) {
 void SetEnv(json& container, std::string_view name, std::string_view value) {
   if (!container.contains("env") || !container["env"].is_array()) container["env"] = json::array();
   for (json& var : container["env"]) {
-    if (var.is_object() && core::JsonString(var, "name") == name) {
+    auto var_name = var.find("name");  // end() when var is not an object
+    if (var_name != var.end() && *var_name == std::string(name)) {
       var = {{"name", name}, {"value", value}};
       return;
     }
   }
   container["env"].push_back({{"name", name}, {"value", value}});
+}
+
+// What the checks of ParseMaintenanceJob read of the manifest.
+struct JobManifest {
+  std::string kind = "none";
+  std::string api_version = "none";
+  size_t containers = 0;  // spec.template.spec.containers
+  std::string restart_policy;
+  std::string node_name;
+  bool node_selector = false;
+  bool affinity = false;
+};
+
+absl::Status ReadManifestPodSpec(od::value& pod_spec, const JsonWalk& walk, JobManifest& out) {
+  constexpr std::string_view kPodSpec = "spec.template.spec";
+  return walk.ForEachField(pod_spec, kPodSpec, [&](const FieldKey& key, od::value& val) {
+    if (key == "containers") {
+      return walk.ForEachElement(val, FieldPath(kPodSpec, ".containers"), [&](od::value&) {
+        ++out.containers;
+        return absl::OkStatus();
+      });
+    }
+    if (key == "restartPolicy") {
+      return walk.ReadStringCopy(val, FieldPath(kPodSpec, ".restartPolicy"), out.restart_policy);
+    }
+    if (key == "nodeName") {
+      return walk.ReadStringCopy(val, FieldPath(kPodSpec, ".nodeName"), out.node_name);
+    }
+    if (key == "nodeSelector") {
+      return walk.IsSet(val, FieldPath(kPodSpec, ".nodeSelector"), "an object", out.node_selector);
+    }
+    if (key == "affinity") {
+      return walk.IsSet(val, FieldPath(kPodSpec, ".affinity"), "an object", out.affinity);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<JobManifest> ReadJobManifest(const json& job, std::string_view source) {
+  JobManifest out;
+  RETURN_IF_ERROR(kube::ReadJsonObject(
+      job.dump(), source, "Job", kFixManifest, [&](od::object& obj, const JsonWalk& walk) {
+        return walk.ForEachField(obj, "", [&](const FieldKey& key, od::value& val) {
+          if (key == "kind") return walk.ReadStringCopy(val, "kind", out.kind);
+          if (key == "apiVersion") return walk.ReadStringCopy(val, "apiVersion", out.api_version);
+          if (key != "spec") return absl::OkStatus();
+          return walk.ForEachField(val, "spec", [&](const FieldKey& key, od::value& val) {
+            if (key != "template") return absl::OkStatus();
+            return walk.ForEachField(val, "spec.template",
+                                     [&](const FieldKey& key, od::value& val) {
+                                       if (key != "spec") return absl::OkStatus();
+                                       return ReadManifestPodSpec(val, walk, out);
+                                     });
+          });
+        });
+      }));
+  return out;
 }
 
 }  // namespace
@@ -53,30 +118,23 @@ absl::StatusOr<json> ParseMaintenanceJob(std::string_view text, std::string_view
     return absl::InvalidArgumentError(StrCat(source, ": ", field, ": ", what));
   };
   if (!job.is_object()) return bad("(document)", "not a mapping; give a batch/v1 Job manifest");
-  if (core::JsonString(job, "kind") != "Job" || core::JsonString(job, "apiVersion") != "batch/v1") {
-    return bad("kind", StrCat("want a Job of apiVersion batch/v1, found ",
-                              core::JsonString(job, "kind", "none"), " of ",
-                              core::JsonString(job, "apiVersion", "none")));
+  ASSIGN_OR_RETURN(JobManifest manifest, ReadJobManifest(job, source));
+  if (manifest.kind != "Job" || manifest.api_version != "batch/v1") {
+    return bad("kind", StrCat("want a Job of apiVersion batch/v1, found ", manifest.kind, " of ",
+                              manifest.api_version));
   }
-  json* pod_spec = nullptr;
-  if (job.contains("spec") && job["spec"].is_object() && job["spec"].contains("template") &&
-      job["spec"]["template"].is_object() && job["spec"]["template"].contains("spec") &&
-      job["spec"]["template"]["spec"].is_object()) {
-    pod_spec = &job["spec"]["template"]["spec"];
-  }
-  if (pod_spec == nullptr || !pod_spec->contains("containers") ||
-      !(*pod_spec)["containers"].is_array() || (*pod_spec)["containers"].empty()) {
+  if (manifest.containers == 0) {
     return bad("spec.template.spec.containers", "missing; the Job needs a container to run");
   }
-  std::string restart = core::JsonString(*pod_spec, "restartPolicy");
+  const std::string& restart = manifest.restart_policy;
   if (restart.empty()) {
-    (*pod_spec)["restartPolicy"] = "Never";
+    // Read above: spec.template.spec is an object, so this only adds a member.
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Never";
   } else if (restart != "Never" && restart != "OnFailure") {
     return bad("spec.template.spec.restartPolicy",
                StrCat("\"", restart, "\" is not allowed in a Job; use Never or OnFailure"));
   }
-  if (!core::JsonStringAt(*pod_spec, {"nodeName"}).empty() || pod_spec->contains("nodeSelector") ||
-      pod_spec->contains("affinity")) {
+  if (!manifest.node_name.empty() || manifest.node_selector || manifest.affinity) {
     return bad("spec.template.spec",
                "remove nodeName, nodeSelector and affinity: gpunode pins the Job to each node");
   }

@@ -1,8 +1,9 @@
 #include "cluster/namespace_opt_in.h"
 
 #include "cluster/gpu_job_defaults.h"
+#include "core/status_macros.h"
 #include "core/text.h"
-#include "nlohmann/json.hpp"
+#include "kube/object_meta.h"
 
 namespace gpunode::cluster {
 
@@ -17,17 +18,13 @@ absl::StatusOr<bool> NamespaceOptInCache::OptedIn(std::string_view ns) {
       it != entries_.end() && now - it->second.read_at < ttl_) {
     return it->second.opted_in;
   }
-  absl::StatusOr<std::string> body =
-      client_->Get(core::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns)));
+  const std::string path = core::StrCat("/api/v1/namespaces/", kube::UrlEncode(ns));
+  absl::StatusOr<std::string> body = client_->Get(path);
   bool opted_in = false;
   if (body.ok()) {
-    nlohmann::json j = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
-    const std::string key(kJobDefaultsLabel);
-    if (j.is_object() && j.contains("metadata") && j["metadata"].is_object() &&
-        j["metadata"].contains("labels") && j["metadata"]["labels"].is_object() &&
-        j["metadata"]["labels"].contains(key) && j["metadata"]["labels"][key].is_string()) {
-      opted_in = j["metadata"]["labels"][key] == kJobDefaultsEnabled;
-    }
+    ASSIGN_OR_RETURN(kube::ObjectMeta meta,
+                     kube::ReadObjectMeta(*body, core::StrCat("GET ", path), "Namespace"));
+    opted_in = meta.Label(kJobDefaultsLabel) == kJobDefaultsEnabled;
   } else if (!absl::IsNotFound(body.status())) {
     return body.status();
   }

@@ -1,9 +1,9 @@
 #include "cluster/prepull.h"
 
 #include "absl/strings/str_split.h"
-#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "kube/daemonset_view.h"
 
 namespace gpunode::cluster {
 namespace {
@@ -62,13 +62,6 @@ std::string DaemonSetPath(const std::string& ns, const std::string& name) {
   std::string path = StrCat("/apis/apps/v1/namespaces/", kube::UrlEncode(ns), "/daemonsets");
   if (!name.empty()) core::StrAppend(&path, "/", kube::UrlEncode(name));
   return path;
-}
-
-int64_t IntAt(const json& j, const char* a, const char* b) {
-  if (!j.contains(a) || !j[a].is_object() || !j[a].contains(b) || !j[a][b].is_number_integer()) {
-    return 0;
-  }
-  return j[a][b].get<int64_t>();
 }
 
 }  // namespace
@@ -139,9 +132,8 @@ absl::StatusOr<json> PrepullDaemonSet(const PrepullOptions& o) {
                 {"template", {{"metadata", {{"labels", labels}}}, {"spec", pod_spec}}}}}};
 }
 
-absl::Status ApplyPrepull(kube::Client& client, const json& daemonset, std::ostream& out) {
-  const std::string ns = core::JsonString(daemonset["metadata"], "namespace");
-  const std::string name = core::JsonString(daemonset["metadata"], "name");
+absl::Status ApplyPrepull(kube::Client& client, const std::string& ns, const std::string& name,
+                          const json& daemonset, std::ostream& out) {
   kube::HttpRequest create{"POST", DaemonSetPath(ns, ""), "application/json", daemonset.dump()};
   ASSIGN_OR_RETURN(kube::HttpResponse created, client.Send(create));
   if (created.status == 201 || created.status == 200) {
@@ -151,13 +143,10 @@ absl::Status ApplyPrepull(kube::Client& client, const json& daemonset, std::ostr
   if (created.status != 409) return kube::StatusFromResponse(create, created);
   // It exists (an earlier run): replace it, so a rerun with other images takes effect.
   ASSIGN_OR_RETURN(std::string current, client.Get(DaemonSetPath(ns, name)));
-  json existing = json::parse(current, nullptr, /*allow_exceptions=*/false);
-  if (!existing.is_object() || !existing.contains("metadata")) {
-    return absl::InternalError(StrCat("GET ", DaemonSetPath(ns, name), ": not a DaemonSet"));
-  }
+  ASSIGN_OR_RETURN(kube::DaemonSetView existing,
+                   kube::ReadDaemonSet(current, StrCat("GET ", DaemonSetPath(ns, name))));
   json replacement = daemonset;
-  replacement["metadata"]["resourceVersion"] =
-      core::JsonString(existing["metadata"], "resourceVersion");
+  replacement["metadata"]["resourceVersion"] = existing.resource_version;
   kube::HttpRequest replace{"PUT", DaemonSetPath(ns, name), "application/json", replacement.dump()};
   ASSIGN_OR_RETURN(kube::HttpResponse replaced, client.Send(replace));
   if (replaced.status != 200) return kube::StatusFromResponse(replace, replaced);
@@ -172,13 +161,13 @@ absl::StatusOr<bool> WaitForPrepull(kube::Client& client, const std::string& ns,
   std::string last;
   for (;;) {
     ASSIGN_OR_RETURN(std::string body, client.Get(DaemonSetPath(ns, name)));
-    json ds = json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (!ds.is_object()) return absl::InternalError("the DaemonSet answer is not JSON");
-    int64_t generation = IntAt(ds, "metadata", "generation");
-    int64_t observed = IntAt(ds, "status", "observedGeneration");
-    int64_t desired = IntAt(ds, "status", "desiredNumberScheduled");
-    int64_t ready = IntAt(ds, "status", "numberReady");
-    int64_t updated = IntAt(ds, "status", "updatedNumberScheduled");
+    ASSIGN_OR_RETURN(kube::DaemonSetView ds,
+                     kube::ReadDaemonSet(body, StrCat("GET ", DaemonSetPath(ns, name))));
+    int64_t generation = ds.generation;
+    int64_t observed = ds.observed_generation;
+    int64_t desired = ds.desired_scheduled;
+    int64_t ready = ds.ready;
+    int64_t updated = ds.updated_scheduled;
     bool current = observed >= generation && observed > 0;
     std::string progress = StrCat(ready, " of ", desired, " node(s) ready, ", updated, " updated");
     if (current && ready == desired && updated == desired) {

@@ -32,8 +32,10 @@ struct PrepullOptions {
 // The DaemonSet, or an error naming the bad image or selector term.
 absl::StatusOr<nlohmann::json> PrepullDaemonSet(const PrepullOptions& options);
 
-// Creates the DaemonSet, or replaces it when one of that name exists (a rerun with other images).
-absl::Status ApplyPrepull(kube::Client& client, const nlohmann::json& daemonset, std::ostream& out);
+// Creates the DaemonSet `daemonset` (named ns/name), or replaces it when one of that name exists
+// (a rerun with other images).
+absl::Status ApplyPrepull(kube::Client& client, const std::string& ns, const std::string& name,
+                          const nlohmann::json& daemonset, std::ostream& out);
 
 struct PrepullWait {
   absl::Duration timeout = absl::Minutes(10);

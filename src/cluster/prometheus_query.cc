@@ -3,19 +3,22 @@
 #include <cstdlib>
 #include <memory>
 
-#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "kube/api_object.h"
 #include "kube/client.h"
-#include "nlohmann/json.hpp"
 
 namespace gpunode::cluster {
 namespace {
 
-using json = nlohmann::json;
+namespace od = kube::od;
 using core::StrCat;
+using kube::FieldKey;
+using kube::JsonWalk;
 
 constexpr std::string_view kSource = "Prometheus";
+constexpr std::string_view kFixAnswer =
+    "expected what /api/v1/query answers; is --prometheus the Prometheus server's URL?";
 
 std::string SeriesName(const std::map<std::string, std::string>& labels) {
   std::string out = "{";
@@ -26,50 +29,75 @@ std::string SeriesName(const std::map<std::string, std::string>& labels) {
   return out + "}";
 }
 
+// One element of data.result: {"metric": {labels}, "value": [time, "value"]}.
+absl::Status ReadSample(od::value& sample, const JsonWalk& walk, PromSample& out) {
+  std::string value;
+  size_t elements = 0;
+  RETURN_IF_ERROR(
+      walk.ForEachField(sample, "data.result[]", [&](const FieldKey& key, od::value& val) {
+        if (key == "metric") {
+          kube::Labels labels;
+          RETURN_IF_ERROR(walk.ReadStringMap(val, "data.result[].metric", labels));
+          for (const auto& [k, v] : labels) out.labels[std::string(k)] = std::string(v);
+          return absl::OkStatus();
+        }
+        if (key != "value") return absl::OkStatus();
+        return walk.ForEachElement(
+            val, "data.result[].value",
+            [&](od::value& element) {
+              // [0] is the evaluation time; [1] the value, a string.
+              if (elements++ != 1) return absl::OkStatus();
+              return walk.ReadStringCopy(element, "data.result[].value[1]", value);
+            },
+            "[time, \"value\"]", "[time, \"value\"]");
+      }));
+  if (elements != 2) {
+    return walk.Fail("data.result[].value", StrCat("expected [time, \"value\"]; ", kFixAnswer));
+  }
+  char* end = nullptr;
+  out.value = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0') {
+    return absl::InvalidArgumentError(
+        StrCat(kSource, ": value \"", value, "\" of ", SeriesName(out.labels), " is not a number"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<PromSample>> ParseInstantVector(std::string_view body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) {
+  // Copies: the answer's text lives only while it is read.
+  std::string status, error, result_type;
+  bool has_result = false;
+  std::vector<PromSample> out;
+  RETURN_IF_ERROR(kube::ReadJsonObject(
+      body, kSource, "query answer", kFixAnswer,
+      [&](od::object& obj, const JsonWalk& walk) -> absl::Status {
+        return walk.ForEachField(obj, "", [&](const FieldKey& key, od::value& val) {
+          if (key == "status") return walk.ReadStringCopy(val, "status", status);
+          if (key == "error") return walk.ReadStringCopy(val, "error", error);
+          if (key != "data") return absl::OkStatus();
+          return walk.ForEachField(val, "data", [&](const FieldKey& key, od::value& val) {
+            if (key == "resultType") {
+              return walk.ReadStringCopy(val, "data.resultType", result_type);
+            }
+            if (key != "result") return absl::OkStatus();
+            has_result = true;
+            return walk.ForEachElement(val, "data.result", [&](od::value& sample) {
+              return ReadSample(sample, walk, out.emplace_back());
+            });
+          });
+        });
+      }));
+  if (status != "success") {
     return absl::InvalidArgumentError(
-        StrCat(kSource, ": the answer is not JSON; is --prometheus the Prometheus server's URL?"));
+        StrCat(kSource, ": the query failed: ", error.empty() ? "no error" : error));
   }
-  if (core::JsonString(j, "status") != "success") {
-    std::string error = core::JsonString(j, "error", "no error");
-    return absl::InvalidArgumentError(StrCat(kSource, ": the query failed: ", error));
-  }
-  const json* result = nullptr;
-  if (j.contains("data") && j["data"].is_object() &&
-      core::JsonString(j["data"], "resultType") == "vector" && j["data"].contains("result") &&
-      j["data"]["result"].is_array()) {
-    result = &j["data"]["result"];
-  }
-  if (result == nullptr) {
+  if (result_type != "vector" || !has_result) {
     return absl::InvalidArgumentError(
         StrCat(kSource,
                ": data.result is not an instant vector; expected what /api/v1/query "
                "answers"));
-  }
-  std::vector<PromSample> out;
-  for (const json& sample : *result) {
-    if (!sample.is_object() || !sample.contains("metric") || !sample["metric"].is_object() ||
-        !sample.contains("value") || !sample["value"].is_array() || sample["value"].size() != 2 ||
-        !sample["value"][1].is_string()) {
-      return absl::InvalidArgumentError(
-          StrCat(kSource, ": a sample without metric labels or [time, \"value\"]"));
-    }
-    PromSample s;
-    for (const auto& [k, v] : sample["metric"].items()) {
-      if (v.is_string()) s.labels[k] = v.get<std::string>();
-    }
-    std::string value = sample["value"][1];
-    char* end = nullptr;
-    s.value = std::strtod(value.c_str(), &end);
-    if (end == value.c_str() || *end != '\0') {
-      return absl::InvalidArgumentError(
-          StrCat(kSource, ": value \"", value, "\" of ", SeriesName(s.labels), " is not a number"));
-    }
-    out.push_back(std::move(s));
   }
   return out;
 }

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <functional>
 
-#include "core/json_field.h"
+#include "cluster/doctor_report.h"
 #include "core/status_macros.h"
 #include "core/text.h"
 #include "kube/gpu_resources.h"
+#include "kube/pod_status.h"
 
 namespace gpunode::cluster {
 
@@ -27,24 +28,15 @@ std::string PodPath(const std::string& ns, std::string_view name) {
 }
 
 // Why a Pending pod waits, in the scheduler's or the kubelet's words.
-std::string PendingReason(const json& pod) {
-  const json* status = pod.contains("status") ? &pod["status"] : nullptr;
-  if (status && status->contains("conditions") && (*status)["conditions"].is_array()) {
-    for (const json& c : (*status)["conditions"]) {
-      if (core::JsonStringAt(c, {"type"}) == "PodScheduled" &&
-          core::JsonStringAt(c, {"status"}) == "False") {
-        return StrCat("not scheduled: ", core::JsonStringAt(c, {"message"}));
-      }
+std::string PendingReason(const kube::PodStatus& pod) {
+  for (const kube::PodCondition& c : pod.conditions) {
+    if (c.type == "PodScheduled" && c.status == "False") {
+      return StrCat("not scheduled: ", c.message);
     }
   }
-  if (status && status->contains("containerStatuses") &&
-      (*status)["containerStatuses"].is_array()) {
-    for (const json& c : (*status)["containerStatuses"]) {
-      std::string reason = core::JsonStringAt(c, {"state", "waiting", "reason"});
-      if (!reason.empty()) {
-        return StrCat("container waiting: ", reason, " ",
-                      core::JsonStringAt(c, {"state", "waiting", "message"}));
-      }
+  for (const kube::ContainerStatus& c : pod.containers) {
+    if (!c.waiting_reason.empty()) {
+      return StrCat("container waiting: ", c.waiting_reason, " ", c.waiting_message);
     }
   }
   return "Pending";
@@ -217,8 +209,12 @@ void JudgeSmokePodWithoutLog(std::string_view phase, const absl::Status& why, bo
 void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, int64_t gpus,
                    VerifyStep& step) {
   step.result = StepResult::kFail;
-  json report = doctor ? json::parse(log, nullptr, false) : json();
-  if (!doctor || !report.is_object() || !report.contains("findings")) {
+  // A log that is not a doctor report (a custom image's output, a report cut short) is judged
+  // by the pod's end.
+  absl::StatusOr<std::vector<DoctorFinding>> report =
+      doctor ? ReadDoctorReport(log, "the smoke pod's log")
+             : absl::FailedPreconditionError("the pod runs no doctor");
+  if (!report.ok()) {
     if (phase == "Succeeded") {
       step.result = StepResult::kPass;
       step.evidence =
@@ -232,16 +228,13 @@ void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, in
   std::vector<std::string> failed;
   std::string visible;
   bool visible_ok = false;
-  for (const json& f : report["findings"]) {
-    std::string id = core::JsonStringAt(f, {"id"});
-    std::string status = core::JsonStringAt(f, {"status"});
-    if (id == "container.visible-devices") {
-      visible_ok = status == "ok";
-      visible = StrCat(status, ": ", core::JsonStringAt(f, {"summary"}));
-      std::string evidence = core::JsonStringAt(f, {"evidence"});
-      if (!visible_ok && !evidence.empty()) core::StrAppend(&visible, " (saw: ", evidence, ")");
+  for (const DoctorFinding& f : *report) {
+    if (f.id == "container.visible-devices") {
+      visible_ok = f.status == "ok";
+      visible = StrCat(f.status, ": ", f.summary);
+      if (!visible_ok && !f.evidence.empty()) core::StrAppend(&visible, " (saw: ", f.evidence, ")");
     }
-    if (status == "fail") failed.push_back(StrCat(id, ": ", core::JsonStringAt(f, {"summary"})));
+    if (f.status == "fail") failed.push_back(StrCat(f.id, ": ", f.summary));
   }
   if (phase == "Succeeded" && visible_ok) {
     step.result = StepResult::kPass;
@@ -262,26 +255,23 @@ void JudgeSmokePod(std::string_view phase, std::string_view log, bool doctor, in
 namespace {
 
 // "exit code 1 (Error)" from the terminated container's state; empty when not there.
-std::string ExitDetail(const json& pod) {
-  const json* statuses = core::JsonAt(pod, {"status", "containerStatuses"});
-  if (statuses == nullptr || !statuses->is_array() || statuses->empty()) return "";
-  const json* terminated = core::JsonAt((*statuses)[0], {"state", "terminated"});
-  if (terminated == nullptr) return "";
-  std::string reason = core::JsonStringAt(*terminated, {"reason"});
-  return StrCat("exit code ", core::JsonInteger(*terminated, "exitCode", -1),
-                reason.empty() ? "" : " (" + reason + ")");
+std::string ExitDetail(const kube::PodStatus& pod) {
+  if (pod.containers.empty() || !pod.containers[0].terminated) return "";
+  const kube::ContainerStatus& c = pod.containers[0];
+  return StrCat("exit code ", c.exit_code,
+                c.terminated_reason.empty() ? "" : " (" + c.terminated_reason + ")");
 }
 
-// Creates the pod `manifest` names, waits for it to end, judges it with `judge` and deletes it.
+// Creates the pod `manifest` (named `name`), waits for it to end, judges it with `judge` and
+// deletes it.
 absl::StatusOr<VerifyStep> RunPod(
-    kube::Client& client, const kube::NodeView& node, const json& manifest, int64_t gpus,
-    std::string_view image, std::string_view container, VerifyCheck check,
+    kube::Client& client, const kube::NodeView& node, const std::string& name, const json& manifest,
+    int64_t gpus, std::string_view image, std::string_view container, VerifyCheck check,
     const VerifyOptions& options, core::Env& env, std::ostream& progress,
-    const std::function<void(std::string_view phase, const json& pod,
+    const std::function<void(std::string_view phase, const kube::PodStatus& pod,
                              const absl::StatusOr<std::string>& log, VerifyStep& step)>& judge) {
   VerifyStep step;
   step.step = check;
-  const std::string name = core::JsonStringAt(manifest, {"metadata", "name"});
   const std::string& ns = options.ns;
   // A leftover of a run that was killed: delete it and wait until it is gone.
   RETURN_IF_ERROR(DeletePod(client, ns, name));
@@ -311,12 +301,15 @@ absl::StatusOr<VerifyStep> RunPod(
 
   absl::Time deadline = env.Now() + options.timeout;
   std::string phase;
-  json pod;
+  kube::PodStatus pod;
   for (;;) {
     absl::StatusOr<std::string> body = client.Get(PodPath(ns, name));
     if (!body.ok()) return finish(body.status());
-    pod = json::parse(*body, nullptr, false);
-    phase = core::JsonStringAt(pod, {"status", "phase"});
+    absl::StatusOr<kube::PodStatus> read =
+        kube::ReadPodStatus(*body, StrCat("GET ", PodPath(ns, name)));
+    if (!read.ok()) return finish(read.status());
+    pod = *std::move(read);
+    phase = pod.phase;
     if (phase == "Succeeded" || phase == "Failed") break;
     if (env.StopRequested()) {
       step.evidence = "interrupted while the pod was " + (phase.empty() ? "created" : phase);
@@ -347,10 +340,10 @@ absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeVie
                                        int64_t gpus, const VerifyOptions& options, core::Env& env,
                                        std::ostream& progress) {
   bool doctor = options.image == kGpunodeImage && options.command.empty();
-  return RunPod(client, node, SmokePodManifest(node, gpus, options), gpus, options.image,
-                kContainer, VerifyCheck::kSmokePod, options, env, progress,
-                [&](std::string_view phase, const json&, const absl::StatusOr<std::string>& log,
-                    VerifyStep& step) {
+  return RunPod(client, node, SmokePodName(node.name), SmokePodManifest(node, gpus, options), gpus,
+                options.image, kContainer, VerifyCheck::kSmokePod, options, env, progress,
+                [&](std::string_view phase, const kube::PodStatus&,
+                    const absl::StatusOr<std::string>& log, VerifyStep& step) {
                   if (!log.ok()) {
                     // The API server reads logs from the kubelet, a path of its own that can fail
                     // where the rest works (a node address it cannot reach, a kubelet port closed
@@ -367,10 +360,10 @@ absl::StatusOr<VerifyStep> RunWorkloadPod(kube::Client& client, const kube::Node
                                           int64_t gpus, const VerifyOptions& options,
                                           core::Env& env, std::ostream& progress) {
   return RunPod(
-      client, node, WorkloadPodManifest(node, gpus, options), gpus, options.workload_image,
-      kWorkloadContainer, VerifyCheck::kWorkload, options, env, progress,
-      [&](std::string_view phase, const json& pod, const absl::StatusOr<std::string>& log,
-          VerifyStep& step) {
+      client, node, WorkloadPodName(node.name), WorkloadPodManifest(node, gpus, options), gpus,
+      options.workload_image, kWorkloadContainer, VerifyCheck::kWorkload, options, env, progress,
+      [&](std::string_view phase, const kube::PodStatus& pod,
+          const absl::StatusOr<std::string>& log, VerifyStep& step) {
         std::string text = log.ok() ? *log : StrCat("(not read: ", log.status().message(), ")");
         JudgeWorkload(phase, ExitDetail(pod), text, gpus, step);
       });

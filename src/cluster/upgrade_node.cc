@@ -8,10 +8,10 @@
 #include "cluster/maintenance_job.h"
 #include "cluster/restore.h"
 #include "cluster/verify.h"
-#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
 #include "kube/api_loader.h"
+#include "kube/job_status.h"
 
 namespace gpunode::cluster {
 namespace {
@@ -161,16 +161,6 @@ absl::Status DeleteJob(StepContext& ctx, std::string_view name) {
   return kube::StatusFromResponse(request, response);
 }
 
-// The Job's condition of `type` when True, else null.
-const json* TrueCondition(const json& job, std::string_view type) {
-  const json* conditions = core::JsonAt(job, {"status", "conditions"});
-  if (conditions == nullptr || !conditions->is_array()) return nullptr;
-  for (const json& c : *conditions) {
-    if (core::JsonString(c, "type") == type && core::JsonString(c, "status") == "True") return &c;
-  }
-  return nullptr;
-}
-
 // The maintenance Job: created once per maintenance (a Job left from an earlier attempt is
 // replaced), followed until it succeeds or fails.
 absl::StatusOr<bool> RunMaintenanceJob(StepContext& ctx, const FleetNode& node) {
@@ -199,28 +189,27 @@ absl::StatusOr<bool> RunMaintenanceJob(StepContext& ctx, const FleetNode& node) 
     return false;
   }
   if (!body.ok()) return body.status();
-  json job = json::parse(*body, nullptr, false);
-  if (core::JsonStringAt(job, {"metadata", "annotations",
-                               std::string(kUpgradeMaintenanceAnnotation).c_str()}) != attempt) {
+  ASSIGN_OR_RETURN(kube::JobStatus job,
+                   kube::ReadJobStatus(*body, StrCat("GET ", JobPath(ctx, name))));
+  if (job.Annotation(kUpgradeMaintenanceAnnotation) != attempt) {
     ctx.out << "node " << node.name << ": deleting maintenance Job " << name
             << " left from an earlier attempt\n";
     RETURN_IF_ERROR(DeleteJob(ctx, name));
     return false;
   }
-  const json* status = core::JsonAt(job, {"status"});
-  if (TrueCondition(job, "Complete") != nullptr ||
-      (status != nullptr && core::JsonInteger(*status, "succeeded", 0) > 0)) {
+  if (job.TrueCondition("Complete") != nullptr || job.succeeded > 0) {
     ctx.out << "node " << node.name << ": maintenance Job " << name << " succeeded\n";
     RETURN_IF_ERROR(DeleteJob(ctx, name));
     RETURN_IF_ERROR(MoveNode(ctx, node, UpgradeState::kPostMaintenanceRequired));
     return true;
   }
-  if (const json* failed = TrueCondition(job, "Failed"); failed != nullptr) {
-    RETURN_IF_ERROR(FailNode(
-        ctx, node,
-        StrCat("maintenance Job ", ctx.options.job_namespace, "/", name, " failed (",
-               core::JsonString(*failed, "reason", "no reason"), ": ",
-               core::JsonString(*failed, "message", "no message"), "); it is kept for its logs")));
+  if (const kube::JobCondition* failed = job.TrueCondition("Failed"); failed != nullptr) {
+    RETURN_IF_ERROR(
+        FailNode(ctx, node,
+                 StrCat("maintenance Job ", ctx.options.job_namespace, "/", name, " failed (",
+                        failed->reason.empty() ? "no reason" : failed->reason, ": ",
+                        failed->message.empty() ? "no message" : failed->message,
+                        "); it is kept for its logs")));
   }
   return false;
 }

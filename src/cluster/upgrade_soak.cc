@@ -8,15 +8,13 @@
 #include "absl/strings/str_join.h"
 #include "cluster/prometheus_query.h"
 #include "cluster/verify.h"
-#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
-#include "nlohmann/json.hpp"
+#include "kube/event_reader.h"
 
 namespace gpunode::cluster {
 namespace {
 
-using json = nlohmann::json;
 using core::StrCat;
 
 constexpr absl::Duration kPrometheusTimeout = absl::Seconds(30);
@@ -53,17 +51,14 @@ bool MentionsXid(std::string_view text) {
 
 // When the event last happened: series and lastTimestamp (core/v1), eventTime (events.k8s.io),
 // else when it was created.
-absl::Time EventTime(const json& event) {
-  for (std::initializer_list<const char*> path :
-       {std::initializer_list<const char*>{"series", "lastObservedTime"},
-        {"lastTimestamp"},
-        {"eventTime"},
-        {"firstTimestamp"},
-        {"metadata", "creationTimestamp"}}) {
-    std::string text = core::JsonStringAt(event, path);
+absl::Time EventTime(const kube::EventFields& event) {
+  for (std::string_view text :
+       {event.series_last, event.last, event.event_time, event.first, event.created}) {
     absl::Time t;
     std::string error;
-    if (!text.empty() && absl::ParseTime(absl::RFC3339_full, text, &t, &error)) return t;
+    if (!text.empty() && absl::ParseTime(absl::RFC3339_full, std::string(text), &t, &error)) {
+      return t;
+    }
   }
   return absl::InfinitePast();
 }
@@ -103,25 +98,22 @@ absl::Status XidsFromEvents(kube::Client& client, const FleetPool& pool, absl::T
     std::vector<std::string> seen;
     kube::ListOptions list;
     list.field_selector = selector;
-    RETURN_IF_ERROR(client.List(
-        "/api/v1/events", list,
-        [&](simdjson::padded_string_view body,
-            std::string_view source) -> absl::StatusOr<std::string> {
-          json page = json::parse(std::string_view(body.data(), body.size()), nullptr, false);
-          if (!page.is_object()) {
-            return absl::InternalError(StrCat(source, ": the answer is not an EventList"));
-          }
-          if (page.contains("items") && page["items"].is_array()) {
-            for (const json& event : page["items"]) {
-              std::string reason = core::JsonString(event, "reason");
-              std::string message = core::JsonString(event, "message");
-              if (!MentionsXid(reason) && !MentionsXid(message)) continue;
-              if (EventTime(event) < since || Ignored(options, XidIn(message))) continue;
-              seen.push_back(StrCat(reason, ": ", message));
-            }
-          }
-          return core::JsonStringAt(page, {"metadata", "continue"});
-        }));
+    RETURN_IF_ERROR(
+        client.List("/api/v1/events", list,
+                    [&](simdjson::padded_string_view body,
+                        std::string_view source) -> absl::StatusOr<std::string> {
+                      std::string continue_token;
+                      RETURN_IF_ERROR(kube::ReadEventPage(
+                          std::string_view(body.data(), body.size()), source,
+                          [&](const kube::EventFields& event) {
+                            if (!MentionsXid(event.reason) && !MentionsXid(event.message)) return;
+                            if (EventTime(event) < since || Ignored(options, XidIn(event.message)))
+                              return;
+                            seen.push_back(StrCat(event.reason, ": ", event.message));
+                          },
+                          continue_token));
+                      return continue_token;
+                    }));
     if (!seen.empty()) {
       found.push_back({node->name, StrCat("XID errors during the soak (node events): ",
                                           absl::StrJoin(seen, "; "))});

@@ -6,10 +6,10 @@
 #include "cluster/restore.h"
 #include "cluster/scheduling.h"
 #include "cluster/smoke_pod.h"
-#include "core/json_field.h"
 #include "core/status_macros.h"
 #include "core/text.h"
 #include "kube/api_loader.h"
+#include "kube/daemonset_view.h"
 #include "kube/gpu_resources.h"
 #include "kube/label_selector.h"
 #include "kube/quantity.h"
@@ -25,25 +25,6 @@ namespace {
 
 // The labels GPU feature discovery (and `gpunode labels`) writes on every GPU node.
 constexpr std::string_view kGfdLabels[] = {"nvidia.com/gpu.product", "nvidia.com/gpu.count"};
-
-// Every item of a (paginated) list, as JSON: DaemonSets and one node's pods are few.
-absl::StatusOr<std::vector<json>> ListItems(kube::Client& client, std::string_view path,
-                                            const kube::ListOptions& options) {
-  std::vector<json> items;
-  RETURN_IF_ERROR(client.List(path, options,
-                              [&](simdjson::padded_string_view body,
-                                  std::string_view source) -> absl::StatusOr<std::string> {
-                                json page = json::parse(body.data(), body.data() + body.size(),
-                                                        nullptr, false);
-                                if (!page.is_object())
-                                  return absl::InternalError(StrCat(source, ": not JSON"));
-                                if (page.contains("items") && page["items"].is_array()) {
-                                  for (json& item : page["items"]) items.push_back(std::move(item));
-                                }
-                                return core::JsonStringAt(page, {"metadata", "continue"});
-                              }));
-  return items;
-}
 
 // A device plugin DaemonSet, with its pod template parsed as a pod so the scheduler's rules
 // (scheduling.h) can say whether it covers a node.
@@ -65,55 +46,55 @@ bool LooksLikeNvidiaDevicePlugin(const std::string& name) {
 absl::StatusOr<DevicePlugins> FindDevicePlugins(kube::Client& client,
                                                 const VerifyOptions& options) {
   DevicePlugins found;
-  std::vector<json> sets;
+  std::vector<kube::DaemonSetView> sets;
   if (!options.device_plugin.empty()) {
     size_t slash = options.device_plugin.find('/');
     std::string ns = options.device_plugin.substr(0, slash);
     std::string name = options.device_plugin.substr(slash + 1);
-    absl::StatusOr<std::string> body = client.Get(StrCat(
-        "/apis/apps/v1/namespaces/", kube::UrlEncode(ns), "/daemonsets/", kube::UrlEncode(name)));
+    std::string path = StrCat("/apis/apps/v1/namespaces/", kube::UrlEncode(ns), "/daemonsets/",
+                              kube::UrlEncode(name));
+    absl::StatusOr<std::string> body = client.Get(path);
     if (absl::IsNotFound(body.status())) {
       found.error = StrCat("DaemonSet ", options.device_plugin, " (--device-plugin) not found");
       return found;
     }
     if (!body.ok()) return body.status();
-    sets.push_back(json::parse(*body, nullptr, false));
+    ASSIGN_OR_RETURN(kube::DaemonSetView ds, kube::ReadDaemonSet(*body, StrCat("GET ", path)));
+    sets.push_back(std::move(ds));
   } else {
-    absl::StatusOr<std::vector<json>> all = ListItems(client, "/apis/apps/v1/daemonsets", {});
-    if (absl::IsPermissionDenied(all.status())) {
-      found.error = StrCat("cannot list DaemonSets: ", core::View(all.status().message()));
+    std::vector<kube::DaemonSetView> all;
+    absl::Status listed =
+        client.List("/apis/apps/v1/daemonsets", {},
+                    [&](simdjson::padded_string_view body,
+                        std::string_view source) -> absl::StatusOr<std::string> {
+                      std::string continue_token;
+                      RETURN_IF_ERROR(kube::ReadDaemonSetPage(
+                          std::string_view(body.data(), body.size()), source, all, continue_token));
+                      return continue_token;
+                    });
+    if (absl::IsPermissionDenied(listed)) {
+      found.error = StrCat("cannot list DaemonSets: ", core::View(listed.message()));
       return found;
     }
-    if (!all.ok()) return all.status();
-    for (json& ds : *all) {
-      if (LooksLikeNvidiaDevicePlugin(core::JsonStringAt(ds, {"metadata", "name"}))) {
-        sets.push_back(std::move(ds));
-      }
+    RETURN_IF_ERROR(listed);
+    for (kube::DaemonSetView& ds : all) {
+      if (LooksLikeNvidiaDevicePlugin(ds.name)) sets.push_back(std::move(ds));
     }
   }
   kube::ReadOptions read;
   read.keep_pod_details = [](const kube::PodView&) { return true; };
   kube::SnapshotBuilder builder(read);
-  for (const json& ds : sets) {
+  for (const kube::DaemonSetView& ds : sets) {
     DevicePlugin plugin;
-    plugin.ns = core::JsonStringAt(ds, {"metadata", "namespace"});
-    plugin.name = core::JsonStringAt(ds, {"metadata", "name"});
-    json spec = ds.contains("spec") && ds["spec"].contains("template") &&
-                        ds["spec"]["template"].contains("spec")
-                    ? ds["spec"]["template"]["spec"]
-                    : json::object();
+    plugin.ns = ds.ns;
+    plugin.name = ds.name;
     std::vector<std::string> selector;
-    if (spec.contains("nodeSelector") && spec["nodeSelector"].is_object()) {
-      for (auto& [k, v] : spec["nodeSelector"].items()) {
-        selector.push_back(StrCat(k, "=", v.is_string() ? v.get<std::string>() : v.dump()));
-      }
-    }
+    for (const auto& [k, v] : ds.node_selector) selector.push_back(StrCat(k, "=", v));
     plugin.node_selector_text = selector.empty() ? "none" : absl::StrJoin(selector, ", ");
-    json as_pod = {{"kind", "Pod"},
-                   {"apiVersion", "v1"},
-                   {"metadata", {{"name", plugin.name}, {"namespace", plugin.ns}}},
-                   {"spec", spec}};
-    std::string text = as_pod.dump();
+    // The template as a pod of the DaemonSet's name, for the snapshot reader.
+    json metadata = {{"name", plugin.name}, {"namespace", plugin.ns}};
+    std::string text = StrCat(R"({"kind":"Pod","apiVersion":"v1","metadata":)", metadata.dump(),
+                              R"(,"spec":)", ds.pod_spec_json, "}");
     RETURN_IF_ERROR(
         builder.Add(kube::PadInPlace(text), StrCat("DaemonSet ", plugin.ns, "/", plugin.name)));
     found.sets.push_back(std::move(plugin));
@@ -131,31 +112,6 @@ std::string PluginPodNotReady(std::string_view pod, std::string_view phase) {
 }
 std::string PluginPodNotReadyFix(std::string_view node) {
   return StrCat("`kubectl describe pod` and `kubectl logs` of the device plugin pod on ", node);
-}
-
-bool PodReady(const json& pod) {
-  if (core::JsonStringAt(pod, {"status", "phase"}) != "Running") return false;
-  const json* conditions = nullptr;
-  if (pod.contains("status") && pod["status"].contains("conditions")) {
-    conditions = &pod["status"]["conditions"];
-  }
-  if (conditions == nullptr || !conditions->is_array()) return false;
-  for (const json& c : *conditions) {
-    if (core::JsonStringAt(c, {"type"}) == "Ready")
-      return core::JsonStringAt(c, {"status"}) == "True";
-  }
-  return false;
-}
-
-std::string ControllerOf(const json& pod) {
-  if (!pod.contains("metadata") || !pod["metadata"].contains("ownerReferences")) return "";
-  for (const json& ref : pod["metadata"]["ownerReferences"]) {
-    if (core::JsonBool(ref, "controller", false) &&
-        core::JsonStringAt(ref, {"kind"}) == "DaemonSet") {
-      return core::JsonStringAt(ref, {"name"});
-    }
-  }
-  return "";
 }
 
 VerifyStep ReadyStep(const kube::NodeView& node) {
@@ -261,23 +217,32 @@ absl::StatusOr<VerifyStep> DevicePluginStep(kube::Client& client, const kube::No
   }
   kube::ListOptions on_node;
   on_node.field_selector = StrCat("spec.nodeName=", node.name);
-  ASSIGN_OR_RETURN(std::vector<json> pods, ListItems(client, "/api/v1/pods", on_node));
+  kube::ReadOptions read;
+  read.keep_pod_details = [](const kube::PodView&) { return true; };
+  kube::SnapshotBuilder builder(read);
+  RETURN_IF_ERROR(client.List("/api/v1/pods", on_node,
+                              [&](simdjson::padded_string_view body,
+                                  std::string_view source) -> absl::StatusOr<std::string> {
+                                std::string continue_token;
+                                RETURN_IF_ERROR(builder.Add(body, source, &continue_token));
+                                return continue_token;
+                              }));
+  const kube::ClusterSnapshot on_node_pods = builder.Take();
   std::vector<std::string> not_ready, not_covered;
   bool covered = false;
   for (size_t i = 0; i < plugins.sets.size(); ++i) {
     const DevicePlugin& ds = plugins.sets[i];
-    for (const json& pod : pods) {
-      if (core::JsonStringAt(pod, {"metadata", "namespace"}) != ds.ns ||
-          ControllerOf(pod) != ds.name)
+    for (const kube::PodView& pod : on_node_pods.pods) {
+      if (pod.ns != ds.ns || pod.details == nullptr ||
+          pod.details->controller_kind != "DaemonSet" || pod.details->controller_name != ds.name)
         continue;
-      std::string pod_name = StrCat(ds.ns, "/", core::JsonStringAt(pod, {"metadata", "name"}));
-      if (PodReady(pod)) {
+      std::string pod_name = kube::NamespacedName(pod);
+      if (pod.phase == kube::PodPhase::kRunning && pod.details->ready) {
         step.result = StepResult::kPass;
         step.evidence = PluginPodReady(pod_name, ds.ns, ds.name);
         return step;
       }
-      not_ready.push_back(
-          PluginPodNotReady(pod_name, core::JsonStringAt(pod, {"status", "phase"})));
+      not_ready.push_back(PluginPodNotReady(pod_name, kube::PhaseName(pod.phase)));
     }
     const kube::PodDetails* spec = plugins.templates.pods[i].details.get();
     // The DaemonSet controller adds tolerations for the node-condition and cordon taints.

@@ -126,7 +126,7 @@ AdmissionReply Mutate(std::string_view request_body) {
   if (!review) return {400, error};
   json out = Response(*review, true);
   if (!review->IsCreateOf("Pod")) return Reply(out);
-  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review->object, "Pod");
+  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(*review, "Pod");
   // An unreadable pod is the validating webhook's (and the API server's) to reject.
   if (!snapshot.ok() || snapshot->pods.empty()) return Reply(out);
   const kube::PodView& pod = snapshot->pods.front();
@@ -156,7 +156,7 @@ AdmissionReply Validate(std::string_view request_body, const ClusterLimits& limi
   // block its controllers, down to removing finalizers when it is deleted.
   if (!review->IsCreateOf("Pod")) return Reply(out);
   std::vector<std::string> problems;
-  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(review->object, "Pod");
+  absl::StatusOr<kube::ClusterSnapshot> snapshot = ReadObject(*review, "Pod");
   if (!snapshot.ok()) {
     problems.push_back(std::string(core::View(snapshot.status().message())));
   } else if (!snapshot->pods.empty()) {

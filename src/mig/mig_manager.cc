@@ -5,8 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/json_field.h"
 #include "core/log.h"
+#include "core/status_macros.h"
+#include "kube/object_meta.h"
 #include "mig/mig_apply.h"
 #include "mig/mig_config.h"
 #include "nlohmann/json.hpp"
@@ -38,21 +39,17 @@ absl::Status MigManager::SetState(const std::string& state) {
   return SetLabels({{kMigConfigStateLabel, state}});
 }
 
-absl::Status MigManager::RelabelClients(const std::function<bool(const json* value)>& select,
-                                        const std::string& to) {
+absl::Status MigManager::RelabelClients(
+    const std::function<bool(std::optional<std::string_view> value)>& select,
+    const std::string& to) {
   absl::StatusOr<std::string> body = client_.Get(NodePath(options_.node));
   if (!body.ok()) return body.status();
-  json node = json::parse(*body, nullptr, false);
-  if (node.is_discarded()) return absl::InternalError("node " + options_.node + ": not JSON");
-  const json* labels = core::JsonAt(node, {"metadata", "labels"});
+  absl::StatusOr<kube::ObjectMeta> node =
+      kube::ReadObjectMeta(*body, "GET " + NodePath(options_.node), "Node");
+  if (!node.ok()) return node.status();
   std::vector<std::pair<std::string, std::string>> changes;
   for (const std::string& key : options_.client_labels) {
-    const json* value = nullptr;
-    if (labels != nullptr && labels->is_object()) {
-      auto it = labels->find(key);
-      if (it != labels->end()) value = &*it;
-    }
-    if (select(value)) changes.emplace_back(key, to);
+    if (select(node->Label(key))) changes.emplace_back(key, to);
   }
   if (changes.empty()) return absl::OkStatus();
   for (const auto& [key, value] : changes) {
@@ -63,13 +60,14 @@ absl::Status MigManager::RelabelClients(const std::function<bool(const json* val
 
 absl::Status MigManager::PauseClients() {
   // Unset counts as deployed: the DaemonSets' affinity only excludes the paused value.
-  return RelabelClients([](const json* value) { return value == nullptr || *value == "true"; },
-                        kPausedForMigChange);
+  return RelabelClients(
+      [](std::optional<std::string_view> value) { return !value || *value == "true"; },
+      kPausedForMigChange);
 }
 
 absl::Status MigManager::ResumeClients() {
   return RelabelClients(
-      [](const json* value) { return value != nullptr && *value == kPausedForMigChange; }, "true");
+      [](std::optional<std::string_view> value) { return value == kPausedForMigChange; }, "true");
 }
 
 absl::Status MigManager::AwaitClientsGone() {
@@ -82,17 +80,13 @@ absl::Status MigManager::AwaitClientsGone() {
       absl::Status st = client_.List(
           "/api/v1/pods", list,
           [&left](simdjson::padded_string_view body,
-                  std::string_view) -> absl::StatusOr<std::string> {
-            json page = json::parse(body.data(), body.data() + body.size(), nullptr, false);
-            if (page.is_discarded()) return absl::InternalError("pod list: not JSON");
-            const json* items = core::JsonAt(page, {"items"});
-            if (items != nullptr && items->is_array()) {
-              for (const json& pod : *items) {
-                left.push_back(absl::StrCat(core::JsonStringAt(pod, {"metadata", "namespace"}), "/",
-                                            core::JsonStringAt(pod, {"metadata", "name"})));
-              }
-            }
-            return core::JsonStringAt(page, {"metadata", "continue"});
+                  std::string_view source) -> absl::StatusOr<std::string> {
+            std::vector<kube::ObjectMeta> pods;
+            std::string continue_token;
+            RETURN_IF_ERROR(kube::ReadObjectMetaPage(std::string_view(body.data(), body.size()),
+                                                     source, "Pod", pods, continue_token));
+            for (const kube::ObjectMeta& pod : pods) left.push_back(pod.ns + "/" + pod.name);
+            return continue_token;
           });
       if (!st.ok()) return st;
     }

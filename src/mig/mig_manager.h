@@ -16,14 +16,15 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "core/env.h"
 #include "kube/client.h"
-#include "nlohmann/json_fwd.hpp"
 #include "nvml/library.h"
 
 namespace gpunode::mig {
@@ -60,8 +61,9 @@ class MigManager {
   absl::Status SetLabels(const std::vector<std::pair<std::string, std::string>>& labels);
   absl::Status SetState(const std::string& state);
   // Sets each client label whose value (null when unset) `select` picks to `to`.
-  absl::Status RelabelClients(const std::function<bool(const nlohmann::json* value)>& select,
-                              const std::string& to);
+  absl::Status RelabelClients(
+      const std::function<bool(std::optional<std::string_view> value)>& select,
+      const std::string& to);
   // Steps 4 and 6.
   absl::Status PauseClients();
   absl::Status ResumeClients();

@@ -116,13 +116,21 @@ TEST(ValidateTest, RefusesWithEveryReason) {
             std::string::npos);
 }
 
-// Members of the wrong JSON type are read as absent: a request is answered or refused, never a
-// crash of the webhook.
+// A review with members of the wrong JSON type is refused with one line naming the member; one
+// inside the object is the snapshot reader's to judge. Either way the webhook answers, never
+// crashes.
 TEST(MutateTest, MistypedMembersAreAnsweredNotFatal) {
   EXPECT_EQ(Mutate(R"({"kind": {}, "request": {"uid": "u"}})").http_status, 400);
-  AdmissionReply reply = Mutate(
+  AdmissionReply refused = Mutate(
       R"({"kind": "AdmissionReview", "apiVersion": 1, "request": {"uid": "u", "kind": "Pod",
           "operation": "CREATE", "object": {"metadata": {"generateName": 7}}}})");
+  EXPECT_EQ(refused.http_status, 400);
+  EXPECT_NE(refused.body.find("apiVersion: expected a string"), std::string::npos) << refused.body;
+  EXPECT_EQ(refused.body.find('\n'), std::string::npos) << refused.body;
+  AdmissionReply reply = Mutate(
+      R"({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": {"uid": "u",
+          "kind": {"kind": "Pod"}, "operation": "CREATE",
+          "object": {"metadata": {"generateName": 7}}}})");
   EXPECT_EQ(reply.http_status, 200) << reply.body;
 }
 
