@@ -55,6 +55,9 @@ rule "src/core/ includes nothing of gpunode's but itself" includes_outside core 
 rule "no nlohmann value(key, fallback) outside src/core/json_field.h: it throws on a member of another type; use core::JsonString, JsonInteger, JsonBool or JsonAt" \
   bash -c "grep -rnE '\\.value\\([^)]' src sim --include='*.cc' --include='*.h' | grep -v '^src/core/json_field.h:'"
 
+rule "src/cluster/ and src/mig/ read what the API server (or Prometheus, or doctor) answers through src/kube's readers and views (kube/api_object.h, json_walk.h), never nlohmann trees: no json::parse, core::JsonAt, JsonString, JsonInteger or JsonBool there; building request bodies with nlohmann stays allowed" \
+  bash -c "grep -rnE '\\bjson::parse\\b|\\bJson(At|String|StringAt|Integer|Bool)\\(|core/json_field\\.h' src/cluster src/mig --include='*.cc' --include='*.h'"
+
 rule "only src/core/spawn.cc starts programs (posix_spawn, fork, exec*): children start with default signals and a deadline" \
   bash -c "grep -rnE '\\b(posix_spawnp?|fork|vfork|execvp?e?|execlp?e?)\\(' src sim --include='*.cc' --include='*.h' | grep -v '^src/core/spawn.cc:'"
 
