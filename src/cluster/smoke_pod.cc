@@ -262,16 +262,18 @@ std::string ExitDetail(const kube::PodStatus& pod) {
                 c.terminated_reason.empty() ? "" : " (" + c.terminated_reason + ")");
 }
 
-// Creates the pod `manifest` (named `name`), waits for it to end, judges it with `judge` and
-// deletes it.
+// Creates the pod `manifest` (the smoke or workload pod of `node`, as `check` says), waits for it
+// to end, judges it with `judge` and deletes it.
 absl::StatusOr<VerifyStep> RunPod(
-    kube::Client& client, const kube::NodeView& node, const std::string& name, const json& manifest,
-    int64_t gpus, std::string_view image, std::string_view container, VerifyCheck check,
+    kube::Client& client, const kube::NodeView& node, const json& manifest, int64_t gpus,
+    std::string_view image, std::string_view container, VerifyCheck check,
     const VerifyOptions& options, core::Env& env, std::ostream& progress,
     const std::function<void(std::string_view phase, const kube::PodStatus& pod,
                              const absl::StatusOr<std::string>& log, VerifyStep& step)>& judge) {
   VerifyStep step;
   step.step = check;
+  const std::string name =
+      check == VerifyCheck::kWorkload ? WorkloadPodName(node.name) : SmokePodName(node.name);
   const std::string& ns = options.ns;
   // A leftover of a run that was killed: delete it and wait until it is gone.
   RETURN_IF_ERROR(DeletePod(client, ns, name));
@@ -340,8 +342,8 @@ absl::StatusOr<VerifyStep> RunSmokePod(kube::Client& client, const kube::NodeVie
                                        int64_t gpus, const VerifyOptions& options, core::Env& env,
                                        std::ostream& progress) {
   bool doctor = options.image == kGpunodeImage && options.command.empty();
-  return RunPod(client, node, SmokePodName(node.name), SmokePodManifest(node, gpus, options), gpus,
-                options.image, kContainer, VerifyCheck::kSmokePod, options, env, progress,
+  return RunPod(client, node, SmokePodManifest(node, gpus, options), gpus, options.image,
+                kContainer, VerifyCheck::kSmokePod, options, env, progress,
                 [&](std::string_view phase, const kube::PodStatus&,
                     const absl::StatusOr<std::string>& log, VerifyStep& step) {
                   if (!log.ok()) {
@@ -360,8 +362,8 @@ absl::StatusOr<VerifyStep> RunWorkloadPod(kube::Client& client, const kube::Node
                                           int64_t gpus, const VerifyOptions& options,
                                           core::Env& env, std::ostream& progress) {
   return RunPod(
-      client, node, WorkloadPodName(node.name), WorkloadPodManifest(node, gpus, options), gpus,
-      options.workload_image, kWorkloadContainer, VerifyCheck::kWorkload, options, env, progress,
+      client, node, WorkloadPodManifest(node, gpus, options), gpus, options.workload_image,
+      kWorkloadContainer, VerifyCheck::kWorkload, options, env, progress,
       [&](std::string_view phase, const kube::PodStatus& pod,
           const absl::StatusOr<std::string>& log, VerifyStep& step) {
         std::string text = log.ok() ? *log : StrCat("(not read: ", log.status().message(), ")");
