@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "core/loaded_library.h"
 #include "gpunode_sim.h"
 
 namespace gpunode::cli {
@@ -39,25 +40,22 @@ absl::StatusOr<std::unique_ptr<nvml::Library>> OpenNvml(const GlobalOptions& glo
   }
   absl::StatusOr<std::string> path = FindSimulator();
   if (!path.ok()) return path.status();
-  // Keep our reference until the Library holds its own, so the configured instance survives.
-  void* handle = dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr)
-    return absl::InternalError(absl::StrCat("cannot load ", *path, ": ", dlerror()));
-  auto configure =
-      reinterpret_cast<decltype(&gpunodeSimConfigure)>(dlsym(handle, "gpunodeSimConfigure"));
+  // Our reference keeps the configured instance loaded until the Library holds its own.
+  absl::StatusOr<core::LoadedLibrary> simulator =
+      core::LoadedLibrary::Open(*path, RTLD_NOW | RTLD_LOCAL);
+  if (!simulator.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot load ", *path, ": ", simulator.status().message()));
+  }
+  auto configure = simulator->Symbol<decltype(&gpunodeSimConfigure)>("gpunodeSimConfigure");
   if (configure == nullptr) {
-    dlclose(handle);
     return absl::InternalError(absl::StrCat(*path, " does not export gpunodeSimConfigure"));
   }
   char error[1024] = {};
   if (configure(global.sim.c_str(), global.sim_topology.c_str(), error, sizeof error) != 0) {
-    dlclose(handle);
     return absl::InvalidArgumentError(error);
   }
-  absl::StatusOr<std::unique_ptr<nvml::Library>> library =
-      nvml::Library::Open({.library_path = *path});
-  dlclose(handle);
-  return library;
+  return nvml::Library::Open({.library_path = *path});
 }
 
 nvml::Opener NvmlOpener(const GlobalOptions& global) {

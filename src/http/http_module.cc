@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/loaded_library.h"
 
 namespace gpunode::http {
 namespace {
@@ -39,10 +41,10 @@ std::string Describe(const ModuleIdentity& identity) {
 }
 
 // Refuses a module built against another interface before any of its code runs on our structs.
-absl::Status CheckIdentity(void* handle, const std::string& path) {
+absl::Status CheckIdentity(const core::LoadedLibrary& module, const std::string& path) {
   const ModuleIdentity ours = {kInterfaceVersion, sizeof(ServerOptions), sizeof(Result),
                                sizeof(Response), GPUNODE_HTTP_INTERFACE_HASH};
-  auto identify = reinterpret_cast<ModuleIdentityFunction>(dlsym(handle, kModuleIdentitySymbol));
+  auto identify = module.Symbol<ModuleIdentityFunction>(kModuleIdentitySymbol);
   const ModuleIdentity* theirs = identify ? identify() : nullptr;
   if (theirs != nullptr && theirs->interface_version == ours.interface_version &&
       theirs->server_options_size == ours.server_options_size &&
@@ -57,43 +59,57 @@ absl::Status CheckIdentity(void* handle, const std::string& path) {
       Describe(ours), "): install the ", kModuleFile, " built with this binary"));
 }
 
-absl::StatusOr<CreateServerFunction> LoadModule() {
-  static const absl::StatusOr<CreateServerFunction> create =
-      []() -> absl::StatusOr<CreateServerFunction> {
-    absl::StatusOr<std::string> path = FindModule();
-    if (!path.ok()) return path.status();
-    // Never closed: the servers' code lives in it, and it stays for the life of the process as a
-    // linked library would.
-    void* handle = dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot load the HTTP server module ", *path, ": ", dlerror()));
-    }
-    if (absl::Status same = CheckIdentity(handle, *path); !same.ok()) return same;
-    auto function = reinterpret_cast<CreateServerFunction>(dlsym(handle, kCreateServerSymbol));
-    if (function == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the HTTP server module ", *path, " does not export ", kCreateServerSymbol,
-                       ": it is from another gpunode build; install the ", kModuleFile,
-                       " built with this binary"));
-    }
-    return function;
-  }();
-  return create;
-}
+// A server of the module, which keeps the module loaded until the server is gone: its code,
+// vtable included, lives there. The server's destructor stops and joins its threads, so none
+// runs the module's code once it is unloaded.
+class ModuleServer : public HttpServer {
+ public:
+  ModuleServer(core::LoadedLibrary module, std::unique_ptr<HttpServer> server)
+      : module_(std::move(module)), server_(std::move(server)) {}
+
+  void Get(const std::string& path, Handler handler) override {
+    server_->Get(path, std::move(handler));
+  }
+  void Post(const std::string& path, Handler handler) override {
+    server_->Post(path, std::move(handler));
+  }
+  Result Bind() override { return server_->Bind(); }
+  int port() const override { return server_->port(); }
+  void Start() override { server_->Start(); }
+  void Stop() override { server_->Stop(); }
+  bool Wait() override { return server_->Wait(); }
+
+ private:
+  core::LoadedLibrary module_;  // declared first, so it goes after server_
+  std::unique_ptr<HttpServer> server_;
+};
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> CreateServer(const ServerOptions& options) {
-  absl::StatusOr<CreateServerFunction> create = LoadModule();
-  if (!create.ok()) return create.status();
+  absl::StatusOr<std::string> path = FindModule();
+  if (!path.ok()) return path.status();
+  absl::StatusOr<core::LoadedLibrary> module =
+      core::LoadedLibrary::Open(*path, RTLD_NOW | RTLD_LOCAL);
+  if (!module.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot load the HTTP server module ", *path,
+                                                      ": ", module.status().message()));
+  }
+  if (absl::Status same = CheckIdentity(*module, *path); !same.ok()) return same;
+  auto create = module->Symbol<CreateServerFunction>(kCreateServerSymbol);
+  if (create == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the HTTP server module ", *path, " does not export ", kCreateServerSymbol,
+                     ": it is from another gpunode build; install the ", kModuleFile,
+                     " built with this binary"));
+  }
   Result result;
-  std::unique_ptr<HttpServer> server((*create)(options, result));
+  std::unique_ptr<HttpServer> server(create(options, result));
   if (server == nullptr) {
     if (result.ok()) result = {ErrorKind::kInternal, "cannot create the HTTP server"};
     return ToStatus(result);
   }
-  return server;
+  return std::make_unique<ModuleServer>(*std::move(module), std::move(server));
 }
 
 absl::Status ToStatus(const Result& result) {

@@ -3,7 +3,7 @@
 // need it should not map it, and the HTTP module (src/http/) loads the same shared copy when it
 // serves TLS, so the process never holds two.
 //
-// Thread-safety: Load() may be called from any thread; the table it returns is immutable.
+// Thread-safety: LoadOpenssl may be called from any thread; the table it returns is immutable.
 #pragma once
 
 #include <openssl/err.h>
@@ -11,9 +11,11 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/loaded_library.h"
 
 namespace gpunode::http_client {
 
@@ -58,9 +60,13 @@ struct OpensslApi {
 
   // The last queued OpenSSL error as text (empty if none); clears the queue.
   std::string LastError() const;
+
+  // The entry points above are libssl's and libcrypto's for as long as this holds libssl.
+  core::LoadedLibrary library;
 };
 
-// Loads libssl.so.3 once per process; the error says which package to install.
-absl::StatusOr<const OpensslApi*> LoadOpenssl();
+// Loads libssl.so.3 (again: the dynamic linker counts the references) and initialises it; the
+// error says which package to install. The table's owner keeps the library's reference.
+absl::StatusOr<std::unique_ptr<const OpensslApi>> LoadOpenssl();
 
 }  // namespace gpunode::http_client

@@ -2,6 +2,8 @@
 // (http_client/openssl_api.h).
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/text.h"
@@ -108,7 +110,7 @@ class OpensslSession : public TlsSession {
     }
   }
 
-  const std::shared_ptr<const TlsLibrary> library_;  // keeps api_'s context alive
+  const std::shared_ptr<const TlsLibrary> library_;  // keeps api_ and its context alive
   const OpensslApi& api_;
   SSL* const ssl_;
   const bool verifies_;
@@ -117,25 +119,25 @@ class OpensslSession : public TlsSession {
 
 class OpensslLibrary : public TlsLibrary, public std::enable_shared_from_this<OpensslLibrary> {
  public:
-  OpensslLibrary(const OpensslApi& api, SSL_CTX* ctx, bool verifies)
-      : api_(api), ctx_(ctx), verifies_(verifies) {}
-  ~OpensslLibrary() override { api_.ctx_free(ctx_); }
+  OpensslLibrary(std::unique_ptr<const OpensslApi> api, SSL_CTX* ctx, bool verifies)
+      : api_(std::move(api)), ctx_(ctx), verifies_(verifies) {}
+  ~OpensslLibrary() override { api_->ctx_free(ctx_); }
 
   absl::StatusOr<std::unique_ptr<TlsSession>> NewSession(
       int fd, const std::string& server_name) const override {
-    SSL* ssl = api_.ssl_new(ctx_);
-    if (ssl == nullptr) return absl::ResourceExhaustedError("OpenSSL: " + api_.LastError());
+    SSL* ssl = api_->ssl_new(ctx_);
+    if (ssl == nullptr) return absl::ResourceExhaustedError("OpenSSL: " + api_->LastError());
     auto session =
-        std::make_unique<OpensslSession>(shared_from_this(), api_, ssl, verifies_, server_name);
-    api_.set_fd(ssl, fd);
+        std::make_unique<OpensslSession>(shared_from_this(), *api_, ssl, verifies_, server_name);
+    api_->set_fd(ssl, fd);
     bool ip = !IpAddressBytes(server_name).empty();
     if (!ip) {
-      api_.ssl_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-                    const_cast<char*>(server_name.c_str()));
+      api_->ssl_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                     const_cast<char*>(server_name.c_str()));
     }
     if (verifies_) {
-      int set = ip ? api_.param_set1_ip_asc(api_.get0_param(ssl), server_name.c_str())
-                   : api_.set1_host(ssl, server_name.c_str());
+      int set = ip ? api_->param_set1_ip_asc(api_->get0_param(ssl), server_name.c_str())
+                   : api_->set1_host(ssl, server_name.c_str());
       if (set != 1) return absl::InvalidArgumentError(StrCat("bad server name ", server_name));
     }
     return session;
@@ -144,7 +146,7 @@ class OpensslLibrary : public TlsLibrary, public std::enable_shared_from_this<Op
   std::string_view name() const override { return "OpenSSL"; }
 
  private:
-  const OpensslApi& api_;
+  const std::unique_ptr<const OpensslApi> api_;
   SSL_CTX* const ctx_;
   const bool verifies_;
 };
@@ -152,13 +154,13 @@ class OpensslLibrary : public TlsLibrary, public std::enable_shared_from_this<Op
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const TlsLibrary>> MakeOpensslLibrary(const TlsSettings& settings) {
-  absl::StatusOr<const OpensslApi*> loaded = LoadOpenssl();
+  absl::StatusOr<std::unique_ptr<const OpensslApi>> loaded = LoadOpenssl();
   if (!loaded.ok()) return loaded.status();
   const OpensslApi& ssl = **loaded;
   SSL_CTX* ctx = ssl.ctx_new(ssl.tls_client_method());
   if (ctx == nullptr) return absl::ResourceExhaustedError("OpenSSL: " + ssl.LastError());
   bool verifies = !settings.insecure_skip_verify;
-  auto library = std::make_shared<OpensslLibrary>(ssl, ctx, verifies);
+  auto library = std::make_shared<OpensslLibrary>(*std::move(loaded), ctx, verifies);
   ssl.ctx_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
   // A server that closes without close_notify ends the stream; the HTTP framing says whether the
   // response was complete.

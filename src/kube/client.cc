@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
 #include "core/io_deadline.h"
+#include "core/loaded_library.h"
 #include "core/log.h"
 #include "core/status_macros.h"
 #include "core/text.h"
@@ -32,9 +33,9 @@ using core::TrimSpace;
 
 namespace {
 
-// libcurl, loaded when the first transport is made. Every role is in one binary; linking libcurl
-// would map it and its dependencies (GnuTLS, Kerberos, LDAP, libssh2, librtmp: about 3.5 MiB
-// resident) into every process, including the node daemons, which never call the API server.
+// libcurl, loaded when a transport is made. Every role is in one binary; linking libcurl would
+// map it and its dependencies (GnuTLS, Kerberos, LDAP, libssh2, librtmp: about 3.5 MiB resident)
+// into every process, including the node daemons, which never call the API server.
 struct CurlApi {
   decltype(&curl_easy_init) easy_init;
   decltype(&curl_easy_cleanup) easy_cleanup;
@@ -45,36 +46,41 @@ struct CurlApi {
   decltype(&curl_easy_strerror) easy_strerror;
   decltype(&curl_slist_append) slist_append;
   decltype(&curl_slist_free_all) slist_free_all;
+  // The entry points above are libcurl's for as long as this holds it.
+  core::LoadedLibrary library;
 };
 
-absl::StatusOr<const CurlApi*> LoadCurl() {
-  static const absl::StatusOr<CurlApi> api = []() -> absl::StatusOr<CurlApi> {
-    // Never closed: the library stays for the life of the process, as a linked one would.
-    void* handle = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      return absl::FailedPreconditionError(
-          StrCat("cannot load libcurl.so.4 (", dlerror(), "); install libcurl4"));
-    }
-    CurlApi loaded;
-    bool missing = false;
-    auto resolve = [&](auto& entry, const char* name) {
-      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(dlsym(handle, name));
-      missing = missing || entry == nullptr;
-    };
-    resolve(loaded.easy_init, "curl_easy_init");
-    resolve(loaded.easy_cleanup, "curl_easy_cleanup");
-    resolve(loaded.easy_reset, "curl_easy_reset");
-    resolve(loaded.easy_setopt, "curl_easy_setopt");
-    resolve(loaded.easy_perform, "curl_easy_perform");
-    resolve(loaded.easy_getinfo, "curl_easy_getinfo");
-    resolve(loaded.easy_strerror, "curl_easy_strerror");
-    resolve(loaded.slist_append, "curl_slist_append");
-    resolve(loaded.slist_free_all, "curl_slist_free_all");
-    if (missing) return absl::FailedPreconditionError("libcurl.so.4 lacks a curl_easy_* function");
-    return loaded;
-  }();
-  if (!api.ok()) return api.status();
-  return &*api;
+// Each transport holds a reference of its own; the dynamic linker maps libcurl once and counts
+// them.
+absl::StatusOr<CurlApi> LoadCurl() {
+  // RTLD_NODELETE: the last transport's dlclose leaves libcurl mapped, as a linked library stays.
+  // curl_easy_init sets up libcurl's globals and its TLS library on first use, and only
+  // curl_global_cleanup undoes that, which must not run while another thread may be making a
+  // transport; unloading without it would leak that state on every unload and load.
+  absl::StatusOr<core::LoadedLibrary> library =
+      core::LoadedLibrary::Open("libcurl.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!library.ok()) {
+    return absl::FailedPreconditionError(
+        StrCat("cannot load libcurl.so.4 (", library.status().message(), "); install libcurl4"));
+  }
+  CurlApi loaded{};
+  loaded.library = *std::move(library);
+  bool missing = false;
+  auto resolve = [&](auto& entry, const char* name) {
+    entry = loaded.library.Symbol<std::remove_reference_t<decltype(entry)>>(name);
+    missing = missing || entry == nullptr;
+  };
+  resolve(loaded.easy_init, "curl_easy_init");
+  resolve(loaded.easy_cleanup, "curl_easy_cleanup");
+  resolve(loaded.easy_reset, "curl_easy_reset");
+  resolve(loaded.easy_setopt, "curl_easy_setopt");
+  resolve(loaded.easy_perform, "curl_easy_perform");
+  resolve(loaded.easy_getinfo, "curl_easy_getinfo");
+  resolve(loaded.easy_strerror, "curl_easy_strerror");
+  resolve(loaded.slist_append, "curl_slist_append");
+  resolve(loaded.slist_free_all, "curl_slist_free_all");
+  if (missing) return absl::FailedPreconditionError("libcurl.so.4 lacks a curl_easy_* function");
+  return loaded;
 }
 
 struct CurlSlist {
@@ -154,8 +160,8 @@ bool SplitServer(std::string_view server, std::string& scheme, std::string& host
 
 class CurlTransport : public HttpTransport {
  public:
-  CurlTransport(const CurlApi& api, ClusterAccess access, TransportOptions options, CURL* curl)
-      : api_(api),
+  CurlTransport(CurlApi api, ClusterAccess access, TransportOptions options, CURL* curl)
+      : api_(std::move(api)),
         access_(std::move(access)),
         options_(options),
         curl_(curl),
@@ -169,7 +175,7 @@ class CurlTransport : public HttpTransport {
   // The credential plugin's last answer, run again when it has expired.
   absl::StatusOr<const ExecCredential*> PluginCredential();
 
-  const CurlApi& api_;
+  const CurlApi api_;
   ClusterAccess access_;
   TransportOptions options_;
   CURL* curl_;  // reused, so keep-alive connections and TLS sessions are reused too
@@ -326,10 +332,10 @@ bool Retryable(int status) {
 
 absl::StatusOr<std::unique_ptr<HttpTransport>> NewCurlTransport(const ClusterAccess& access,
                                                                 const TransportOptions& options) {
-  ASSIGN_OR_RETURN(const CurlApi* api, LoadCurl());
-  CURL* curl = api->easy_init();
+  ASSIGN_OR_RETURN(CurlApi api, LoadCurl());
+  CURL* curl = api.easy_init();
   if (curl == nullptr) return absl::InternalError("cannot initialise libcurl");
-  return std::unique_ptr<HttpTransport>(new CurlTransport(*api, access, options, curl));
+  return std::unique_ptr<HttpTransport>(new CurlTransport(std::move(api), access, options, curl));
 }
 
 std::string UrlEncode(std::string_view value) {

@@ -49,14 +49,8 @@ std::string JoinRoot(const std::string& root, const char* dir) {
   return r == "/" ? absl::StrCat(dir, "/", kLibraryName) : absl::StrCat(r, dir, "/", kLibraryName);
 }
 
-void* TryOpen(const std::string& path, std::string* error) {
-  dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* e = dlerror();
-    *error = e ? e : "unknown dlopen error";
-  }
-  return handle;
+absl::StatusOr<core::LoadedLibrary> TryOpen(const std::string& path) {
+  return core::LoadedLibrary::Open(path, RTLD_NOW | RTLD_LOCAL);
 }
 
 // nvmlInit's failures that have one usual cause on a node, said with the way to confirm it.
@@ -87,34 +81,36 @@ absl::Status WithInitHint(const absl::Status& status, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Library>> Library::Open(const LibraryOptions& options) {
-  void* handle = nullptr;
+  absl::StatusOr<core::LoadedLibrary> loaded =
+      absl::NotFoundError("no NVML library looked for yet");
   std::string path;
-  std::string error;
   if (!options.library_path.empty()) {
     path = options.library_path;
-    handle = TryOpen(path, &error);
-    if (handle == nullptr) {
-      return absl::NotFoundError(absl::StrCat("cannot load NVML library ", path, ": ", error));
+    loaded = TryOpen(path);
+    if (!loaded.ok()) {
+      return absl::NotFoundError(
+          absl::StrCat("cannot load NVML library ", path, ": ", loaded.status().message()));
     }
   } else {
     std::vector<std::string> tried;
     for (const char* dir : kLibraryDirs) {
       path = JoinRoot(options.driver_root, dir);
       if (::access(path.c_str(), F_OK) != 0) continue;
-      handle = TryOpen(path, &error);
-      if (handle != nullptr) break;
-      // dlerror names the file itself ("PATH: invalid ELF header").
-      tried.push_back(absl::StrContains(error, path) ? error : absl::StrCat(path, ": ", error));
+      loaded = TryOpen(path);
+      if (loaded.ok()) break;
+      // The error names the file ("PATH: invalid ELF header").
+      tried.emplace_back(loaded.status().message());
     }
-    if (handle == nullptr && (options.driver_root.empty() || options.driver_root == "/")) {
+    if (!loaded.ok() && (options.driver_root.empty() || options.driver_root == "/")) {
       path = kLibraryName;  // the dynamic linker's cache and LD_LIBRARY_PATH
-      handle = TryOpen(path, &error);
+      loaded = TryOpen(path);
       // Any other answer means the linker found a file by that name and could not load it.
-      if (handle == nullptr && !absl::StrContains(error, "No such file or directory")) {
-        tried.push_back(error);
+      if (!loaded.ok() &&
+          !absl::StrContains(loaded.status().message(), "No such file or directory")) {
+        tried.emplace_back(loaded.status().message());
       }
     }
-    if (handle == nullptr) {
+    if (!loaded.ok()) {
       // A file that is there but does not load (truncated, not an ELF, another architecture) is
       // not a missing driver: say what the dynamic linker said.
       if (!tried.empty()) {
@@ -128,7 +124,7 @@ absl::StatusOr<std::unique_ptr<Library>> Library::Open(const LibraryOptions& opt
           options.driver_root.empty() ? "/" : options.driver_root, ": is the driver installed?"));
     }
   }
-  std::unique_ptr<Library> library(new Library(handle, path));
+  std::unique_ptr<Library> library(new Library(*std::move(loaded), path));
   library->ResolveEntryPoints();
   if (absl::Status st = GPUNODE_NVML_CALL(*library, init); !st.ok()) {
     return WithInitHint(st, path);
@@ -140,13 +136,12 @@ absl::StatusOr<std::unique_ptr<Library>> Library::Open(const LibraryOptions& opt
 
 Library::~Library() {
   if (initialized_ && entry_points_.shutdown != nullptr) entry_points_.shutdown();
-  dlclose(handle_);
 }
 
 void Library::ResolveEntryPoints() {
   auto resolve = [this](std::initializer_list<const char*> names, const char** symbol) -> void* {
     for (const char* name : names) {
-      if (void* fn = dlsym(handle_, name)) {
+      if (void* fn = library_.Address(name)) {
         *symbol = name;
         return fn;
       }

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/loaded_library.h"
 #include "nvml/abi.h"
 #include "nvml/entry_points.h"
 #include "nvml/status.h"
@@ -63,10 +64,11 @@ class Library {
   std::string ErrorString(nvmlReturn_t ret) const;
 
  private:
-  Library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  Library(core::LoadedLibrary library, std::string path)
+      : library_(std::move(library)), path_(std::move(path)) {}
   void ResolveEntryPoints();
 
-  void* handle_;
+  core::LoadedLibrary library_;  // unloaded after the destructor's nvmlShutdown
   std::string path_;
   EntryPoints entry_points_;
   bool initialized_ = false;
