@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/unique_fd.h"
 #include "core/unix_socket.h"
 #include "h2grpc/grpc_status.h"
 #include "h2grpc/message_framing.h"
@@ -81,13 +82,12 @@ int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code, void
   return 0;
 }
 
-// Owns the socket and the session.
+// Owns the socket and the session, which goes first.
 struct Connection {
-  int fd = -1;
+  core::UniqueFd fd;
   nghttp2_session* session = nullptr;
   ~Connection() {
     if (session) nghttp2_session_del(session);
-    if (fd >= 0) close(fd);
   }
 };
 
@@ -127,9 +127,9 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path, std::strin
   absl::StatusOr<sockaddr_un> address = core::UnixAddress(socket_path);
   if (!address.ok()) return address.status();
   Connection connection;
-  connection.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (connection.fd < 0 ||
-      connect(connection.fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
+  connection.fd.Reset(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const auto* peer = reinterpret_cast<const sockaddr*>(&*address);
+  if (!connection.fd.valid() || connect(connection.fd.get(), peer, sizeof *address) != 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot connect to ", socket_path, ": ", std::strerror(errno)));
   }
@@ -180,12 +180,13 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path, std::strin
       return absl::DeadlineExceededError(
           absl::StrCat(target, " did not answer within ", timeout.count(), " ms"));
     }
-    pollfd fd{connection.fd, static_cast<short>(POLLIN | (output.empty() ? 0 : POLLOUT)), 0};
+    pollfd fd{connection.fd.get(), static_cast<short>(POLLIN | (output.empty() ? 0 : POLLOUT)), 0};
     if (poll(&fd, 1, static_cast<int>(left.count()) + 1) < 0 && errno != EINTR) {
       return absl::UnavailableError(absl::StrCat("poll: ", std::strerror(errno)));
     }
     if (fd.revents & POLLOUT) {
-      ssize_t n = send(connection.fd, output.data(), output.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n =
+          send(connection.fd.get(), output.data(), output.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0 && errno != EAGAIN && errno != EINTR) {
         return absl::UnavailableError(
             absl::StrCat("connection to ", target, " broke: ", std::strerror(errno)));
@@ -193,7 +194,7 @@ absl::StatusOr<std::string> CallUnary(const std::string& socket_path, std::strin
       if (n > 0) output.erase(0, static_cast<size_t>(n));
     }
     if (fd.revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t n = recv(connection.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      ssize_t n = recv(connection.fd.get(), buffer, sizeof buffer, MSG_DONTWAIT);
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
         return absl::UnavailableError(absl::StrCat(target, " closed the connection"));
       }

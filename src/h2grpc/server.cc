@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
+#include "core/unique_fd.h"
 #include "core/unix_socket.h"
 #include "h2grpc/server_connection.h"
 #include "spdlog/spdlog.h"
@@ -34,7 +36,7 @@ bool OutOfResources(int error) {
 }
 
 struct Client {
-  int fd = -1;
+  core::UniqueFd fd;
   std::unique_ptr<ServerConnection> connection;
   std::string output;
 };
@@ -42,7 +44,7 @@ struct Client {
 // Writes what the socket takes now; false when the client is gone.
 bool WriteSome(Client& client) {
   while (!client.output.empty()) {
-    ssize_t n = send(client.fd, client.output.data(), client.output.size(), MSG_NOSIGNAL);
+    ssize_t n = send(client.fd.get(), client.output.data(), client.output.size(), MSG_NOSIGNAL);
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     client.output.erase(0, static_cast<size_t>(n));
   }
@@ -53,7 +55,7 @@ bool WriteSome(Client& client) {
 bool ReadSome(Client& client) {
   char buffer[16384];
   for (;;) {
-    ssize_t n = recv(client.fd, buffer, sizeof buffer, 0);
+    ssize_t n = recv(client.fd.get(), buffer, sizeof buffer, 0);
     if (n == 0) return false;
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     absl::Status st = client.connection->Receive(std::string_view(buffer, static_cast<size_t>(n)));
@@ -75,22 +77,20 @@ Server::~Server() { Stop(); }
 absl::Status Server::Start(const std::string& socket_path) {
   absl::StatusOr<sockaddr_un> address = core::UnixAddress(socket_path);
   if (!address.ok()) return address.status();
-  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0 ||
-      bind(listen_fd_, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0 ||
-      listen(listen_fd_, 16) != 0) {
+  listen_fd_.Reset(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listen_fd_.valid() ||
+      bind(listen_fd_.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0 ||
+      listen(listen_fd_.get(), 16) != 0) {
     int error = errno;
-    if (listen_fd_ >= 0) close(listen_fd_);
-    listen_fd_ = -1;
+    listen_fd_.Reset();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", socket_path, ": ", std::strerror(error)));
   }
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
+  wake_fd_.Reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake_fd_.valid()) {
     // Without it neither streaming writes nor Stop could wake the loop.
     int error = errno;
-    close(listen_fd_);
-    listen_fd_ = -1;
+    listen_fd_.Reset();
     return absl::UnavailableError(
         absl::StrCat("cannot serve ", socket_path, ": eventfd: ", std::strerror(error)));
   }
@@ -105,15 +105,15 @@ void Server::Stop() {
   Wake();
   loop_.join();
   JoinFinishedWorkers(/*all=*/true);
-  close(listen_fd_);
-  close(wake_fd_);
-  listen_fd_ = wake_fd_ = -1;
+  // Only now: the workers just joined wrote to wake_fd_.
+  listen_fd_.Reset();
+  wake_fd_.Reset();
 }
 
 void Server::Wake() {
   uint64_t one = 1;
   // A full counter already means a wake-up is pending.
-  [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+  [[maybe_unused]] ssize_t n = write(wake_fd_.get(), &one, sizeof one);
 }
 
 void Server::RunOnWorker(std::function<void()> call) {
@@ -161,10 +161,11 @@ void Server::Loop() {
       }
     }
     // A negative descriptor is one poll skips.
-    fds.assign({{wake_fd_, POLLIN, 0}, {accept_paused_until ? -1 : listen_fd_, POLLIN, 0}});
+    fds.assign(
+        {{wake_fd_.get(), POLLIN, 0}, {accept_paused_until ? -1 : listen_fd_.get(), POLLIN, 0}});
     for (const Client& client : clients) {
       fds.push_back(
-          {client.fd, static_cast<short>(POLLIN | (client.output.empty() ? 0 : POLLOUT)), 0});
+          {client.fd.get(), static_cast<short>(POLLIN | (client.output.empty() ? 0 : POLLOUT)), 0});
     }
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       spdlog::error("poll: {}", std::strerror(errno));
@@ -172,7 +173,7 @@ void Server::Loop() {
     }
     if (fds[0].revents & POLLIN) {
       uint64_t count;
-      [[maybe_unused]] ssize_t n = read(wake_fd_, &count, sizeof count);
+      [[maybe_unused]] ssize_t n = read(wake_fd_.get(), &count, sizeof count);
     }
     if (stopping_) break;
     for (size_t i = 0; i < clients.size(); ++i) {
@@ -183,16 +184,14 @@ void Server::Loop() {
       client.connection->Pump();
       client.connection->TakeOutput(client.output);
       alive = WriteSome(client) && alive && !client.connection->Finished();
-      if (!alive) {
-        close(client.fd);
-        client.fd = -1;
-      }
+      if (!alive) client.fd.Reset();
     }
-    std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
+    std::erase_if(clients, [](const Client& c) { return !c.fd.valid(); });
     if (fds[1].revents & POLLIN) {
       for (;;) {
-        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
+        core::UniqueFd fd(
+            accept4(listen_fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+        if (!fd.valid()) {
           if (OutOfResources(errno)) {
             if (!accept_failing) {
               spdlog::warn("cannot accept a connection: {}; retrying every {} ms",
@@ -207,13 +206,13 @@ void Server::Loop() {
         accept_failing = false;
         if (clients.size() >= kMaxConnections) {
           spdlog::warn("refusing a connection: {} clients are connected already", clients.size());
-          close(fd);
-          // Back to poll before the next accept: a client that reconnects as fast as it is
-          // refused would otherwise keep this loop from reading the hang-ups that free a slot.
+          // `fd` closes as it goes. Back to poll before the next accept: a client that reconnects
+          // as fast as it is refused would otherwise keep this loop from reading the hang-ups
+          // that free a slot.
           break;
         }
         Client client;
-        client.fd = fd;
+        client.fd = std::move(fd);
         client.connection = std::make_unique<ServerConnection>(service_, runner, wake);
         client.connection->TakeOutput(client.output);  // our SETTINGS
         WriteSome(client);
@@ -228,11 +227,11 @@ void Server::Loop() {
   for (Client& client : clients) {
     client.connection->Pump();
     client.connection->TakeOutput(client.output);
-    pollfd fd{client.fd, POLLOUT, 0};
+    pollfd fd{client.fd.get(), POLLOUT, 0};
     while (!client.output.empty() && WriteSome(client) && !client.output.empty() &&
            poll(&fd, 1, kFlushTimeoutMs) > 0) {
     }
-    close(client.fd);
+    client.fd.Reset();
   }
 }
 

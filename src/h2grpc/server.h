@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "core/unique_fd.h"
 #include "h2grpc/service.h"
 
 namespace gpunode::h2grpc {
@@ -43,8 +44,8 @@ class Server {
   void JoinFinishedWorkers(bool all);
 
   Service service_;
-  int listen_fd_ = -1;
-  int wake_fd_ = -1;
+  core::UniqueFd listen_fd_;
+  core::UniqueFd wake_fd_;
   std::thread loop_;
   std::atomic<bool> stopping_{false};
   std::mutex workers_mutex_;

@@ -55,20 +55,20 @@ absl::StatusOr<std::unique_ptr<Http1Connection>> Http1Connection::OpenOnce(
   if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
     return absl::UnavailableError(StrCat("cannot resolve ", host, ": ", gai_strerror(rc)));
   }
-  int fd = -1;
+  core::UniqueFd fd;
   absl::Status last = absl::UnavailableError(StrCat("no address for ", host));
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    int s = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (s < 0) {
+  for (addrinfo* a = found; a != nullptr && !fd.valid(); a = a->ai_next) {
+    core::UniqueFd s(
+        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
+    if (!s.valid()) {
       last = Errno("socket");
       continue;
     }
-    if (connect(s, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
+    if (connect(s.get(), a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
       last = Errno(StrCat("connect to ", host, " port ", port));
-      close(s);
       continue;
     }
-    pollfd p{s, POLLOUT, 0};
+    pollfd p{s.get(), POLLOUT, 0};
     int ready;
     while ((ready = poll(&p, 1, PollTimeoutMs(deadline))) < 0 && errno == EINTR) {
     }
@@ -77,22 +77,20 @@ absl::StatusOr<std::unique_ptr<Http1Connection>> Http1Connection::OpenOnce(
     if (ready == 0) {
       last =
           absl::DeadlineExceededError(StrCat("connection to ", host, " port ", port, " timed out"));
-    } else if (getsockopt(s, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0) {
+    } else if (getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0) {
       errno = error;
       last = Errno(StrCat("connect to ", host, " port ", port));
     } else {
-      fd = s;
-      continue;
+      fd = std::move(s);
     }
-    close(s);
   }
   freeaddrinfo(found);
-  if (fd < 0) return last;
+  if (!fd.valid()) return last;
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  std::unique_ptr<Http1Connection> connection(new Http1Connection(fd));
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::unique_ptr<Http1Connection> connection(new Http1Connection(std::move(fd)));
   if (tls == nullptr) return connection;
-  ASSIGN_OR_RETURN(connection->tls_, tls->NewSession(fd, server_name));
+  ASSIGN_OR_RETURN(connection->tls_, tls->NewSession(connection->fd_.get(), server_name));
   core::SigpipeBlock quiet;
   while (true) {
     ASSIGN_OR_RETURN(TlsWait wait, connection->tls_->Handshake());
@@ -112,11 +110,10 @@ Http1Connection::~Http1Connection() {
     tls_->Close();  // one try: the socket is non-blocking and about to close
     tls_.reset();
   }
-  close(fd_);
 }
 
 absl::Status Http1Connection::Wait(bool for_write, absl::Time until) {
-  pollfd p{fd_, static_cast<short>(for_write ? POLLOUT : POLLIN), 0};
+  pollfd p{fd_.get(), static_cast<short>(for_write ? POLLOUT : POLLIN), 0};
   while (true) {
     int ready = poll(&p, 1, PollTimeoutMs(until));
     if (ready > 0) return absl::OkStatus();  // errors and hang-ups surface in the next call
@@ -129,7 +126,7 @@ absl::Status Http1Connection::WriteAll(std::string_view data, absl::Time deadlin
   core::SigpipeBlock quiet;
   while (!data.empty()) {
     if (tls_ == nullptr) {
-      ssize_t n = send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      ssize_t n = send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
       if (n > 0) {
         data.remove_prefix(static_cast<size_t>(n));
         continue;
@@ -154,7 +151,7 @@ absl::StatusOr<size_t> Http1Connection::Read(char* buffer, size_t size, absl::Ti
   core::SigpipeBlock quiet;
   while (true) {
     if (tls_ == nullptr) {
-      ssize_t n = recv(fd_, buffer, size, 0);
+      ssize_t n = recv(fd_.get(), buffer, size, 0);
       if (n >= 0) return static_cast<size_t>(n);
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) return Errno("recv");

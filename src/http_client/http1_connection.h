@@ -12,9 +12,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/unique_fd.h"
 #include "http_client/tls_client.h"
 
 namespace gpunode::http_client {
@@ -40,7 +42,7 @@ class Http1Connection {
   absl::StatusOr<size_t> Read(char* buffer, size_t size, absl::Time until);
 
  private:
-  explicit Http1Connection(int fd) : fd_(fd) {}
+  explicit Http1Connection(core::UniqueFd fd) : fd_(std::move(fd)) {}
   static absl::StatusOr<std::unique_ptr<Http1Connection>> OpenOnce(const std::string& host,
                                                                    const std::string& port,
                                                                    const TlsLibrary* tls,
@@ -53,8 +55,8 @@ class Http1Connection {
     return Wait(wait == TlsWait::kWritable, until);
   }
 
-  int fd_;
-  std::unique_ptr<TlsSession> tls_;  // null for plain HTTP
+  core::UniqueFd fd_;
+  std::unique_ptr<TlsSession> tls_;  // null for plain HTTP; declared after fd_, so it goes first
 };
 
 }  // namespace gpunode::http_client

@@ -66,13 +66,12 @@ NodeLabelWatch::~NodeLabelWatch() {
   stop_flag_ = true;
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  close(event_fd_);
 }
 
 void NodeLabelWatch::Clear() {
   uint64_t count = 0;
   // Nonblocking: EAGAIN when nothing was signalled, which is fine.
-  [[maybe_unused]] ssize_t n = read(event_fd_, &count, sizeof count);
+  [[maybe_unused]] ssize_t n = read(event_fd_.get(), &count, sizeof count);
 }
 
 std::optional<std::string> NodeLabelWatch::Value() const {
@@ -154,7 +153,7 @@ void NodeLabelWatch::Take(const json& node, std::string* resource_version) {
   }
   if (changed) {
     uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(event_fd_, &one, sizeof one);
+    [[maybe_unused]] ssize_t n = write(event_fd_.get(), &one, sizeof one);
   }
 }
 

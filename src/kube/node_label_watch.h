@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/unique_fd.h"
 #include "kube/client.h"
 #include "nlohmann/json_fwd.hpp"
 
@@ -36,7 +37,7 @@ class NodeLabelWatch {
 
   // Readable (an eventfd) after the label changed: set, removed or given another value. Clear()
   // reads it.
-  int fd() const { return event_fd_; }
+  int fd() const { return event_fd_.get(); }
   void Clear();
 
   // The label's value as last seen; nullopt while the node has none (or was not read yet).
@@ -64,7 +65,7 @@ class NodeLabelWatch {
   const std::string node_;
   const std::string key_;
   const absl::Duration retry_backoff_;
-  const int event_fd_;
+  const core::UniqueFd event_fd_;  // closed after the destructor joins the thread
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // stopping_, first_read_

@@ -17,6 +17,7 @@
 
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "core/unique_fd.h"
 #include "kube/event_reader.h"
 #include "kube/job_reader.h"
 #include "kube/json_walk.h"
@@ -430,20 +431,16 @@ absl::StatusOr<ClusterSnapshot> ReadSnapshotStream(int fd, std::string_view sour
 absl::StatusOr<ClusterSnapshot> ReadSnapshotFile(const std::string& path,
                                                  const ReadOptions& options) {
   if (path == "-") return ReadSnapshotStream(STDIN_FILENO, "stdin", options);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  core::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
     return absl::NotFoundError(
         StrCat(path, ": cannot open: ", std::strerror(errno), "; ", kGiveASnapshot));
   }
-  absl::StatusOr<ClusterSnapshot> snapshot;
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    snapshot = absl::InvalidArgumentError(StrCat(path, ": is a directory; ", kGiveASnapshot));
-  } else {
-    snapshot = ReadSnapshotStream(fd, path, options);
+  if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(StrCat(path, ": is a directory; ", kGiveASnapshot));
   }
-  ::close(fd);
-  return snapshot;
+  return ReadSnapshotStream(fd.get(), path, options);
 }
 
 absl::StatusOr<ClusterSnapshot> ReadSnapshotText(std::string_view json, std::string_view source,

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "core/unique_fd.h"
 
 namespace gpunode::labels {
 namespace {
@@ -36,22 +37,24 @@ absl::Status WriteLabelFile(const std::string& path, const std::string& contents
     return WriteError(path, "cannot create a temporary directory beside it", errno);
   fs::path tmp = tmp_dir / target.filename();
   absl::Status status;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  core::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
     status = WriteError(path, "cannot create", errno);
   } else {
     size_t done = 0;
     while (status.ok() && done < contents.size()) {
-      ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+      ssize_t n = ::write(fd.get(), contents.data() + done, contents.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0)
         status = WriteError(path, "cannot write", errno);
       else
         done += static_cast<size_t>(n);
     }
-    if (status.ok() && ::fchmod(fd, 0644) != 0) status = WriteError(path, "cannot chmod", errno);
-    if (status.ok() && ::fsync(fd) != 0) status = WriteError(path, "cannot fsync", errno);
-    ::close(fd);
+    if (status.ok() && ::fchmod(fd.get(), 0644) != 0) {
+      status = WriteError(path, "cannot chmod", errno);
+    }
+    if (status.ok() && ::fsync(fd.get()) != 0) status = WriteError(path, "cannot fsync", errno);
+    fd.Reset();
     if (status.ok() && ::rename(tmp.c_str(), target.c_str()) != 0)
       status = WriteError(path, "cannot rename into place", errno);
   }
