@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "file_descriptor.h"
 #include "messages.h"
 
 namespace gpunode::sim {
@@ -128,10 +129,10 @@ bool save_mig_state(NodeState& node) {
   }
   // Written beside the target and renamed over it, so a reader sees the old or the new state.
   std::string temporary = str_cat(path, ".tmp.", ::getpid());
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  bool ok = write_all(fd, text) && ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
+  FileDescriptor fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return false;
+  bool ok = write_all(fd.get(), text) && ::fsync(fd.get()) == 0;
+  ok = fd.close() && ok;
   if (!ok || std::rename(temporary.c_str(), path.c_str()) != 0) {
     ::unlink(temporary.c_str());
     return false;

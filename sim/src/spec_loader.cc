@@ -9,6 +9,7 @@
 
 #include "builtin_profiles.h"
 #include "capture_loader.h"
+#include "file_descriptor.h"
 #include "messages.h"
 #include "profile_loader.h"
 #include "text_values.h"
@@ -24,21 +25,6 @@ bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-// Closes the descriptor on every path out of read_input_file.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::string spec_hint() {
   return str_cat("give a built-in profile (", builtin_profile_names(", "),
                  "), a profile YAML or an nvidia-smi -q -x capture");
@@ -52,7 +38,7 @@ LoadResult<std::string> read_input_file(const std::string& path, std::string_vie
   };
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (fd.get() < 0) {
+  if (!fd.valid()) {
     if (errno == ENOENT) return fail("no such file");
     return fail(str_cat("cannot open: ", std::strerror(errno)));
   }
