@@ -70,6 +70,12 @@ rule "signals are taken in src/core/ alone (SignalFd, SystemEnv::StopOnSignals):
 rule "roles take a core::Env&: only src/cli/ (the binary's commands) makes a SystemEnv" \
   bash -c "grep -rn 'SystemEnv' src --include='*.cc' --include='*.h' | grep -vE '^src/(core|cli)/'"
 
+rule "no bare close() of a descriptor outside src/core/: a core::UniqueFd owns every one (sim/, which links nothing of gpunode's, has sim/src/file_descriptor.h)" \
+  bash -c "grep -rnE '(^|[^A-Za-z0-9_.>])(::)?close\\(' src sim --include='*.cc' --include='*.h' | grep -vE '^[^:]+:[0-9]+: *//' | grep -vE '^(src/core/|sim/src/file_descriptor.h:)'"
+
+rule "only src/core/loaded_library.cc calls dlopen, dlsym or dlclose: a core::LoadedLibrary owns every loaded library" \
+  bash -c "grep -rnE '\\b(dlopen|dlmopen|dlsym|dlvsym|dlclose)\\(' src sim --include='*.cc' --include='*.h' | grep -vE '^[^:]+:[0-9]+: *//' | grep -v '^src/core/loaded_library.cc:'"
+
 rule "main() ends every command inside a catch of any exception (one line and exit 1, never an abort)" \
   bash -c "grep -q 'catch (\\.\\.\\.)' src/cli/main.cc || echo 'src/cli/main.cc: no catch (...) around the command'"
 
