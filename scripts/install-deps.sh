@@ -22,8 +22,8 @@ packages=(
   libcpp-httplib-dev libsimdjson-dev libcurl4-openssl-dev libssl-dev libmbedtls-dev libpugixml-dev
 )
 test_packages=(
-  # the fuzz build, the sanitizer runtimes, the dist build's linker, the style check
-  clang clang-format libclang-rt-14-dev lld
+  # the fuzz build, the sanitizer runtimes, the dist build's linker, the style checks
+  clang clang-format clang-tidy-14 libclang-rt-14-dev lld
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev containerd prometheus jq
   # the pods' network on the real kubelet's node (scripts/local-cluster.sh node: ptp, host-local)

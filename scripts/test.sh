@@ -20,8 +20,9 @@ bash scripts/build-helm.sh
 bash scripts/build-kube-state-metrics.sh
 bash scripts/build-nvidia-tools.sh
 
-echo "== release build and tests"
+echo "== release build, clang-tidy (scripts/tidy.sh) and tests"
 bash scripts/build.sh release
+bash scripts/tidy.sh build
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"

@@ -43,7 +43,7 @@ bool keep_gpus_with_device_nodes(NodeModel& model, const std::string& dev_dir, s
     auto kept_gpu = new_index.find(event.gpu);
     if (kept_gpu == new_index.end()) continue;
     event.gpu = kept_gpu->second;
-    timeline.push_back(std::move(event));
+    timeline.push_back(event);
   }
   model.timeline = std::move(timeline);
   return true;

@@ -129,7 +129,7 @@ int RunUpgrade(const ConnectionOptions& o, UpgradeFlags flags) {
   absl::StatusOr<cluster::UpgradeResult> result =
       cluster::RunUpgrade(*c->client, u, env, std::cerr);
   if (!result.ok()) {
-    absl::Status st = result.status();
+    const absl::Status& st = result.status();
     return ReportError(absl::IsInvalidArgument(st) ? st : FromCluster(st));
   }
   PrintResult(o, *result);

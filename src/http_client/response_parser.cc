@@ -41,7 +41,7 @@ bool IsTokenChar(char c) {
 absl::Status ResponseParser::Fail(std::string message) {
   state_ = State::kFailed;
   keep_alive_ = false;
-  error_ = absl::DataLossError(std::move(message));
+  error_ = absl::DataLossError(message);
   return error_;
 }
 

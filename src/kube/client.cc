@@ -406,7 +406,7 @@ simdjson::padded_string_view PadInPlace(std::string& body) {
 Client::Client(std::unique_ptr<HttpTransport> transport, RetryPolicy retry, std::string description,
                core::Env& env)
     : transport_(std::move(transport)),
-      retry_(std::move(retry)),
+      retry_(retry),
       description_(std::move(description)),
       env_(env) {}
 

@@ -193,7 +193,10 @@ class JsonWalk {
     RETURN_IF_ERROR(Check(value.get_array().get(arr), field, expected_array));
     for (auto element_result : arr) {
       od::value element;
-      RETURN_IF_ERROR(Check(std::move(element_result).get(element), field, expected_element));
+      // simdjson's get() is for an rvalue result: the move picks the overload.
+      RETURN_IF_ERROR(
+          Check(std::move(element_result).get(element),  // NOLINT(performance-move-const-arg)
+                field, expected_element));
       RETURN_IF_ERROR(fn(element));
     }
     return absl::OkStatus();

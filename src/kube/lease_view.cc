@@ -28,6 +28,12 @@ absl::Status ReadLeaseSpec(od::value& spec, const JsonWalk& walk, LeaseView& out
 nlohmann::json LeaseView::ToJson() const {
   nlohmann::json metadata = {{"name", name}, {"namespace", ns}};
   if (!resource_version.empty()) metadata["resourceVersion"] = resource_version;
+  for (const auto& [field, pairs] : {std::pair{"labels", &labels}, {"annotations", &annotations}}) {
+    if (pairs->empty()) continue;
+    nlohmann::json map = nlohmann::json::object();
+    for (const auto& [key, value] : *pairs) map[key] = value;
+    metadata[field] = std::move(map);
+  }
   nlohmann::json spec = {{"holderIdentity", holder_identity},
                          {"leaseDurationSeconds", duration_seconds},
                          {"leaseTransitions", transitions}};
@@ -53,6 +59,14 @@ absl::StatusOr<LeaseView> ReadLease(std::string_view json, std::string_view sour
             out.ns.assign(walk.where().ns);
           } else if (key == "resourceVersion") {
             return walk.ReadStringCopy(val, "metadata.resourceVersion", out.resource_version);
+          } else if (key == "labels" || key == "annotations") {
+            const bool labels = key == "labels";
+            Labels read;
+            RETURN_IF_ERROR(
+                walk.ReadStringMap(val, labels ? "metadata.labels" : "metadata.annotations", read));
+            for (const auto& [k, v] : read) {
+              (labels ? out.labels : out.annotations).emplace_back(k, v);
+            }
           }
           return absl::OkStatus();
         });

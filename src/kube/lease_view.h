@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
@@ -15,6 +17,9 @@ struct LeaseView {
   std::string ns;
   std::string name;
   std::string resource_version;  // empty for a lease not yet created
+  // Written back as read: an operator's labels or annotations on the Lease stay.
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<std::pair<std::string, std::string>> annotations;
   // spec
   std::string holder_identity;
   int64_t duration_seconds = 0;

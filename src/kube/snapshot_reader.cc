@@ -225,7 +225,10 @@ absl::StatusOr<Pass> SnapshotBuilder::Impl::ReadItems(od::value& items, const Js
     Where w = Where::Item(index++);
     JsonWalk item_walk(walk.input(), w);
     od::value item;
-    RETURN_IF_ERROR(item_walk.Check(std::move(item_result).get(item), "", "an object"));
+    // simdjson's get() is for an rvalue result: the move picks the overload.
+    RETURN_IF_ERROR(
+        item_walk.Check(std::move(item_result).get(item),  // NOLINT(performance-move-const-arg)
+                        "", "an object"));
     ASSIGN_OR_RETURN(Pass pass, ReadItem(item, item_walk, list_kind));
     if (pass == Pass::kNeedsListKind) return pass;
   }

@@ -13,6 +13,7 @@
 #include "kube/daemonset_view.h"
 #include "kube/event_reader.h"
 #include "kube/job_status.h"
+#include "kube/lease_view.h"
 #include "kube/object_meta.h"
 #include "kube/pod_status.h"
 
@@ -284,6 +285,29 @@ constexpr std::string_view kReview =
     R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
   "request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"operation":"CREATE",
              "namespace":"ml","object":{"metadata":{"generateName":"train-"},"spec":{"containers":[]}}}})";
+
+TEST(LeaseViewTest, WritesBackWhatItReadIncludingAnOperatorsLabels) {
+  absl::StatusOr<LeaseView> lease = ReadLease(R"({"kind": "Lease", "metadata": {
+      "name": "gpunode-upgrade", "namespace": "gpu-ops", "resourceVersion": "42",
+      "labels": {"team": "gpu"}, "annotations": {"owner": "ops@example.com"}},
+    "spec": {"holderIdentity": "upgrader-a", "leaseDurationSeconds": 900,
+             "renewTime": "2026-11-01T10:00:00.000000Z", "leaseTransitions": 2}})",
+                                              "GET lease");
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->holder_identity, "upgrader-a");
+  EXPECT_EQ(lease->duration_seconds, 900);
+  EXPECT_EQ(lease->transitions, 2);
+  nlohmann::json written = lease->ToJson();
+  EXPECT_EQ(written["metadata"]["resourceVersion"], "42");
+  EXPECT_EQ(written["metadata"]["labels"], nlohmann::json({{"team", "gpu"}}));
+  EXPECT_EQ(written["metadata"]["annotations"], nlohmann::json({{"owner", "ops@example.com"}}));
+  EXPECT_EQ(written["spec"]["renewTime"], "2026-11-01T10:00:00.000000Z");
+
+  absl::StatusOr<LeaseView> wrong =
+      ReadLease(R"({"metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": "15m"}})", "GET");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(wrong.status().message(), HasSubstr("spec.leaseDurationSeconds"));
+}
 
 TEST(AdmissionRequestTest, ReadsTheRequestAndKeepsTheObject) {
   absl::StatusOr<AdmissionRequest> r = ReadAdmissionReview(kReview, "AdmissionReview");
