@@ -41,9 +41,14 @@ PY
 tree_hash=$({ "$tidy" --version; cat .clang-tidy
               find src sim proto -name '*.h' -o -name '*.proto' | sort | xargs sha256sum; } |
             sha256sum | cut -c1-32)
-unit_key() {  # the unit's own text and the sources a batch includes
-  { echo "$tree_hash"; cat "$1"
-    sed -n 's/^#include "\(\/.*\)"$/\1/p' "$1" | xargs -r cat; } | sha256sum | cut -c1-32
+unit_key() {  # a batch by the sources it includes (its own text names the checkout's path), a
+  # file compiled alone by its text
+  { echo "$tree_hash"
+    if grep -q '^#include "/' "$1"; then
+      sed -n 's/^#include "\(\/.*\)"$/\1/p' "$1" | xargs cat
+    else
+      cat "$1"
+    fi; } | sha256sum | cut -c1-32
 }
 todo=()
 for unit in "${units[@]}"; do
