@@ -8,9 +8,10 @@
 // outlives it.
 #pragma once
 
-#include "absl/base/thread_annotations.h"
+#include <condition_variable>
+#include <mutex>
+
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/host_root.h"
 #include "core/spawn.h"
@@ -52,12 +53,16 @@ class Env {
   virtual int stop_fd() const { return stop_event_.get(); }
 
  protected:
-  // Derived classes wait on this mutex with conditions of their own that include stopped_.
-  mutable absl::Mutex mu_;
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Derived classes wait on `changed_` with conditions of their own that include `stopped_`
+  // (under `mu_`), and notify it when what those conditions read changes. std::mutex rather than
+  // absl::Mutex: Debian's abseil is built without ThreadSanitizer, which then cannot see its
+  // locking.
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  bool stopped_ = false;  // guarded by mu_
 
  private:
-  int stop_signal_ ABSL_GUARDED_BY(mu_) = 0;
+  int stop_signal_ = 0;  // guarded by mu_
   UniqueFd stop_event_;
 };
 

@@ -28,8 +28,13 @@ SystemEnv::~SystemEnv() {
 absl::Time SystemEnv::Now() { return absl::Now(); }
 
 bool SystemEnv::SleepUntil(absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  return !mu_.AwaitWithDeadline(absl::Condition(&stopped_), deadline);
+  std::unique_lock lock(mu_);
+  auto stopped = [this] { return stopped_; };
+  if (deadline == absl::InfiniteFuture()) {
+    changed_.wait(lock, stopped);
+    return false;
+  }
+  return !changed_.wait_until(lock, absl::ToChronoTime(deadline), stopped);
 }
 
 void SystemEnv::Pause(absl::Duration wait) { absl::SleepFor(wait); }

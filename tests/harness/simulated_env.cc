@@ -10,12 +10,12 @@ namespace gpunode::testing {
 
 SimulatedEnv::SimulatedEnv(Options options)
     : host_(std::move(options.host_root)), advance_on_sleep_(options.advance_on_sleep) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   now_ = options.start;
 }
 
 absl::Time SimulatedEnv::Now() {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   return now_;
 }
 
@@ -23,16 +23,13 @@ bool SimulatedEnv::SleepUntil(absl::Time deadline) {
   std::shared_ptr<std::function<void(absl::Time)>> hook;
   absl::Time now;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock lock(mu_);
     if (stopped_) return false;
     const absl::Time from = now_;
     if (advance_on_sleep_) {
       now_ = std::max(now_, deadline);
     } else {
-      auto reached = [this, deadline]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopped_ || now_ >= deadline;
-      };
-      mu_.Await(absl::Condition(&reached));
+      changed_.wait(lock, [this, deadline] { return stopped_ || now_ >= deadline; });
       if (stopped_) return false;
     }
     ++sleeps_;
@@ -40,21 +37,25 @@ bool SimulatedEnv::SleepUntil(absl::Time deadline) {
     hook = on_sleep_;
     now = now_;
   }
+  changed_.notify_all();  // the clock moved: for the sleeps of other threads
   if (hook) (*hook)(now);
   return !StopRequested();
 }
 
 void SimulatedEnv::Pause(absl::Duration wait) {
-  absl::MutexLock lock(&mu_);
-  now_ += wait;
-  ++sleeps_;
-  slept_ += wait;
+  {
+    std::lock_guard lock(mu_);
+    now_ += wait;
+    ++sleeps_;
+    slept_ += wait;
+  }
+  changed_.notify_all();
 }
 
 absl::StatusOr<core::SpawnResult> SimulatedEnv::Spawn(const core::SpawnOptions& options) {
   std::shared_ptr<std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)>> hook;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock lock(mu_);
     spawned_.push_back(options.argv);
     hook = on_spawn_;
   }
@@ -67,18 +68,21 @@ absl::StatusOr<core::SpawnResult> SimulatedEnv::Spawn(const core::SpawnOptions& 
 }
 
 void SimulatedEnv::Advance(absl::Duration by) {
-  absl::MutexLock lock(&mu_);
-  now_ += by;
+  {
+    std::lock_guard lock(mu_);
+    now_ += by;
+  }
+  changed_.notify_all();
 }
 
 void SimulatedEnv::OnSleep(std::function<void(absl::Time)> hook) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   on_sleep_ = hook ? std::make_shared<std::function<void(absl::Time)>>(std::move(hook)) : nullptr;
 }
 
 void SimulatedEnv::OnSpawn(
     std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)> hook) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   on_spawn_ =
       hook ? std::make_shared<
                  std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)>>(
@@ -87,17 +91,17 @@ void SimulatedEnv::OnSpawn(
 }
 
 std::vector<std::vector<std::string>> SimulatedEnv::spawned() const {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   return spawned_;
 }
 
 int SimulatedEnv::sleeps() const {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   return sleeps_;
 }
 
 absl::Duration SimulatedEnv::slept() const {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   return slept_;
 }
 

@@ -57,14 +57,15 @@ class SimulatedEnv : public core::Env {
  private:
   const core::HostRoot host_;
   const bool advance_on_sleep_;
-  absl::Time now_ ABSL_GUARDED_BY(mu_);
-  int sleeps_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Duration slept_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::vector<std::string>> spawned_ ABSL_GUARDED_BY(mu_);
+  // The rest is guarded by Env's mu_.
+  absl::Time now_;
+  int sleeps_ = 0;
+  absl::Duration slept_;
+  std::vector<std::vector<std::string>> spawned_;
   // Shared, not copied, for each call: a hook keeps its own state from one call to the next.
-  std::shared_ptr<std::function<void(absl::Time)>> on_sleep_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<std::function<void(absl::Time)>> on_sleep_;
   std::shared_ptr<std::function<absl::StatusOr<core::SpawnResult>(const core::SpawnOptions&)>>
-      on_spawn_ ABSL_GUARDED_BY(mu_);
+      on_spawn_;
 };
 
 }  // namespace gpunode::testing
