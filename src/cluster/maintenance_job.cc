@@ -83,9 +83,17 @@ absl::Status ReadManifestPodSpec(od::value& pod_spec, const JsonWalk& walk, JobM
 }
 
 absl::StatusOr<JobManifest> ReadJobManifest(const json& job, std::string_view source) {
+  // YAML takes any bytes in a string; JSON, and so the Job sent to the API server, only UTF-8.
+  std::string text;
+  try {
+    text = job.dump();
+  } catch (const json::type_error& e) {
+    return absl::InvalidArgumentError(
+        StrCat(source, ": a string is not UTF-8 text (", e.what(), "); ", kFixManifest));
+  }
   JobManifest out;
   RETURN_IF_ERROR(kube::ReadJsonObject(
-      job.dump(), source, "Job", kFixManifest, [&](od::object& obj, const JsonWalk& walk) {
+      text, source, "Job", kFixManifest, [&](od::object& obj, const JsonWalk& walk) {
         return walk.ForEachField(obj, "", [&](const FieldKey& key, od::value& val) {
           if (key == "kind") return walk.ReadStringCopy(val, "kind", out.kind);
           if (key == "apiVersion") return walk.ReadStringCopy(val, "apiVersion", out.api_version);
