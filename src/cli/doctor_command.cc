@@ -7,9 +7,9 @@
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
+#include "core/host_root.h"
 #include "doctor/doctor.h"
 #include "doctor/report.h"
-#include "core/host_root.h"
 
 namespace gpunode::cli {
 namespace {

@@ -5,8 +5,8 @@
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
 #include "cli/nvml_session.h"
-#include "gpu/inventory_report.h"
 #include "core/host_root.h"
+#include "gpu/inventory_report.h"
 
 namespace gpunode::cli {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/host_root.h"
 #include "doctor/cuda_versions.h"
 #include "gpu/node_snapshot.h"
-#include "core/host_root.h"
 #include "host/pci.h"
 #include "nvml/library.h"
 

@@ -18,9 +18,9 @@
 
 #include "absl/status/statusor.h"
 #include "cdi/driver_files.h"
+#include "core/host_root.h"
 #include "gpu/dra_devices.h"
 #include "host/dra_checkpoint.h"
-#include "core/host_root.h"
 
 namespace gpunode::dra {
 

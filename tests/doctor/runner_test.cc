@@ -1,8 +1,8 @@
 // The check graph: prerequisites, and the typed precondition of the checks that read the GPUs.
 #include "doctor/runner.h"
 
-#include "gtest/gtest.h"
 #include "core/host_root.h"
+#include "gtest/gtest.h"
 
 namespace gpunode::doctor {
 namespace {

@@ -4,12 +4,12 @@
 // device, and the evidence of recovery lifts the taint.
 #include <chrono>
 
+#include "core/host_root.h"
 #include "dra/device_health.h"
 #include "gmock/gmock.h"
 #include "gpu/dra_devices.h"
 #include "gtest/gtest.h"
 #include "health/health_monitor.h"
-#include "core/host_root.h"
 #include "sim_library.h"
 
 namespace gpunode::dra {

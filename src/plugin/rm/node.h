@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/host_root.h"
 #include "gpu/node_snapshot.h"
 #include "health/health_monitor.h"
-#include "core/host_root.h"
 #include "nvml/library.h"
 #include "plugin/allocation/link_score.h"
 
