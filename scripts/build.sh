@@ -47,7 +47,7 @@ elif [[ $flavour == tsan ]]; then
   # The binary (with the HTTP module and the simulator) and the suites labelled "threads" in
   # tests/*/CMakeLists.txt; keep this list and those labels together.
   ninja -C "$dir" -j "$jobs" gpunode plugin_integration_test plugin_daemon_test plugin_config_label_test h2grpc_test \
-    exporter_test sampler_test gpunode_sim_tests mig_manager_test
+    exporter_test sampler_test gpunode_sim_tests mig_manager_test http_plain_server_test
 elif [[ $flavour == dist || $flavour == binary ]]; then
   # The binary (which depends on the HTTP module and the simulator it loads); tests run on the
   # release build.

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/loaded_library.h"
+#include "http/plain_server.h"
 
 namespace gpunode::http {
 namespace {
@@ -27,7 +28,7 @@ absl::StatusOr<std::string> FindModule() {
   if (!std::filesystem::exists(module, ec)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the HTTP server module ", module.string(), " is missing; install the ", kModuleFile,
-        " built with this binary next to it (the exporter and the webhook load it "
+        " built with this binary next to it (servers with TLS, the webhook's, load it "
         "from there)"));
   }
   return module.string();
@@ -87,6 +88,12 @@ class ModuleServer : public HttpServer {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> CreateServer(const ServerOptions& options) {
+  if (!options.tls) {
+    Result result;
+    std::unique_ptr<HttpServer> server = NewPlainServer(options, result);
+    if (server == nullptr) return ToStatus(result);
+    return server;
+  }
   absl::StatusOr<std::string> path = FindModule();
   if (!path.ok()) return path.status();
   absl::StatusOr<core::LoadedLibrary> module =

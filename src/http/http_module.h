@@ -1,6 +1,7 @@
-// Creates the exporter's and the webhook's HTTP(S) servers through libgpunode-http.so, which is
-// loaded on first use from next to the binary: linking cpp-httplib would map it and OpenSSL into
-// every role, including the device plugin, which never serves HTTP.
+// Creates the exporter's and the webhook's HTTP(S) servers: a plain HTTP one in the binary
+// (http/plain_server.h), an HTTPS one through libgpunode-http.so, which is loaded then from next to
+// the binary: linking cpp-httplib would map it and OpenSSL into every role, including the device
+// plugin, which never serves HTTP, and the exporter, which serves plain HTTP.
 #pragma once
 
 #include <memory>
@@ -16,8 +17,9 @@ namespace gpunode::http {
 inline constexpr const char* kModuleFile = "libgpunode-http.so";
 inline constexpr const char* kModuleEnvironment = "GPUNODE_HTTP_MODULE";
 
-// FailedPrecondition naming the file looked for when the module is missing or from another build;
-// otherwise the server's own errors (bad TLS files, TLS setup) as ToStatus gives them.
+// Without options.tls, the plain server. With it, the module's: FailedPrecondition naming the file
+// looked for when the module is missing or from another build; otherwise the server's own errors
+// (bad TLS files, TLS setup) as ToStatus gives them.
 absl::StatusOr<std::unique_ptr<HttpServer>> CreateServer(const ServerOptions& options);
 
 // The absl::Status of a module's Result: kBadInput is InvalidArgument, kUnavailable Unavailable,

@@ -1,8 +1,9 @@
-// The HTTP(S) server of the exporter and the webhook, as an interface. It is implemented on
-// cpp-httplib and OpenSSL in the module libgpunode-http.so, which only those two roles load
-// (http/http_module.h), so that no other role maps OpenSSL. Only standard C++ types cross the
-// boundary: the module links neither abseil nor any gpunode library, which the dist binary holds
-// as static copies of its own.
+// The HTTP(S) server of the exporter and the webhook, as an interface. HTTPS is implemented on
+// cpp-httplib and OpenSSL in the module libgpunode-http.so, which only a server with TLS loads
+// (http/http_module.h), so that no other role maps OpenSSL; plain HTTP is served by the binary
+// itself (http/plain_server.h). Only standard C++ types cross the module's boundary: the module
+// links neither abseil nor any gpunode library, which the dist binary holds as static copies of
+// its own.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +54,8 @@ struct ServerOptions {
   size_t max_payload_length = 0;    // largest request body in bytes; 0: no limit
   size_t keep_alive_max_count = 0;  // requests per kept connection; 0: cpp-httplib's default
   int keep_alive_timeout_s = 0;     // 0: cpp-httplib's default
+  // How long a request may take to arrive and a response to be taken; 0: cpp-httplib's 5 s.
+  int read_timeout_s = 0;
   // Set on the listening socket, so accepted connections inherit it.
   bool tcp_nodelay = false;
   // HTTPS: TLS 1.2 or newer, no compression, and the certificate and key re-read (at most every

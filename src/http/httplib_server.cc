@@ -89,6 +89,10 @@ class HttplibServer final : public HttpServer {
     if (options_.keep_alive_timeout_s > 0) {
       server_->set_keep_alive_timeout(options_.keep_alive_timeout_s);
     }
+    if (options_.read_timeout_s > 0) {
+      server_->set_read_timeout(options_.read_timeout_s, 0);
+      server_->set_write_timeout(options_.read_timeout_s, 0);
+    }
     return {};
   }
 
