@@ -1,6 +1,7 @@
 // Any bytes as the start of a connection to the plain HTTP server: the head parser must answer
 // parsed, incomplete, bad or too large without reading past its input, and a parsed head's views
-// must lie within the bytes it was given, ending where the head does.
+// must lie within the bytes it was given, ending where the head does (the path "/" that an
+// absolute target without a path stands for excepted).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -25,8 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (result.outcome != HeadOutcome::kParsed) continue;
     const gpunode::http::RequestHead& head = result.head;
     std::string_view parsed = bytes.substr(0, head.head_bytes);
-    if (head.head_bytes > limit || !Within(head.method, parsed) || !Within(head.path, parsed) ||
-        head.method.empty() || !head.path.starts_with('/') || (head.chunked && head.content_length)) {
+    if (head.head_bytes > limit || !Within(head.method, parsed) ||
+        !(Within(head.path, parsed) || head.path == "/") || head.method.empty() ||
+        !head.path.starts_with('/') || (head.chunked && head.content_length)) {
       std::abort();
     }
   }

@@ -10,7 +10,8 @@
 //   and otherwise ignored. Obsolete line folding, a field name with white space before its colon,
 //   a second differing Content-Length and both Content-Length and Transfer-Encoding are refused
 //   (400): each is a way to make two parsers read one message differently (request smuggling).
-// - The views in a parsed head point into `bytes`.
+// - The views in a parsed head point into `bytes`, but for the path of an absolute target that has
+//   none ("http://host:9400"), which is "/".
 #pragma once
 
 #include <cstddef>
