@@ -2,9 +2,11 @@
 // one after the other, on the same simulated node and the same kubelet (tests/harness's double):
 // the resources each registers and its options, the devices ListAndWatch advertises (IDs, health,
 // NUMA), Allocate's answer for the same requests (environment, mounts, device nodes, annotations,
-// CDI devices, or the refusal's gRPC code) and GetPreferredAllocation's choice. Every difference
-// must be one docs/DEVICE_PLUGIN.md ("Beside NVIDIA's device plugin") declares, and each
-// declaration must still differ somewhere: a declaration that stops holding fails too.
+// CDI devices, or the refusal's gRPC code), GetPreferredAllocation's choice and, with a CDI device
+// list strategy, the CDI spec each writes (as the facts of tests/side_by_side/cdi_facts.jq) and
+// whether it holds every CDI device the answers name. Every difference must be one
+// docs/DEVICE_PLUGIN.md ("Beside NVIDIA's device plugin") declares, and each declaration must
+// still differ somewhere: a declaration that stops holding fails too.
 //
 // Both run in a mount namespace of their own (tests/side_by_side/device_plugin_node.sh): NVIDIA's
 // plugin puts its sockets in /var/lib/kubelet/device-plugins whatever its flags say, and reads
@@ -15,11 +17,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -85,6 +89,33 @@ const std::vector<Case>& Cases() {
        "",
        {"--device-list-strategy=volume-mounts"},
        {"nvidia.com/gpu"}},
+      // The CDI device lists: the names Allocate gives and the spec each writes to /var/run/cdi.
+      {"a10-pcie-4-cdi-annotations",
+       "a10-pcie-4",
+       "none",
+       "",
+       {"--device-list-strategy=cdi-annotations", "--cdi-annotation-prefix=nvidia.cdi.k8s.io/"},
+       {"nvidia.com/gpu"}},
+      {"a100-mig-mixed-cdi-cri",
+       "a100-mig",
+       "mixed",
+       "",
+       {"--device-list-strategy=cdi-cri"},
+       {"nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb",
+        "nvidia.com/mig-3g.40gb", "nvidia.com/mig-4g.40gb", "nvidia.com/mig-7g.80gb"}},
+      // GPUs in MIG mode handed out whole.
+      {"a100-mig-none-cdi-annotations",
+       "a100-mig",
+       "none",
+       "",
+       {"--device-list-strategy=cdi-annotations"},
+       {"nvidia.com/gpu"}},
+      {"capture-a100-sxm4-mig-mixed-cdi-annotations-cri-index",
+       kCaptures + "a100-sxm4-mig.xml",
+       "mixed",
+       "",
+       {"--device-list-strategy=cdi-annotations,cdi-cri", "--device-id-strategy=index"},
+       {"nvidia.com/mig-3g.20gb"}},
       {"a100-mig-single",
        "tests/fixtures/plugin/a100-mig-single.yaml",
        "single",
@@ -178,17 +209,30 @@ std::string Join(const std::vector<std::string>& items, const char* separator = 
 // What one plugin showed the kubelet, as key -> value (keys are compared across the plugins).
 using Observations = std::map<std::string, std::string>;
 
+// A comma list as a set. NVIDIA's plugin lists the devices of an environment variable, and with
+// `--device-id-strategy=index` those of a CDI annotation, in Go map order, which changes from run
+// to run; gpunode keeps the request's order.
+std::string SortedList(const std::string& value) {
+  std::vector<std::string> items;
+  std::stringstream list(value);
+  for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+  std::sort(items.begin(), items.end());
+  return Join(items);
+}
+
+// A CDI annotation's key ends in a random UUID, a new one for every container (both plugins):
+// it is compared as "<uuid>" when it is one, and as it is when not.
+std::string AnnotationKey(const std::string& name) {
+  static const std::regex kRandomUuid(
+      "(.*_)[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  std::smatch match;
+  return std::regex_match(name, match, kRandomUuid) ? match[1].str() + "<uuid>" : name;
+}
+
 void Record(Observations& seen, const std::string& prefix,
             const v1beta1::ContainerAllocateResponse& response) {
-  // NVIDIA's plugin lists the devices of an environment variable in Go map order, which changes
-  // from run to run; gpunode keeps the request's order. Compared as sets.
-  for (const auto& [name, value] : response.envs()) {
-    std::vector<std::string> items;
-    std::stringstream list(value);
-    for (std::string item; std::getline(list, item, ',');) items.push_back(item);
-    std::sort(items.begin(), items.end());
-    seen[prefix + "/env/" + name] = Join(items);
-  }
+  for (const auto& [name, value] : response.envs())
+    seen[prefix + "/env/" + name] = SortedList(value);
   std::vector<std::string> mounts, devices, cdi;
   for (const auto& mount : response.mounts()) {
     mounts.push_back(mount.container_path() + "<-" + mount.host_path() +
@@ -206,7 +250,62 @@ void Record(Observations& seen, const std::string& prefix,
   seen[prefix + "/devices"] = Join(devices, " ");
   seen[prefix + "/cdi-devices"] = Join(cdi, " ");
   for (const auto& [name, value] : response.annotations())
-    seen[prefix + "/annotation/" + name] = value;
+    seen[prefix + "/annotation/" + AnnotationKey(name)] = SortedList(value);
+}
+
+// The CDI specs a plugin wrote (with a CDI device list strategy): their file names, and each
+// spec's facts as tests/side_by_side/cdi_facts.jq states them (nvidia-ctk's comparison), a key
+// each, so that a fact one side alone writes is a difference of its own. Returns the qualified
+// names of the devices the specs hold (`kind=name`).
+std::set<std::string> RecordCdiSpecs(Observations& seen, const std::string& dir,
+                                     const std::string& driver_root) {
+  std::vector<std::string> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error))
+    files.push_back(entry.path().filename().string());
+  std::sort(files.begin(), files.end());
+  std::set<std::string> devices;
+  if (files.empty()) return devices;
+  seen["cdi-spec-files"] = Join(files, " ");
+  for (const std::string& file : files) {
+    testing::ProcessResult facts =
+        testing::RunProcess({"/usr/bin/env", "jq", "-r", "--arg", "root", driver_root, "-f",
+                             kSource + "/tests/side_by_side/cdi_facts.jq", dir + "/" + file});
+    if (facts.exit_code != 0) {
+      ADD_FAILURE() << "jq cannot read the CDI spec " << file << ": " << facts.err;
+      continue;
+    }
+    std::string kind;
+    std::stringstream lines(facts.out);
+    for (std::string fact; std::getline(lines, fact);) {
+      seen["cdi-spec/" + fact] = "written";
+      // "kind K" comes first; then a device's own fact, "device NAME", before its edits'.
+      std::stringstream words(fact);
+      std::string what, name, more;
+      words >> what >> name;
+      if (what == "kind") kind = name;
+      if ((what == "device" || what == "device-in-mig-mode") && !(words >> more))
+        devices.insert(kind + "=" + name);
+    }
+  }
+  return devices;
+}
+
+// The CDI devices an Allocate answer names (its CDI devices and the devices its annotations list)
+// that the plugin's own spec does not hold: a container given one fails to start.
+std::vector<std::string> NotInSpec(const v1beta1::ContainerAllocateResponse& response,
+                                   const std::set<std::string>& spec_devices) {
+  std::set<std::string> named;
+  for (const auto& device : response.cdi_devices()) named.insert(device.name());
+  for (const auto& [key, value] : response.annotations()) {
+    std::stringstream list(value);
+    for (std::string name; std::getline(list, name, ',');) named.insert(name);
+  }
+  std::vector<std::string> missing;
+  for (const std::string& name : named) {
+    if (!spec_devices.contains(name)) missing.push_back(name);
+  }
+  return missing;
 }
 
 class DevicePluginsSideBySide : public ::testing::Test {
@@ -255,6 +354,9 @@ class DevicePluginsSideBySide : public ::testing::Test {
     }
     std::vector<std::string> resources = kubelet.RegisteredResources();
     seen["resources"] = Join(resources);
+    // Both write the spec before they register.
+    const std::set<std::string> spec_devices =
+        RecordCdiSpecs(seen, node->cdi_spec_dir(), node_->driver_root());
     for (const std::string& resource : resources) {
       std::optional<testing::RegisteredPlugin> registered =
           kubelet.WaitForRegistration(resource, 1, 1s);
@@ -290,6 +392,11 @@ class DevicePluginsSideBySide : public ::testing::Test {
           seen[prefix + "/refused"] = "gRPC code " + std::to_string(status.error_code());
         } else if (responses.size() == 1) {
           Record(seen, prefix, responses[0]);
+          std::vector<std::string> missing = NotInSpec(responses[0], spec_devices);
+          if (!missing.empty()) seen[prefix + "/cdi-devices-not-in-spec"] = Join(missing, " ");
+          EXPECT_TRUE(nvidias || missing.empty())
+              << c.name << ": gpunode's Allocate names CDI devices its spec does not hold: "
+              << Join(missing, " ");
         }
       }
       if (preferred_allocation) {

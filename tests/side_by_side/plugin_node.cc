@@ -118,19 +118,26 @@ std::unique_ptr<PluginOnNode> PluginNode::Start(const PluginRun& run) {
                                    ProfilePath(run.profile),
                                    PciTree(run.profile),
                                    node->varlib.path()};
-  const std::string driver = work_.path() + "/driver";
+  const std::string driver = driver_root();
+  // The plugin's container sees the driver root where the host has it, and the CDI spec names
+  // the driver root's hook program (nvidia-ctk's comparison names the same), so that a CDI
+  // device list strategy finds the driver's files, and NVIDIA's its NVML, there.
+  const std::vector<std::string> cdi = {"--container-driver-root", driver, "--nvidia-cdi-hook-path",
+                                        driver + "/usr/bin/nvidia-cdi-hook"};
   if (run.nvidias) {
     // GDS, MOFED and GDRCopy off, as NVIDIA's chart installs it: gpunode has none of them.
     argv.insert(argv.end(), {nvidia_plugin_, "--driver-root", driver, "--dev-root", driver,
                              "--mig-strategy", run.mig_strategy, "--gds-enabled=false",
                              "--mofed-enabled=false", "--gdrcopy-enabled=false"});
     if (!run.config_file.empty()) argv.push_back("--config-file=" + run.config_file);
+    argv.insert(argv.end(), cdi.begin(), cdi.end());
     argv.insert(argv.end(), run.flags.begin(), run.flags.end());
   } else {
     argv.insert(argv.end(), {gpunode_, "--driver-root", driver, "device-plugin", "--dev-root",
                              driver, "--mig-strategy", run.mig_strategy, "--kubelet-dir",
                              "/var/lib/kubelet/device-plugins"});
     if (!run.config_file.empty()) argv.insert(argv.end(), {"--config-file", run.config_file});
+    argv.insert(argv.end(), cdi.begin(), cdi.end());
     argv.insert(argv.end(), run.flags.begin(), run.flags.end());
     argv.insert(argv.end(), run.gpunode_flags.begin(), run.gpunode_flags.end());
   }

@@ -39,6 +39,10 @@ struct PluginRun {
 // One plugin on the node with a kubelet double of its own; the plugin is killed, then the
 // kubelet stopped, when this goes.
 struct PluginOnNode {
+  // /var/run/cdi inside the plugin's namespace, where a CDI device list strategy has it write
+  // its spec (NVIDIA's plugin knows no other place).
+  std::string cdi_spec_dir() const { return varlib.path() + "/run/cdi"; }
+
   TempDir varlib{"gpunode-varlib"};
   std::unique_ptr<KubeletDouble> kubelet;
   std::unique_ptr<BackgroundProcess> process;
@@ -55,6 +59,8 @@ class PluginNode {
   const std::string& error() const { return error_; }
 
   std::unique_ptr<PluginOnNode> Start(const PluginRun& run);
+  // The driver root both plugins are given (and the CDI specs they write name).
+  std::string driver_root() const { return work_.path() + "/driver"; }
   // The topology of `profile` (after a Start on it).
   const Topology& topology(const std::string& profile) { return topologies_[profile]; }
 
