@@ -29,6 +29,7 @@
 #include "local_cluster.h"
 #include "log_time.h"
 #include "nlohmann/json.hpp"
+#include "plugin_node.h"
 #include "process.h"
 #include "temp_dir.h"
 
@@ -534,6 +535,88 @@ std::string LineAfter(const std::string& text, const std::string& prefix) {
     if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
   }
   return "";
+}
+
+// NVIDIA's device plugin (k8s-device-plugin v0.19.1, scripts/build-nvidia-tools.sh) and gpunode's,
+// one after the other on the same simulated node (tests/side_by_side/plugin_node.h: Debian's
+// driver root with the simulator as its NVML, in a mount namespace whose
+// /var/lib/kubelet/device-plugins leads to this kubelet's), registered with the real kubelet:
+// the Node must get the same resources and counts from either, and a pod asking for two devices
+// of each resource the same number of distinct devices of this node, handed to its container
+// (NVIDIA_VISIBLE_DEVICES) as the kubelet recorded them. Which two may differ: NVIDIA's plugin
+// breaks ties in Go map order (docs/DEVICE_PLUGIN.md, "Beside NVIDIA's device plugin").
+TEST(DevicePluginsSideBySideOnTheRealKubelet, TheNodeAndItsPodsGetTheSameFromEither) {
+  REQUIRE_NODE();
+  testing::PluginNode node(GPUNODE_SOURCE_DIR, GPUNODE_BINARY);
+  if (!node.skip().empty()) GTEST_SKIP() << node.skip();
+  ASSERT_EQ(node.error(), "");
+  // Each case with the resources its node must have, counted from gpunode's inventory of the
+  // same simulated GPUs: whole GPUs, four replicas of each, or (single) one per MIG device.
+  struct Case {
+    std::string profile;  // built-in, or a path under the source tree
+    std::string mig_strategy;
+    std::string config_file;
+    int per_device;  // devices advertised per GPU (replicas), or 0: one per MIG device
+  };
+  for (const Case& c :
+       std::vector<Case>{{"dgx-h100", "none", "", 1},
+                         {"dgx-h100", "none", kFixtures + "/plugin/time-slicing-4.yaml", 4},
+                         {"tests/fixtures/plugin/a100-mig-single.yaml", "single", "", 0}}) {
+    SCOPED_TRACE(c.profile + " " + c.mig_strategy + " " + c.config_file);
+    const std::string sim = c.profile.find('/') == std::string::npos
+                                ? c.profile
+                                : std::string(GPUNODE_SOURCE_DIR) + "/" + c.profile;
+    testing::ProcessResult inventory = Gpunode({"--sim", sim, "inventory", "-o", "json"});
+    ASSERT_EQ(inventory.exit_code, 0) << inventory.err;
+    int devices = 0;
+    const json gpus = json::parse(inventory.out)["gpus"];
+    for (const json& gpu : gpus) {
+      devices += c.per_device > 0 ? c.per_device : static_cast<int>(gpu["mig_devices"].size());
+    }
+    const std::map<std::string, std::string> want = {{"nvidia.com/gpu", std::to_string(devices)}};
+
+    std::set<std::string> handed[2];
+    for (bool nvidias : {true, false}) {
+      SCOPED_TRACE(nvidias ? "NVIDIA's plugin" : "gpunode's plugin");
+      testing::PluginRun run{.nvidias = nvidias,
+                             .profile = c.profile,
+                             .mig_strategy = c.mig_strategy,
+                             .config_file = c.config_file,
+                             .flags = {},
+                             .gpunode_flags = {},
+                             .kubelet_dir = cluster->device_plugin_dir()};
+      std::unique_ptr<testing::PluginOnNode> plugin = node.Start(run);
+      ASSERT_TRUE(AwaitAllocatable(want, seconds(60))) << plugin->process->Log();
+      // No other resource of NVIDIA's names appeared.
+      for (const auto& [name, quantity] : Node()["status"]["allocatable"].items()) {
+        if (name.rfind("nvidia.com/", 0) == 0 && !want.contains(name)) {
+          EXPECT_EQ(quantity, "0") << name;
+        }
+      }
+
+      const std::string pod = std::string(nvidias ? "nvidia" : "gpunode") + "-two";
+      testing::ProcessResult r =
+          cluster->Kubectl({"create", "-f", "-"}, LocalPod(pod, {{"nvidia.com/gpu", "2"}}).dump());
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      r = cluster->Kubectl({"wait", "--for=condition=Ready", "pod/" + pod, "--timeout=60s"});
+      EXPECT_EQ(r.exit_code, 0) << r.err << plugin->process->Log();
+      EXPECT_EQ(CheckpointedDevices(Get({"pod", pod})["metadata"]["uid"]).size(), 2u);
+      handed[nvidias] = SplitComma(VisibleDevicesOfContainer(pod));
+      for (const std::string& device : handed[nvidias]) {
+        EXPECT_TRUE(node.topology(c.profile).gpu_of.contains(device))
+            << device << " is not a device of this node";
+      }
+      DeletePod(pod);
+      plugin.reset();
+      // The kubelet takes a stopped plugin's devices off the allocatable; wait for that, so the
+      // next plugin's count is its own.
+      EXPECT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "0"}}, seconds(60)));
+    }
+    // Both hand a pod two distinct devices: two GPUs, two replicas on two GPUs (the
+    // `distributed` policy of both), or two MIG devices.
+    EXPECT_EQ(handed[true].size(), 2u);
+    EXPECT_EQ(handed[false].size(), 2u);
+  }
 }
 
 // deploy/device-plugin/overlays/per-node-config as the pod would have it: its ServiceAccount and

@@ -103,11 +103,18 @@ std::string PluginNode::PciTree(const std::string& profile) {
 std::unique_ptr<PluginOnNode> PluginNode::Start(const PluginRun& run) {
   auto node = std::make_unique<PluginOnNode>();
   const std::string dir = node->varlib.path() + "/kubelet/device-plugins";
-  fs::create_directories(dir);
-  // The plugins' sockets are made by root inside the namespace; the double dials them.
-  ::chmod(dir.c_str(), 0755);
-  node->kubelet = std::make_unique<KubeletDouble>(dir);
-  if (!node->kubelet->Start()) error_ = "the kubelet double cannot serve in " + dir;
+  if (!run.kubelet_dir.empty()) {
+    // Inside the namespace the link leads out of the bound /var/lib to the real kubelet's
+    // directory, where both plugins then make their sockets and find the kubelet's.
+    fs::create_directories(node->varlib.path() + "/kubelet");
+    fs::create_directory_symlink(run.kubelet_dir, dir);
+  } else {
+    fs::create_directories(dir);
+    // The plugins' sockets are made by root inside the namespace; the double dials them.
+    ::chmod(dir.c_str(), 0755);
+    node->kubelet = std::make_unique<KubeletDouble>(dir);
+    if (!node->kubelet->Start()) error_ = "the kubelet double cannot serve in " + dir;
+  }
   std::vector<std::string> argv = {"/usr/bin/unshare",
                                    "-rm",
                                    "bash",

@@ -34,17 +34,20 @@ struct PluginRun {
   std::string config_file;                 // absolute; empty for none
   std::vector<std::string> flags;          // both plugins', in a form both parse
   std::vector<std::string> gpunode_flags;  // gpunode's only
+  // A real kubelet's device-plugins directory to register with, which the namespace's
+  // /var/lib/kubelet/device-plugins then leads to; empty: a kubelet double of the plugin's own.
+  std::string kubelet_dir;
 };
 
-// One plugin on the node with a kubelet double of its own; the plugin is killed, then the
-// kubelet stopped, when this goes.
+// One plugin on the node with a kubelet double of its own (or a real kubelet's directory); the
+// plugin is killed, then the kubelet double stopped, when this goes.
 struct PluginOnNode {
   // /var/run/cdi inside the plugin's namespace, where a CDI device list strategy has it write
   // its spec (NVIDIA's plugin knows no other place).
   std::string cdi_spec_dir() const { return varlib.path() + "/run/cdi"; }
 
   TempDir varlib{"gpunode-varlib"};
-  std::unique_ptr<KubeletDouble> kubelet;
+  std::unique_ptr<KubeletDouble> kubelet;  // null with PluginRun::kubelet_dir
   std::unique_ptr<BackgroundProcess> process;
 };
 
