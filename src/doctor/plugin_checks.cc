@@ -113,21 +113,28 @@ Finding StaleSockets(const Context& context) {
   return Ok(absl::StrCat("every plugin socket answers (", sockets->size(), " socket(s))"));
 }
 
-// The MPS control daemon of each resource under the MPS root (<root>/<resource>/pipe) must accept
-// connections on its control socket, as the device plugin's MPS clients need.
+// The MPS control daemon of each resource under the MPS root (<root>/<resource>/pipe, the
+// resource named in full: <root>/nvidia.com/gpu/pipe) must accept connections on its control
+// socket, as the device plugin's MPS clients need.
 Finding MpsDaemons(const Context& context) {
   const std::string& root = context.options().mps_root;
-  absl::StatusOr<std::vector<std::string>> names = context.host().ListDir(root);
-  if (!names.ok()) return Skip("no MPS root: no resource is shared through MPS", root);
+  absl::StatusOr<std::vector<std::string>> domains = context.host().ListDir(root);
+  if (!domains.ok()) return Skip("no MPS root: no resource is shared through MPS", root);
   std::vector<std::string> answering, silent;
-  for (const std::string& name : *names) {
-    std::string pipe = absl::StrCat(root, "/", name, "/pipe");
-    absl::StatusOr<struct stat> st = context.host().Stat(pipe);
-    if (name == "shm" || !st.ok() || !S_ISDIR(st->st_mode)) continue;
-    std::string control = context.host().Resolve(pipe + "/control");
-    // The MPS control socket is SEQPACKET.
-    (core::UnixSocketAccepts(control, SOCK_SEQPACKET) ? answering : silent)
-        .push_back(absl::StrCat("nvidia.com/", name));
+  for (const std::string& domain : *domains) {
+    if (domain == "shm") continue;
+    absl::StatusOr<std::vector<std::string>> names =
+        context.host().ListDir(absl::StrCat(root, "/", domain));
+    if (!names.ok()) continue;
+    for (const std::string& name : *names) {
+      std::string pipe = absl::StrCat(root, "/", domain, "/", name, "/pipe");
+      absl::StatusOr<struct stat> st = context.host().Stat(pipe);
+      if (!st.ok() || !S_ISDIR(st->st_mode)) continue;
+      std::string control = context.host().Resolve(pipe + "/control");
+      // The MPS control socket is SEQPACKET.
+      (core::UnixSocketAccepts(control, SOCK_SEQPACKET) ? answering : silent)
+          .push_back(absl::StrCat(domain, "/", name));
+    }
   }
   if (!silent.empty()) {
     return Fail(absl::StrCat("the MPS control daemon of ", absl::StrJoin(silent, ", "),

@@ -29,7 +29,7 @@ class MpsControlTest : public ::testing::Test {
     char pattern[] = "/tmp/gpunode-mps-control-XXXXXX";
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
-    fs::create_directories(dir_ + "/gpu/pipe");
+    fs::create_directories(dir_ + "/nvidia.com/gpu/pipe");
   }
   void TearDown() override {
     std::error_code ec;
@@ -41,7 +41,7 @@ class MpsControlTest : public ::testing::Test {
     std::string path = dir_ + "/nvidia-cuda-mps-control";
     std::ofstream(path) << "#!" << interpreter << "\n" << script << "\n";
     chmod(path.c_str(), 0755);
-    return MpsControl(path, MpsPaths{dir_, "gpu"}, env_);
+    return MpsControl(path, MpsPaths{dir_, "nvidia.com/gpu"}, env_);
   }
 
   std::string dir_;

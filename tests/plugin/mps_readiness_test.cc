@@ -31,7 +31,7 @@ class MpsReadinessTest : public ::testing::Test {
     char pattern[] = "/tmp/gpunode-mpsr-XXXXXX";  // unix socket paths must stay short
     ASSERT_NE(mkdtemp(pattern), nullptr);
     root_ = pattern;
-    paths_ = MpsPaths{root_, "gpu"};
+    paths_ = MpsPaths{root_, "nvidia.com/gpu"};
     fs::create_directories(paths_.PipeDir());
     // A listener where the daemon's control socket is: the readiness only connects.
     listener_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -66,13 +66,14 @@ class MpsReadinessTest : public ::testing::Test {
       board.Interrupt();
     });
     uint64_t seen = board.generation();
-    while (readiness.state("gpu") != state && std::chrono::steady_clock::now() < deadline) {
+    while (readiness.state("nvidia.com/gpu") != state &&
+           std::chrono::steady_clock::now() < deadline) {
       seen =
           board.WaitForChange(seen, [&] { return std::chrono::steady_clock::now() >= deadline; });
     }
     done = true;
     watchdog.join();
-    return readiness.state("gpu") == state;
+    return readiness.state("nvidia.com/gpu") == state;
   }
 
   std::string root_;
@@ -83,10 +84,10 @@ class MpsReadinessTest : public ::testing::Test {
 TEST_F(MpsReadinessTest, ADaemonOnAnotherPlanIsNotReadyUntilItRunsThisOne) {
   Started(kPlan2);
   health::HealthBoard board;
-  MpsReadiness readiness(root_, {{"gpu", kPlan4}}, board, milliseconds(20));
-  EXPECT_EQ(readiness.state("gpu"), MpsState::kNotReady);
-  EXPECT_EQ(MpsRunningPlan(root_, "gpu"), kPlan2);
-  EXPECT_FALSE(MpsMarkersPresent(root_, "gpu", kPlan4));
+  MpsReadiness readiness(root_, {{"nvidia.com/gpu", kPlan4}}, board, milliseconds(20));
+  EXPECT_EQ(readiness.state("nvidia.com/gpu"), MpsState::kNotReady);
+  EXPECT_EQ(MpsRunningPlan(root_, "nvidia.com/gpu"), kPlan2);
+  EXPECT_FALSE(MpsMarkersPresent(root_, "nvidia.com/gpu", kPlan4));
 
   Started(kPlan4);
   EXPECT_TRUE(Await(readiness, board, MpsState::kUp));
@@ -101,8 +102,8 @@ TEST_F(MpsReadinessTest, WithoutTheNodesReadyMarkerNothingIsReady) {
   Started(kPlan4);
   fs::remove(MpsReadyMarker(root_));
   health::HealthBoard board;
-  MpsReadiness readiness(root_, {{"gpu", kPlan4}}, board, milliseconds(20));
-  EXPECT_EQ(readiness.state("gpu"), MpsState::kNotReady);
+  MpsReadiness readiness(root_, {{"nvidia.com/gpu", kPlan4}}, board, milliseconds(20));
+  EXPECT_EQ(readiness.state("nvidia.com/gpu"), MpsState::kNotReady);
   std::ofstream(MpsReadyMarker(root_)) << "";
   EXPECT_TRUE(Await(readiness, board, MpsState::kUp));
 }

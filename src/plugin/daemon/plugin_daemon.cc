@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<PluginDaemon::Generation>> PluginDaemon::StartGen
   generation->board = std::make_unique<health::HealthBoard>();
   std::map<std::string, std::string> mps_plans;
   for (const Resource& resource : *resources) {
-    if (resource.mps) mps_plans[resource.MpsName()] = MpsPlanKey(resource, state->node);
+    if (resource.mps) mps_plans[resource.name] = MpsPlanKey(resource, state->node);
   }
   if (!mps_plans.empty()) {
     std::string root = env_.host().Resolve(config.mps_root);

@@ -6,7 +6,7 @@ namespace gpunode::plugin {
 
 void AddMpsClient(const std::string& mps_root, const Resource& resource,
                   v1beta1::ContainerAllocateResponse& response) {
-  MpsPaths paths{mps_root, resource.MpsName()};
+  MpsPaths paths{mps_root, resource.name};
   (*response.mutable_envs())["CUDA_MPS_PIPE_DIRECTORY"] = paths.ContainerPipeDir();
   v1beta1::Mount* pipe = response.add_mounts();
   pipe->set_container_path(paths.ContainerPipeDir());

@@ -7,12 +7,13 @@
 
 namespace gpunode::plugin {
 
-// Where an MPS client container sees the pipe directory: /mps/<resource>/pipe.
+// Where an MPS client container sees the pipe directory: /mps/<resource>/pipe, the resource named
+// in full as NVIDIA's daemon and plugin join it (/mps/nvidia.com/gpu/pipe).
 inline constexpr const char* kMpsContainerRoot = "/mps";
 
 struct MpsPaths {
   std::string root;      // the MPS root, e.g. /run/nvidia/mps
-  std::string resource;  // the resource's name without its domain, e.g. "gpu"
+  std::string resource;  // the resource's advertised name, e.g. "nvidia.com/gpu.shared"
 
   std::string ResourceDir() const { return root + "/" + resource; }
   std::string PipeDir() const { return ResourceDir() + "/pipe"; }

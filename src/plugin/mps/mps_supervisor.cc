@@ -117,7 +117,7 @@ absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const
     }
     absl::StatusOr<MpsLimits> limits = ComputeMpsLimits(resource.name, resource.replicas, gpus);
     if (!limits.ok()) return limits.status();
-    plans.push_back({resource.name, MpsPaths{config.mps_root, resource.MpsName()}, *limits,
+    plans.push_back({resource.name, MpsPaths{config.mps_root, resource.name}, *limits,
                      MpsPlanKey(resource, node)});
   }
   return plans;

@@ -77,11 +77,6 @@ absl::Status SingleStrategy(const Node& node) {
 
 }  // namespace
 
-std::string Resource::MpsName() const {
-  std::string base = config_name.empty() ? name : config_name;
-  return base.substr(std::string(kDomain).size());
-}
-
 std::string MigResourceName(const std::string& profile) {
   return absl::StrCat(kDomain, "mig-", absl::StrReplaceAll(profile, {{"+", "."}}));
 }
@@ -132,7 +127,7 @@ absl::StatusOr<std::vector<Resource>> BuildResources(const Node& node, const Con
   const bool mps = config.sharing_strategy() == SharingStrategy::kMps;
   for (auto& [name, devices] : groups) {
     Resource resource;
-    resource.name = resource.config_name = name;
+    resource.name = name;
     for (const TimeSlicedResource& ts : sharing.resources) {
       if (ts.name != name) continue;
       resource.replicas = ts.replicas;

@@ -27,14 +27,10 @@ struct Resource {
   std::string socket_name;  // "nvidia-gpu.sock", as NVIDIA's plugin names it
   int replicas = 1;         // > 1: shared by time-slicing or MPS
   bool fail_requests_greater_than_one = false;
-  bool mps = false;         // shared through an MPS control daemon
-  std::string config_name;  // the name in sharing.*.resources ("nvidia.com/gpu"), before renaming
+  bool mps = false;                   // shared through an MPS control daemon
   std::vector<PluginDevice> devices;  // by GPU index, MIG position, replica
 
   bool shared() const { return replicas > 1; }
-  // The directory NVIDIA's MPS control daemon uses under the MPS root: the resource's name
-  // without the domain ("gpu" for nvidia.com/gpu).
-  std::string MpsName() const;
 };
 
 // The resource name of a MIG profile under the mixed strategy: "nvidia.com/mig-1g.10gb"; NVIDIA

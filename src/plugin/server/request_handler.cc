@@ -32,7 +32,7 @@ bool RequestHandler::Healthy(const PluginDevice& device) const {
 }
 
 MpsState RequestHandler::MpsDaemon() const {
-  return state_->mps ? state_->mps->state(resource_.MpsName()) : MpsState::kNotReady;
+  return state_->mps ? state_->mps->state(resource_.name) : MpsState::kNotReady;
 }
 
 v1beta1::DevicePluginOptions RequestHandler::Options() const {
