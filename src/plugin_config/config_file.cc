@@ -411,8 +411,10 @@ class Parser {
   absl::Status ReplicatedSection(const YAML::Node& key_node, const YAML::Node& value,
                                  const std::string& section, TimeSlicing& ts) {
     RETURN_IF_ERROR(CheckMap(key_node, value, section, section));
-    // NVIDIA's default: an MPS client asking for two replicas would get one GPU's worth anyway.
-    ts.fail_requests_greater_than_one = section == "sharing.mps";
+    // Under MPS always, as NVIDIA's plugin: the daemon's limits are each client's, so a container
+    // given two replicas would run as one client with one replica's share.
+    const bool mps = section == "sharing.mps";
+    ts.fail_requests_greater_than_one = mps;
     bool has_resources = false;
     for (const auto& entry : value) {
       const std::string key = entry.first.Scalar();
@@ -422,7 +424,13 @@ class Parser {
         ts.rename_by_default = on.value_or(false);
       } else if (key == "failRequestsGreaterThanOne") {
         ASSIGN_OR_RETURN(std::optional<bool> on, Bool(entry.first, entry.second, path));
-        if (on) ts.fail_requests_greater_than_one = *on;
+        if (mps && on == false) {
+          Ignored(path,
+                  "false is ignored: under MPS a container gets one replica, as with NVIDIA's "
+                  "plugin (each MPS client is held to one replica's share)");
+        } else if (!mps && on) {
+          ts.fail_requests_greater_than_one = *on;
+        }
       } else if (key == "resources") {
         has_resources = true;
         RETURN_IF_ERROR(TimeSlicedResources(entry.first, entry.second, section, ts));

@@ -252,7 +252,8 @@ std::string WriteConfig(const std::string& name, const std::string& text) {
   return path;
 }
 
-// NVIDIA's README example for MPS: failRequestsGreaterThanOne is true unless written false.
+// NVIDIA's README example for MPS: failRequestsGreaterThanOne is true, and stays true when written
+// false (ignored with a warning, as NVIDIA's plugin ignores it).
 TEST(ConfigSources, MpsAsNvidiaWithItsDefaults) {
   std::string path =
       WriteConfig("mps.yaml",
@@ -276,7 +277,10 @@ TEST(ConfigSources, MpsAsNvidiaWithItsDefaults) {
       "    renameByDefault: true\n    resources:\n    - {name: gpu, replicas: 2}\n");
   resolved = ResolveConfig({}, lenient, FakeEnvironment(Vars{}).get());
   ASSERT_TRUE(resolved.ok()) << resolved.status();
-  EXPECT_FALSE(resolved->config.mps.fail_requests_greater_than_one);
+  EXPECT_TRUE(resolved->config.mps.fail_requests_greater_than_one);
+  ASSERT_EQ(resolved->warnings.size(), 1u);
+  EXPECT_THAT(resolved->warnings[0],
+              HasSubstr("sharing.mps.failRequestsGreaterThanOne: false is ignored"));
   EXPECT_TRUE(resolved->config.mps.rename_by_default);
   EXPECT_EQ(resolved->config.mps_root, "/var/mps");
 
