@@ -12,6 +12,13 @@
 // plugin puts its sockets in /var/lib/kubelet/device-plugins whatever its flags say, and reads
 // /proc/driver for MIG, so both get the simulated node of the CDI comparison and the test's
 // kubelet directory there.
+//
+// Shared through MPS, each plugin runs beside a real control daemon of its own: NVIDIA's
+// nvidia-cuda-mps-control from the driver packages, run by `gpunode mps-control-daemon` with the
+// case's config and awaited until it wrote <root>/.ready (device_plugin_node.sh --mps). NVIDIA's
+// plugin does not read .ready: before it serves, it asks the daemon through its own pipe
+// (/mps/<resource>/pipe, the root mounted at /mps as its chart does) and gives up for 30 s when
+// that fails, so its registering at all says that gpunode's daemon lays the root out as NVIDIA's.
 #include <fnmatch.h>
 #include <signal.h>
 
@@ -55,6 +62,9 @@ struct Case {
   std::vector<std::string> resources;
   // What NVIDIA's plugin stops with on this node, where it cannot start; empty where it starts.
   std::string nvidia_stops_with = {};
+  // The config shares through MPS: each plugin runs beside a control daemon of its own
+  // (device_plugin_node.sh --mps).
+  bool mps = false;
 };
 
 const std::string kCaptures = "tests/fixtures/nvidia-smi-xml/";
@@ -82,6 +92,15 @@ const std::vector<Case>& Cases() {
        "",
        {"--device-id-strategy=index", "--pass-device-specs"},
        {"nvidia.com/gpu"}},
+      {"dgx-h100-mps-4", "dgx-h100", "none", "mps-4.yaml", {}, {"nvidia.com/gpu"}, "", true},
+      {"dgx-h100-mps-rename",
+       "dgx-h100",
+       "none",
+       "mps-rename.yaml",
+       {},
+       {"nvidia.com/gpu.shared"},
+       "",
+       true},
       {"a10-pcie-4", "a10-pcie-4", "none", "", {}, {"nvidia.com/gpu"}},
       {"a10-pcie-4-volume-mounts",
        "a10-pcie-4",
@@ -329,7 +348,8 @@ class DevicePluginsSideBySide : public ::testing::Test {
          .mig_strategy = c.mig_strategy,
          .config_file = c.config.empty() ? "" : kSource + "/tests/fixtures/plugin/" + c.config,
          .flags = c.flags,
-         .gpunode_flags = std::move(gpunode_flags)});
+         .gpunode_flags = std::move(gpunode_flags),
+         .mps = c.mps});
   }
 
   // Runs one plugin on the case's node with a fresh kubelet and records what the kubelet sees.
@@ -418,6 +438,13 @@ class DevicePluginsSideBySide : public ::testing::Test {
       }
     }
     EXPECT_EQ(plugin.Stop(SIGTERM), 0) << who << " in " << c.name << ":\n" << plugin.Stderr();
+    // Each run has an MPS root of its own: the same place to both plugins.
+    if (!node->mps_root.empty()) {
+      for (auto& [key, value] : seen) {
+        for (size_t at; (at = value.find(node->mps_root)) != std::string::npos;)
+          value.replace(at, node->mps_root.size(), "<mps-root>");
+      }
+    }
     return seen;
   }
 

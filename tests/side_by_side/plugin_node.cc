@@ -125,6 +125,12 @@ std::unique_ptr<PluginOnNode> PluginNode::Start(const PluginRun& run) {
                                    ProfilePath(run.profile),
                                    PciTree(run.profile),
                                    node->varlib.path()};
+  // Beside the kubelet's directory: the control socket's path must stay short.
+  const std::string mps_root = node->varlib.path() + "/mps";
+  if (run.mps) {
+    node->mps_root = mps_root;
+    argv.insert(argv.end(), {"--mps", mps_root, gpunode_, run.config_file});
+  }
   const std::string driver = driver_root();
   // The plugin's container sees the driver root where the host has it, and the CDI spec names
   // the driver root's hook program (nvidia-ctk's comparison names the same), so that a CDI
@@ -138,6 +144,7 @@ std::unique_ptr<PluginOnNode> PluginNode::Start(const PluginRun& run) {
                              "--mofed-enabled=false", "--gdrcopy-enabled=false"});
     if (!run.config_file.empty()) argv.push_back("--config-file=" + run.config_file);
     argv.insert(argv.end(), cdi.begin(), cdi.end());
+    if (run.mps) argv.push_back("--mps-root=" + mps_root);
     argv.insert(argv.end(), run.flags.begin(), run.flags.end());
   } else {
     argv.insert(argv.end(), {gpunode_, "--driver-root", driver, "device-plugin", "--dev-root",
@@ -145,6 +152,7 @@ std::unique_ptr<PluginOnNode> PluginNode::Start(const PluginRun& run) {
                              "/var/lib/kubelet/device-plugins"});
     if (!run.config_file.empty()) argv.insert(argv.end(), {"--config-file", run.config_file});
     argv.insert(argv.end(), cdi.begin(), cdi.end());
+    if (run.mps) argv.insert(argv.end(), {"--mps-root", mps_root});
     argv.insert(argv.end(), run.flags.begin(), run.flags.end());
     argv.insert(argv.end(), run.gpunode_flags.begin(), run.gpunode_flags.end());
   }

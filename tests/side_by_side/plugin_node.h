@@ -34,6 +34,9 @@ struct PluginRun {
   std::string config_file;                 // absolute; empty for none
   std::vector<std::string> flags;          // both plugins', in a form both parse
   std::vector<std::string> gpunode_flags;  // gpunode's only
+  // Shared through MPS (config_file's sharing.mps): a control daemon runs under an MPS root of
+  // the run's own, given to both as --mps-root (device_plugin_node.sh --mps).
+  bool mps = false;
   // A real kubelet's device-plugins directory to register with, which the namespace's
   // /var/lib/kubelet/device-plugins then leads to; empty: a kubelet double of the plugin's own.
   std::string kubelet_dir;
@@ -49,6 +52,7 @@ struct PluginOnNode {
   TempDir varlib{"gpunode-varlib"};
   std::unique_ptr<KubeletDouble> kubelet;  // null with PluginRun::kubelet_dir
   std::unique_ptr<BackgroundProcess> process;
+  std::string mps_root;  // with PluginRun::mps
 };
 
 class PluginNode {
