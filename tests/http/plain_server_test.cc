@@ -368,7 +368,9 @@ TEST_F(PlainServer, StopEndsKeptConnectionsWithoutWaitingForTheirTimeout) {
 }
 
 TEST_F(PlainServer, AStopBeforeStartIsNotLost) {
-  absl::StatusOr<std::unique_ptr<HttpServer>> server = CreateServer({.host = "127.0.0.1"});
+  ServerOptions options;
+  options.host = "127.0.0.1";
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = CreateServer(options);
   ASSERT_TRUE(server.ok());
   ASSERT_TRUE((*server)->Bind().ok());
   (*server)->Stop();

@@ -584,6 +584,7 @@ TEST(DevicePluginsSideBySideOnTheRealKubelet, TheNodeAndItsPodsGetTheSameFromEit
                              .config_file = c.config_file,
                              .flags = {},
                              .gpunode_flags = {},
+                             .mps = false,
                              .kubelet_dir = cluster->device_plugin_dir()};
       std::unique_ptr<testing::PluginOnNode> plugin = node.Start(run);
       ASSERT_TRUE(AwaitAllocatable(want, seconds(60))) << plugin->process->Log();

@@ -349,7 +349,8 @@ class DevicePluginsSideBySide : public ::testing::Test {
          .config_file = c.config.empty() ? "" : kSource + "/tests/fixtures/plugin/" + c.config,
          .flags = c.flags,
          .gpunode_flags = std::move(gpunode_flags),
-         .mps = c.mps});
+         .mps = c.mps,
+         .kubelet_dir = {}});
   }
 
   // Runs one plugin on the case's node with a fresh kubelet and records what the kubelet sees.
