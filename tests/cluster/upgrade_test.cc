@@ -895,6 +895,10 @@ TEST(MaintenanceJobTest, RefusesWhatCannotRunAsAJob) {
        "      containers: [{name: a, image: b}]\n",
        "gpunode pins"},
       {"kind: [\n", "not YAML or JSON"},
+      // YAML takes any bytes in a string; the Job sent to the API server is JSON, UTF-8 only.
+      {"kind: Job\napiVersion: batch/v1\nmetadata: {labels: {team: \"\xff\xfe\"}}\nspec:\n"
+       "  template:\n    spec:\n      containers: [{name: a, image: b}]\n",
+       "not UTF-8"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<json> job = ParseMaintenanceJob(c.yaml, "job.yaml");
