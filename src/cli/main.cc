@@ -3,6 +3,7 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,73 +73,125 @@ std::string DefaultLogLevel(const CLI::App& app) {
   return "warn";
 }
 
-int Main(int argc, char** argv) {
+void AddVersion(CLI::App& app, const GlobalOptions& /*global*/, CommandRunner& run) {
+  AddVersionCommand(app, run);
+}
+
+// Every command by the name that selects it, in the order `--help` lists them.
+struct Command {
+  const char* name;
+  void (*add)(CLI::App& app, const GlobalOptions& global, CommandRunner& run);
+};
+constexpr Command kCommands[] = {
+    {"inventory", AddInventoryCommand},
+    {"device-plugin", AddDevicePluginCommand},
+    {"dra-plugin", AddDraPluginCommand},
+    {"cdi", AddCdiCommand},
+    {"exporter", AddExporterCommand},
+    {"labels", AddLabelsCommand},
+    {"cluster", AddClusterCommand},
+    {"webhook", AddWebhookCommand},
+    {"runtime", AddRuntimeCommand},
+    {"doctor", AddDoctorCommand},
+    {"mig", AddMigCommand},
+    {"mps-control-daemon", AddMpsControlDaemonCommand},
+    {"version", AddVersion},
+};
+
+// The first argument that is a command's name, if any. A global option's value that happens to
+// be one (`--sim labels`) picks that command wrongly; its parse then fails, as below.
+const Command* NamedCommand(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    for (const Command& command : kCommands) {
+      if (arg == command.name) return &command;
+    }
+  }
+  return nullptr;
+}
+
+GlobalOptions GlobalsFromEnvironment() {
   GlobalOptions global;
   if (const char* env = std::getenv("GPUNODE_SIM")) global.sim = env;
   if (const char* env = std::getenv("GPUNODE_SIM_TOPOLOGY")) global.sim_topology = env;
+  return global;
+}
 
-  CLI::App app{
+// The command line's tree: the global options and `only`'s command, or every command.
+std::unique_ptr<CLI::App> MakeApp(GlobalOptions& global, CommandRunner& run, const Command* only) {
+  auto app = std::make_unique<CLI::App>(
       "gpunode: take an NVIDIA GPU node from \"driver installed\" to schedulable, "
       "shared, observed and maintainable capacity",
-      "gpunode"};
-  app.require_subcommand(1);
-  app.fallthrough();
-  app.add_option(
+      "gpunode");
+  app->require_subcommand(1);
+  app->fallthrough();
+  app->add_option(
       "--sim", global.sim,
       "run against the GPU simulator: a built-in profile name, a profile YAML file or an "
       "`nvidia-smi -q -x` capture (env GPUNODE_SIM)");
-  app.add_option("--sim-topology", global.sim_topology,
-                 "an `nvidia-smi topo -m` capture to use as the simulated link matrix "
-                 "(env GPUNODE_SIM_TOPOLOGY)");
-  app.add_option("--driver-root", global.driver_root,
-                 "where the NVIDIA driver is installed; libnvidia-ml.so.1 is looked up under it")
+  app->add_option("--sim-topology", global.sim_topology,
+                  "an `nvidia-smi topo -m` capture to use as the simulated link matrix "
+                  "(env GPUNODE_SIM_TOPOLOGY)");
+  app->add_option("--driver-root", global.driver_root,
+                  "where the NVIDIA driver is installed; libnvidia-ml.so.1 is looked up under it")
       ->capture_default_str();
-  app.add_option("--nvml-library", global.nvml_library, "explicit path of libnvidia-ml.so.1");
-  app.add_option("--host-root", global.host_root,
-                 "root of the host filesystem to inspect (/proc, /sys, /dev, /etc, /run, /var)")
+  app->add_option("--nvml-library", global.nvml_library, "explicit path of libnvidia-ml.so.1");
+  app->add_option("--host-root", global.host_root,
+                  "root of the host filesystem to inspect (/proc, /sys, /dev, /etc, /run, /var)")
       ->capture_default_str();
-  app.add_option(
+  app->add_option(
       "--log-level", global.log_level,
       "trace, debug, info, warn, error or off (default: info for the daemons "
       "device-plugin, dra-plugin, exporter, webhook, mps-control-daemon and mig manager; warn for "
       "the rest)");
-  bool print_version = false;
-  app.add_flag("--version", print_version, "print the version, as `gpunode version` does");
+  // Taken before parsing (AsksForVersion); here so that help lists it.
+  app->add_flag("--version")->description("print the version, as `gpunode version` does");
+  for (const Command& command : kCommands) {
+    if (only == nullptr || only == &command) command.add(*app, global, run);
+  }
+  return app;
+}
 
-  CommandRunner run;
-  AddInventoryCommand(app, global, run);
-  AddDevicePluginCommand(app, global, run);
-  AddDraPluginCommand(app, global, run);
-  AddCdiCommand(app, global, run);
-  AddExporterCommand(app, global, run);
-  AddLabelsCommand(app, global, run);
-  AddClusterCommand(app, global, run);
-  AddWebhookCommand(app, global, run);
-  AddRuntimeCommand(app, global, run);
-  AddDoctorCommand(app, global, run);
-  AddMigCommand(app, global, run);
-  AddMpsControlDaemonCommand(app, global, run);
-  AddVersionCommand(app, run);
-
+int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // Answered before parsing, which requires a command.
   if (AsksForVersion(args)) return PrintVersion("table");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return ReportError(absl::InvalidArgumentError(DescribeParseError(app, e, args)));
+
+  GlobalOptions global = GlobalsFromEnvironment();
+  CommandRunner run;
+  std::unique_ptr<CLI::App> app;
+  // Building every command's flags is most of what a start costs before the command runs
+  // (docs/PERFORMANCE.md), so a command line that names a command is parsed with that command
+  // alone. Whatever does not parse so (help, a mistake, a value mistaken for a command) is parsed
+  // again with every command, so help and errors are the whole tree's.
+  if (const Command* named = NamedCommand(args)) {
+    app = MakeApp(global, run, named);
+    try {
+      app->parse(argc, argv);
+    } catch (const CLI::Error&) {
+      app.reset();
+      global = GlobalsFromEnvironment();
+      run = nullptr;
+    }
   }
-  if (global.log_level.empty()) global.log_level = DefaultLogLevel(app);
+  if (app == nullptr) {
+    app = MakeApp(global, run, nullptr);
+    try {
+      app->parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app->exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app->exit(e);
+    } catch (const CLI::ParseError& e) {
+      return ReportError(absl::InvalidArgumentError(DescribeParseError(*app, e, args)));
+    }
+  }
+  if (global.log_level.empty()) global.log_level = DefaultLogLevel(*app);
   if (absl::Status st = core::InitLogging(global.log_level); !st.ok()) {
     return ReportError(AsInputError(st));
   }
   if (absl::Status st = CheckGlobalPaths(global); !st.ok()) return ReportError(st);
-  if (app.count("--sim") + app.count("--sim-topology") > 0) {
-    if (std::string command = CommandWithoutNvml(app); !command.empty()) {
+  if (app->count("--sim") + app->count("--sim-topology") > 0) {
+    if (std::string command = CommandWithoutNvml(*app); !command.empty()) {
       return ReportError(absl::InvalidArgumentError(
           absl::StrCat("--sim: ", command,
                        " does not read the GPUs, so the simulator would change nothing; "

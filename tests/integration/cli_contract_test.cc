@@ -114,6 +114,18 @@ TEST(CliContract, AnUnknownCommandSuggestsTheNearest) {
                                "--help)"));
 }
 
+// A command line is parsed with only the command it names (a start then skips building every
+// other command's flags); one whose option value happens to be a command's name must still mean
+// what the whole tree reads: here --sim's value "labels", then the inventory command.
+TEST(CliContract, AnOptionValueNamedLikeACommandIsJustAValue) {
+  testing::ProcessResult r = Gpunode({"--sim", "labels", "inventory"});
+  ExpectOneErrorLine(r, "labels");
+  EXPECT_THAT(r.err, HasSubstr("unknown built-in profile \"labels\""));
+  r = Gpunode({"--log-level", "warn", "--sim", "dgx-h100", "inventory", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"gpus\""));
+}
+
 TEST(CliContract, UnexpectedArgumentsAreListedAsTyped) {
   testing::ProcessResult r = Gpunode({"inventory", "--format", "yaml"});
   ExpectOneErrorLine(r, "inventory --format yaml");
