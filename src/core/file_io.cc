@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace gpunode::core {
 namespace {
@@ -52,6 +53,24 @@ absl::Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return absl::OkStatus();
 }
 
+// How an error names what is at a path instead of a file.
+const char* FileKind(std::filesystem::file_type type) {
+  switch (type) {
+    case std::filesystem::file_type::directory:
+      return "a directory";
+    case std::filesystem::file_type::character:
+      return "a character device";
+    case std::filesystem::file_type::block:
+      return "a block device";
+    case std::filesystem::file_type::fifo:
+      return "a pipe";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    default:
+      return "not a file";
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -74,10 +93,25 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
+absl::Status CheckReplaceable(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // A rename over a device, a pipe or a socket would replace it with a file: `--output
+  // /dev/null` would take /dev/null from every program on the machine.
+  if (fs::file_status target = fs::status(path, ec);
+      fs::exists(target) && !fs::is_regular_file(target)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file (", FileKind(target.type()),
+                     "), and writing it would replace it; give the path of a file"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteFileAtomic(const std::string& path, std::string_view contents, mode_t mode,
                              Backup backup, Durability durability) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  RETURN_IF_ERROR(CheckReplaceable(path));
   if (backup == Backup::kCopyToBak && fs::exists(path, ec)) {
     fs::copy_file(path, path + ".bak", fs::copy_options::overwrite_existing, ec);
     if (ec)

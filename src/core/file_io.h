@@ -30,11 +30,18 @@ enum class Durability {
   kThisBoot,
 };
 
+// OK when nothing is at `path` or a regular file is (through symlinks); otherwise InvalidArgument
+// naming what is there ("PATH: not a regular file (a character device), ..."): a write that
+// renames a new file over it would replace it. For writers that rename files of their own.
+absl::Status CheckReplaceable(const std::string& path);
+
 // Writes `contents` to a temporary file in the same directory and renames it over `path`, so
 // readers see either the old or the new file, never a torn one. The file gets `mode`,
 // whatever the umask, also when it replaces one with another mode: a caller that must keep the
 // old mode reads it first. A replaced file keeps its owner and group (an error when they cannot
-// be kept, rather than a silent change). Errors name `path`, never the temporary file.
+// be kept, rather than a silent change). Errors name `path`, never the temporary file. A `path`
+// that is there and is not a regular file (a device such as /dev/null, a pipe, a directory) is
+// refused, InvalidArgument, and left as it is: a rename would replace it.
 absl::Status WriteFileAtomic(const std::string& path, std::string_view contents, mode_t mode,
                              Backup backup, Durability durability = Durability::kPowerLoss);
 

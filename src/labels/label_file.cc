@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "core/file_io.h"
 #include "core/unique_fd.h"
 
 namespace gpunode::labels {
@@ -30,6 +31,9 @@ std::string FormatLabels(const Labels& labels) {
 
 absl::Status WriteLabelFile(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
+  if (absl::Status replaceable = core::CheckReplaceable(path); !replaceable.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--output ", replaceable.message()));
+  }
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   fs::path tmp_dir = dir / absl::StrCat(".", target.filename().string(), ".tmp.", ::getpid());

@@ -2,6 +2,7 @@
 // capture, with the device plugin's sharing configs, MIG strategies, the stable scheme, and bad
 // input.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <ctime>
 #include <filesystem>
@@ -499,6 +500,17 @@ TEST(Labels, BadInputIsOneLineExit2AndNothingWritten) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--output " + dir.path() + "/no/such/gfd"));
   EXPECT_FALSE(fs::exists(dir.path() + "/no"));
+  // A device or a pipe is refused and left as it is: the file's rename would replace it (once,
+  // /dev/null of the whole machine).
+  const std::string pipe = dir.path() + "/pipe";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  for (const std::string& special : {pipe, std::string("/dev/null")}) {
+    r = Gpunode({"--sim", "a10-pcie-4", "labels", "--oneshot", "--output", special});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("--output " + special + ": not a regular file"));
+  }
+  EXPECT_TRUE(fs::is_fifo(pipe));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
 // -o is GFD's features file, kept for compatibility; a format name given to it is a mistake to

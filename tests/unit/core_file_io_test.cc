@@ -42,6 +42,29 @@ TEST(FileIo, AtomicWriteBacksUpTheOldFileAndSetsTheMode) {
   EXPECT_EQ(entries, 2);
 }
 
+// A rename over /dev/null would give every program on the machine a regular file in its place:
+// what is not a regular file is refused and left as it was, a pipe and a directory as a device.
+TEST(FileIo, AtomicWriteRefusesWhatIsNotAFileAndLeavesIt) {
+  fs::path dir = FreshDir("atomic-write-special");
+  const std::string fifo = (dir / "pipe").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string subdir = (dir / "sub").string();
+  fs::create_directory(subdir);
+  for (const auto& [path, kind] : {std::pair<std::string, std::string>{fifo, "a pipe"},
+                                   {subdir, "a directory"},
+                                   {"/dev/null", "a character device"}}) {
+    absl::Status st = WriteFileAtomic(path, "labels\n", 0644, Backup::kCopyToBak);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << path;
+    EXPECT_EQ(st.message(), path + ": not a regular file (" + kind +
+                                "), and writing it would replace it; give the path of a file");
+  }
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_directory(subdir));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  EXPECT_FALSE(fs::exists(fifo + ".bak"));
+  EXPECT_FALSE(fs::exists("/dev/null.bak"));
+}
+
 TEST(FileIo, AtomicWriteKeepsTheOwnerOfAReplacedFile) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the file another owner";
   fs::path dir = FreshDir("atomic-owner");
