@@ -20,6 +20,12 @@ export GPUNODE_WERROR=ON
 bash scripts/install-deps.sh
 start=$(date +%s)
 
+# stage TEXT: a header, with the minutes and seconds since the start (what each stage costs).
+stage() {
+  local t=$(($(date +%s) - start))
+  printf '== [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*"
+}
+
 beside_name="" beside_pid="" beside_log=""
 # beside NAME COMMAND...: starts COMMAND at nice 19 in a process group of its own (job control on
 # for the start: the group can be stopped whole), its output kept apart. Not in a session of its
@@ -28,7 +34,7 @@ beside() {
   beside_name=$1
   shift
   beside_log=$(mktemp)
-  echo "== $beside_name: started beside what follows (nice 19)"
+  stage "$beside_name: started beside what follows (nice 19)"
   set -m
   nice -n 19 "$@" >"$beside_log" 2>&1 &
   beside_pid=$!
@@ -39,7 +45,7 @@ finish() {
   local rc=0
   wait "$beside_pid" || rc=$?
   beside_pid=""
-  echo "== $beside_name: output"
+  stage "$beside_name: done; its output follows"
   cat "$beside_log"
   rm -f "$beside_log"
   if ((rc != 0)); then
@@ -58,25 +64,25 @@ beside "the real Kubernetes components, helm, kube-state-metrics and NVIDIA's pr
   bash -c 'bash scripts/build-k8s.sh && bash scripts/build-helm.sh &&
            bash scripts/build-kube-state-metrics.sh && bash scripts/build-nvidia-tools.sh'
 
-echo "== release build"
+stage "release build"
 bash scripts/build.sh release
 finish
 
 beside "clang-tidy (scripts/tidy.sh), then the AddressSanitizer + UndefinedBehaviorSanitizer build" \
   bash -c 'bash scripts/tidy.sh build && bash scripts/build.sh asan'
-echo "== release tests"
+stage "release tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 finish
 
 beside "ThreadSanitizer build (the binary and the suites that own threads)" bash scripts/build.sh tsan
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer tests"
+stage "AddressSanitizer + UndefinedBehaviorSanitizer tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE 'no-sanitizer|real-cluster'
 finish
 
 beside "dist build (the binary as shipped), then the fuzzers' build (clang)" \
   bash -c 'bash scripts/build.sh dist && bash scripts/build.sh fuzz'
-echo "== ThreadSanitizer tests: the suites that own threads"
+stage "ThreadSanitizer tests: the suites that own threads"
 # build-tsan/ holds only the binary and the suites labelled "threads" (scripts/build.sh). A report
 # fails the test (the tests' children, build-tsan/gpunode among them, exit 66). scripts/tsan.supp
 # lists the Debian libraries that are not built with ThreadSanitizer, and why. It slows code 5-15
@@ -86,13 +92,13 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/
 finish
 
 # Alone: the soak holds real-time goals (a registration within 5 s, 100,000 scrapes in 45 s).
-echo "== soak, short: 15 simulated minutes of churn in 45 s (docs/RELIABILITY.md)"
+stage "soak, short: 15 simulated minutes of churn in 45 s (docs/RELIABILITY.md)"
 bash bench/soak/soak.sh build 45 20
 
-echo "== dist smoke run"
+stage "dist smoke run"
 build-dist/gpunode --sim dgx-h100 inventory >/dev/null
 
-echo "== fuzzers, ${fuzz_seconds}s each, $(nproc) at a time"
+stage "fuzzers, ${fuzz_seconds}s each, $(nproc) at a time"
 bash scripts/run-fuzzers.sh build-fuzz "$fuzz_seconds" "$(nproc)"
 
-echo "== all tests passed in $(( $(date +%s) - start ))s"
+stage "all tests passed in $(( $(date +%s) - start ))s"
