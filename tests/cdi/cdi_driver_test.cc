@@ -342,8 +342,8 @@ TEST_F(CdiDriverTest, TheRealNvmlWithoutItsKernelModuleIsOneLine) {
   if (fs::exists("/proc/driver/nvidia/version")) {
     GTEST_SKIP() << "NVIDIA's kernel module is loaded on this host";
   }
-  testing::ProcessResult r =
-      testing::RunProcess({GPUNODE_BINARY, "--driver-root", root_, "cdi", "generate"});
+  testing::ProcessResult r = testing::RunProcess(
+      testing::WithOwnDev({GPUNODE_BINARY, "--driver-root", root_, "cdi", "generate"}));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("NVML_ERROR_DRIVER_NOT_LOADED"));

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -62,6 +63,28 @@ std::string ReadFile(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<std::string> WithOwnDev(std::vector<std::string> argv) {
+  if (geteuid() != 0) return argv;
+  // The new /dev is made under /tmp and moved over /dev; its empty directory is removed after.
+  static constexpr char kOwnDev[] = R"(set -e
+new=$(mktemp -d /tmp/gpunode-dev-XXXXXX)
+mount -t tmpfs -o mode=0755,nosuid tmpfs "$new"
+for node in null zero full random urandom tty; do
+  : >"$new/$node"
+  mount --bind "/dev/$node" "$new/$node"
+done
+mkdir -m 1777 "$new/shm"
+ln -s /proc/self/fd "$new/fd"
+mount --move "$new" /dev
+rmdir "$new"
+exec "$@")";
+  std::vector<std::string> wrapped = {"/usr/bin/unshare", "--mount", "--propagation", "private",
+                                      "/bin/sh",          "-c",      kOwnDev,         "own-dev"};
+  wrapped.insert(wrapped.end(), std::make_move_iterator(argv.begin()),
+                 std::make_move_iterator(argv.end()));
+  return wrapped;
+}
 
 ProcessResult RunProcess(const std::vector<std::string>& argv,
                          const std::vector<std::string>& extra_env, const std::string& input) {

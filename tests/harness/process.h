@@ -27,6 +27,13 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
                          const std::vector<std::string>& extra_env = {},
                          const std::string& input = "");
 
+// `argv` to run with a /dev of its own when this process is root: a tmpfs holding the host's null,
+// zero, full, random, urandom and tty, in a mount namespace of the program's. NVIDIA's libraries,
+// called by root on a host without their kernel module, create the device nodes they miss
+// (/dev/nvidiactl); a test must not leave them behind. `argv` unchanged for another user, for whom
+// the libraries create nothing.
+std::vector<std::string> WithOwnDev(std::vector<std::string> argv);
+
 // `argv` started in the background with stdin on /dev/null; killed (SIGKILL) and reaped when the
 // object goes if it still runs.
 class BackgroundProcess {

@@ -182,7 +182,7 @@ TEST(NvidiaLibrary, WithoutTheKernelModuleInventoryNamesTheCause) {
     std::vector<std::string> argv = {GPUNODE_BINARY};
     argv.insert(argv.end(), where.begin(), where.end());
     argv.push_back("inventory");
-    testing::ProcessResult r = testing::RunProcess(argv);
+    testing::ProcessResult r = testing::RunProcess(testing::WithOwnDev(argv));
     EXPECT_EQ(r.exit_code, 1) << where[0];
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_THAT(r.err, HasSubstr("NVML_ERROR_DRIVER_NOT_LOADED"));
