@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 dir=$1
 seconds=$2
 parallel=${3:-1}
+if ! [[ $parallel =~ ^[1-9][0-9]*$ ]]; then
+  echo "run-fuzzers: PARALLEL '$parallel' is not a whole number of at least 1 (how many fuzzers run at once)" >&2
+  exit 2
+fi
 mapfile -t fuzzers < <(find "$dir/fuzz" -type f -executable -not -path '*/CMakeFiles/*' -not -name '*.so*' | sort)
 if ((${#fuzzers[@]} == 0)); then
   echo "run-fuzzers: no fuzzers under $dir/fuzz" >&2
