@@ -23,8 +23,8 @@ chmod 0755 "$staging"
 # `helm version` reports the release, as helm's own build stamps it.
 stamp="-X helm.sh/helm/v4/internal/version.version=$release"
 echo "build-helm: helm (helm.sh/helm/v4/cmd/helm $release)" >&2
-(cd "$tools" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local \
-  "$go" build -mod=readonly -trimpath -ldflags "-s -w $stamp" -o "$staging/bin/helm" \
+(cd "$tools" && CGO_ENABLED=0 GOFLAGS="$peer_goflags" GOTOOLCHAIN=local \
+  "$go" build -ldflags "-s -w $stamp" -o "$staging/bin/helm" \
   helm.sh/helm/v4/cmd/helm)
 echo "Built by scripts/build-helm.sh from $tools/go.mod (helm.sh/helm/v4 $release) in $(( $(date +%s) - started ))s." >"$staging/SOURCES"
 rm -rf "$cache"

@@ -34,14 +34,14 @@ staging=$(mktemp -d "${cache%/*}/.k8s-build-XXXXXX" 2>/dev/null || { mkdir -p "$
 trap 'rm -rf "$staging"' EXIT
 chmod 0755 "$staging"
 mkdir -p "$staging/bin"
-export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+export CGO_ENABLED=0 GOFLAGS="$peer_goflags" GOTOOLCHAIN=local
 for b in "${binaries[@]}"; do
   case $b in
     etcd) pkg=go.etcd.io/etcd/server/v3 ;;
     *) pkg=k8s.io/kubernetes/cmd/$b ;;
   esac
   echo "build-k8s: $b ($pkg)" >&2
-  (cd "$tools" && "$go" build -mod=readonly -trimpath -ldflags "-s -w$stamp" -o "$staging/bin/$b" "$pkg")
+  (cd "$tools" && "$go" build -ldflags "-s -w$stamp" -o "$staging/bin/$b" "$pkg")
 done
 cat >"$staging/SOURCES" <<INFO
 Built by scripts/build-k8s.sh from $tools/go.mod (k8s.io/kubernetes $release) in $(( $(date +%s) - started ))s.

@@ -24,8 +24,8 @@ chmod 0755 "$staging"
 # The version it reports (--version, kube_state_metrics_build_info), as its own Makefile stamps it.
 stamp="-X github.com/prometheus/common/version.Version=$release"
 echo "build-kube-state-metrics: kube-state-metrics ($module $release)" >&2
-(cd "$tools" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOTOOLCHAIN=local \
-  "$go" build -mod=readonly -trimpath -ldflags "-s -w $stamp" \
+(cd "$tools" && CGO_ENABLED=0 GOFLAGS="$peer_goflags" GOTOOLCHAIN=local \
+  "$go" build -ldflags "-s -w $stamp" \
   -o "$staging/bin/kube-state-metrics" "$module")
 echo "Built by scripts/build-kube-state-metrics.sh from $tools/go.mod ($module $release) in $(( $(date +%s) - started ))s." >"$staging/SOURCES"
 rm -rf "$cache"

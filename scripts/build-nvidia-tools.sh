@@ -44,11 +44,11 @@ mkdir -p "$staging/bin"
 # NVIDIA's Makefiles link them: NVML's symbols stay unresolved until the library is loaded, and
 # the version is stamped where `--version` reads it.
 # go-nvml declares every NVML entry point, deprecated ones too; the warnings say nothing of use.
-export CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+export CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" GOFLAGS="$peer_goflags" GOTOOLCHAIN=local
 extldflags='-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy'
 build() { # DIR MODULE RELEASE NAME
   echo "build-nvidia-tools: $4 ($2/cmd/$4 $3)" >&2
-  (cd "$1" && "$go" build -mod=readonly -trimpath \
+  (cd "$1" && "$go" build \
     -ldflags "-s -w '-extldflags=$extldflags' -X $2/internal/info.version=$3" \
     -o "$staging/bin/$4" "$2/cmd/$4")
 }

@@ -1,4 +1,12 @@
-# Sourced by the scripts that build test peers from Go modules (build-k8s.sh, build-helm.sh).
+# Sourced by the scripts that build test peers from Go modules (build-k8s.sh, build-helm.sh,
+# build-kube-state-metrics.sh, build-nvidia-tools.sh).
+
+# The go flags every peer is built with (as GOFLAGS): the module files as committed, no VCS stamp
+# (the module cache has none), paths trimmed, and no DWARF: a peer is never debugged here, and
+# without it the compiler takes a quarter less CPU (k8s.io/client-go/kubernetes from an empty
+# build cache: 145 -> 109 CPU-seconds; docs/PERFORMANCE.md, "A new machine's full run"). Each
+# script links with -s -w besides, with its own version stamp.
+peer_goflags="-mod=readonly -buildvcs=false -trimpath -gcflags=all=-dwarf=false"
 
 # tools_cache PREFIX TOOLS_DIR MODULE VERSION_PATTERN NAME: sets `release` to MODULE's version in
 # TOOLS_DIR/go.mod (or says what is wrong under PREFIX and exits 2) and `cache` to the directory
