@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Configures and builds one flavour of the tree. Usage: scripts/build.sh [release|binary|asan|tsan|fuzz|dist]
+# Configures and builds one flavour of the tree. Usage: scripts/build.sh [release|binary|asan|tsan|dist]
 # release -> build/ (the binary is build/gpunode), binary -> build/ with only the binary, its HTTP
 # module and the simulator (no tests, benchmarks or fuzzers: scripts/demo.sh), asan ->
-# build-asan/, tsan -> build-tsan/ (only the binary and the test suites labelled "threads", which
-# own threads), fuzz -> build-fuzz/, dist -> build-dist/ (the binary as shipped:
-# build-dist/gpunode, and next to it the HTTP module and the simulator).
+# build-asan/ (clang: the tests and the libFuzzer targets, under AddressSanitizer and
+# UndefinedBehaviorSanitizer), tsan -> build-tsan/ (only the binary and the test suites labelled
+# "threads", which own threads), dist -> build-dist/ (the binary as shipped: build-dist/gpunode,
+# and next to it the HTTP module and the simulator).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,30 +25,27 @@ case $flavour in
   # release and binary share build/ and its objects; each sets the options the other changes.
   release) dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_TESTS=ON -DGPUNODE_BENCH=ON) ;;
   binary) dir=build; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF) ;;
-  asan) dir=build-asan; args=(-DCMAKE_BUILD_TYPE=Debug -DGPUNODE_SANITIZE=ON -DGPUNODE_BENCH=OFF) ;;
+  # With clang, which alone has libFuzzer: the fuzzers and the tests share one sanitized tree
+  # instead of compiling the product twice (docs/PERFORMANCE.md, "A new machine's full run").
+  asan)
+    dir=build-asan
+    args=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+          -DGPUNODE_SANITIZE=ON -DGPUNODE_FUZZ=ON -DGPUNODE_BENCH=OFF)
+    ;;
   # Optimised: ThreadSanitizer slows code 5-15 times, and the suites wait on real time.
   tsan) dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_TSAN=ON -DGPUNODE_BENCH=OFF) ;;
-  fuzz)
-    dir=build-fuzz
-    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
-          -DGPUNODE_FUZZ=ON -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF)
-    ;;
   dist)
     dir=build-dist
     # -O2 as in the release build (-O3 makes larger code, and GCC 12 warns falsely in toml++ there).
     args=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG"
           -DGPUNODE_STATIC_DIST=ON -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF)
     ;;
-  *) echo "build.sh: unknown flavour '$flavour'; use release, binary, asan, tsan, fuzz or dist" >&2; exit 2 ;;
+  *) echo "build.sh: unknown flavour '$flavour'; use release, binary, asan, tsan or dist" >&2; exit 2 ;;
 esac
 
 # GPUNODE_WERROR=ON (scripts/test.sh sets it) makes a warning in src/ or sim/ an error.
 cmake -S . -B "$dir" -G Ninja "${args[@]}" "-DGPUNODE_WERROR=${GPUNODE_WERROR:-OFF}" >/dev/null
-if [[ $flavour == fuzz ]]; then
-  # Only the fuzzers and what they link: the rest is built and tested by the other flavours.
-  mapfile -t targets < <(ninja -C "$dir" -t targets all | sed -n 's/^\(fuzz_[A-Za-z0-9_]*\): .*/\1/p' | sort -u)
-  ninja -C "$dir" -j "$jobs" "${targets[@]}"
-elif [[ $flavour == tsan ]]; then
+if [[ $flavour == tsan ]]; then
   # The binary (with the HTTP module and the simulator) and the suites labelled "threads" in
   # tests/*/CMakeLists.txt; keep this list and those labels together.
   ninja -C "$dir" -j "$jobs" gpunode plugin_integration_test plugin_daemon_test plugin_config_label_test h2grpc_test \

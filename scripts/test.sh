@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Quick start 2 (and CI): set up, build, and run every test: the release build (with the suites
 # against the real Kubernetes components, label real-cluster), the same tests but those under
-# AddressSanitizer + UndefinedBehaviorSanitizer, the suites that own threads (ctest label
-# "threads") under ThreadSanitizer, a short soak, the dist build with one smoke run, and each
-# fuzzer for a few seconds.
+# AddressSanitizer + UndefinedBehaviorSanitizer (clang; the fuzzers come from the same tree), the
+# suites that own threads (ctest label "threads") under ThreadSanitizer, a short soak, the dist
+# build with one smoke run, and each fuzzer for a few seconds.
 #
 # The test suites leave about half of the machine's CPU idle (they wait on API servers, kubelets,
 # containers and timeouts), so the next build runs beside each suite at the lowest CPU priority
@@ -68,7 +68,7 @@ stage "release build"
 bash scripts/build.sh release
 finish
 
-beside "clang-tidy (scripts/tidy.sh), then the AddressSanitizer + UndefinedBehaviorSanitizer build" \
+beside "clang-tidy (scripts/tidy.sh), then the AddressSanitizer + UndefinedBehaviorSanitizer build (clang, with the fuzzers)" \
   bash -c 'bash scripts/tidy.sh build && bash scripts/build.sh asan'
 stage "release tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
@@ -80,8 +80,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE 'no-sanitizer|real-cluster'
 finish
 
-beside "dist build (the binary as shipped), then the fuzzers' build (clang)" \
-  bash -c 'bash scripts/build.sh dist && bash scripts/build.sh fuzz'
+beside "dist build (the binary as shipped)" bash scripts/build.sh dist
 stage "ThreadSanitizer tests: the suites that own threads"
 # build-tsan/ holds only the binary and the suites labelled "threads" (scripts/build.sh). A report
 # fails the test (the tests' children, build-tsan/gpunode among them, exit 66). scripts/tsan.supp
@@ -99,6 +98,6 @@ stage "dist smoke run"
 build-dist/gpunode --sim dgx-h100 inventory >/dev/null
 
 stage "fuzzers, ${fuzz_seconds}s each, $(nproc) at a time"
-bash scripts/run-fuzzers.sh build-fuzz "$fuzz_seconds" "$(nproc)"
+bash scripts/run-fuzzers.sh build-asan "$fuzz_seconds" "$(nproc)"
 
 stage "all tests passed in $(( $(date +%s) - start ))s"

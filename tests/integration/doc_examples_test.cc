@@ -56,6 +56,8 @@ const std::vector<NotRun> kNotRun = {
     {"build-dist/gpunode --sim dgx-h100 inventory",
      "needs the dist build, which ctest does not make"},
     {"ctest --test-dir build --output-on-failure", "runs every test, this one included"},
+    {"bash scripts/run-fuzzers.sh build-asan 60",
+     "fuzzes for minutes in a build ctest does not make; scripts/test.sh runs every fuzzer"},
     {"bash scripts/build-k8s.sh", "builds Kubernetes from Go modules: minutes on a cold cache"},
     {"bash scripts/build-k8s.sh --print-dir", "names the cache of the line above"},
     {"bash scripts/local-cluster.sh up /tmp/gpunode-k8s",
