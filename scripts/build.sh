@@ -16,10 +16,6 @@ export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 # Hash paths relative to the checkout, so another clone of the tree reuses the cache.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
-# Depend mode: on a miss, ccache learns the headers from the compiler's own dependency file (the
-# builds pass -MD) instead of running the preprocessor before the compiler: 0.6 s less a unity
-# batch, about 5 CPU-minutes over a new machine's five flavours (docs/PERFORMANCE.md).
-export CCACHE_DEPEND=${CCACHE_DEPEND:-true}
 
 case $flavour in
   # release and binary share build/ and its objects; each sets the options the other changes.
