@@ -32,7 +32,7 @@ build, root = sys.argv[1], sys.argv[2]
 for entry in json.load(open(f"{build}/compile_commands.json")):
     f = entry["file"]
     for tree in ("src", "sim"):
-        if f.startswith(f"{root}/{tree}/") or f"/CMakeFiles/" in f and f.startswith(
+        if f.startswith(f"{root}/{tree}/") or "/unity/" in f and f.startswith(
                 f"{entry['directory']}/{tree}/"):
             print(f)
             break
@@ -41,11 +41,11 @@ PY
 tree_hash=$({ "$tidy" --version; cat .clang-tidy
               find src sim proto -name '*.h' -o -name '*.proto' | sort | xargs sha256sum; } |
             sha256sum | cut -c1-32)
-unit_key() {  # a batch by the sources it includes (its own text names the checkout's path), a
+unit_key() {  # a batch (cmake/unity.cmake) by the sources it includes, relative to itself; a
   # file compiled alone by its text
   { echo "$tree_hash"
-    if grep -q '^#include "/' "$1"; then
-      sed -n 's/^#include "\(\/.*\)"$/\1/p' "$1" | xargs cat
+    if [[ $1 == */unity/* ]]; then
+      (cd "${1%/*}" && sed -n 's/^#include "\(.*\)"$/\1/p' "${1##*/}" | xargs cat)
     else
       cat "$1"
     fi; } | sha256sum | cut -c1-32
