@@ -13,7 +13,7 @@
 # docs/PERFORMANCE.md ("A new machine's full run") has what each stage costs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-5}
+fuzz_seconds=${GPUNODE_FUZZ_SECONDS:-3}
 # Every flavour's src/ and sim/ must compile without a warning (docs/STYLE.md).
 export GPUNODE_WERROR=ON
 

@@ -28,23 +28,45 @@ fi
 version=$(dpkg-deb -f "${libcuda[0]}" Version)
 version=${version%%-*}
 
-mkdir "$root"
-for deb in "${packages[@]}"; do dpkg-deb -x "$deb" "$root"; done
-# nvidia-alternative links /usr/bin/nvidia-smi (and the other programs kept in
-# /usr/lib/nvidia/current) to the packaged program, and adds the library directory to the
-# loader's path; then ldconfig indexes the tree.
-mkdir -p "$root/usr/bin"
-for program in "$root"/usr/lib/nvidia/current/*; do
-  if [[ -f $program && -x $program ]]; then
-    ln -s "/usr/lib/nvidia/current/${program##*/}" "$root/usr/bin/${program##*/}"
-  fi
-done
-ln -s nvidia/current/libnvidia-ml.so.1 "$root/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
-mkdir -p "$root/etc/ld.so.conf.d"
-printf '%s\n' /usr/lib/x86_64-linux-gnu/nvidia/current /usr/lib/x86_64-linux-gnu \
-  >"$root/etc/ld.so.conf.d/nvidia.conf"
-echo 'include /etc/ld.so.conf.d/*.conf' >"$root/etc/ld.so.conf"
-ldconfig -r "$root"
+# lay_out DIR: the packages extracted into DIR (made here), as installed.
+lay_out() {
+  local dir=$1 deb program
+  mkdir "$dir"
+  for deb in "${packages[@]}"; do dpkg-deb -x "$deb" "$dir"; done
+  # nvidia-alternative links /usr/bin/nvidia-smi (and the other programs kept in
+  # /usr/lib/nvidia/current) to the packaged program, and adds the library directory to the
+  # loader's path; then ldconfig indexes the tree.
+  mkdir -p "$dir/usr/bin"
+  for program in "$dir"/usr/lib/nvidia/current/*; do
+    if [[ -f $program && -x $program ]]; then
+      ln -s "/usr/lib/nvidia/current/${program##*/}" "$dir/usr/bin/${program##*/}"
+    fi
+  done
+  ln -s nvidia/current/libnvidia-ml.so.1 "$dir/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+  mkdir -p "$dir/etc/ld.so.conf.d"
+  printf '%s\n' /usr/lib/x86_64-linux-gnu/nvidia/current /usr/lib/x86_64-linux-gnu \
+    >"$dir/etc/ld.so.conf.d/nvidia.conf"
+  echo 'include /etc/ld.so.conf.d/*.conf' >"$dir/etc/ld.so.conf"
+  ldconfig -r "$dir"
+}
+
+# Extracting the packages (xz) costs seconds, and every test process lays out a root of its own:
+# they are laid out once per machine and set of packages, under $debs/.., and copied from there
+# (a fraction of a second). Where that cannot be written, each root is laid out afresh.
+key=$({ sha256sum "$0"; for deb in "${packages[@]}"; do sha256sum "$deb"; done; } |
+  sha256sum | cut -c1-16)
+laid_out=${debs%/*}/driver-root-$key
+if [[ ! -d $laid_out ]] && staging=$(mktemp -d "$laid_out.XXXXXX" 2>/dev/null); then
+  lay_out "$staging/root"
+  # Another run may have made it first: its copy is as good.
+  mv -T "$staging/root" "$laid_out" 2>/dev/null || true
+  rm -rf "$staging"
+fi
+if [[ -d $laid_out ]]; then
+  cp -a "$laid_out" "$root"
+else
+  lay_out "$root"
+fi
 
 mkdir -p "$root/dev" "$root/run/nvidia-persistenced" "$root/tmp/nvidia-mps" \
   "$root/proc/driver/nvidia-caps"
