@@ -67,7 +67,7 @@ std::string DefaultLogLevel(const CLI::App& app) {
   }
   std::string path = ParsedCommandPath(app);
   for (const char* daemon : {"device-plugin", "dra-plugin", "exporter", "webhook",
-                             "mps-control-daemon", "mig manager"}) {
+                             "mps-control-daemon", "mps-control-daemon claim", "mig manager"}) {
     if (path == absl::StrCat(app.get_name(), " ", daemon)) return "info";
   }
   return "warn";
@@ -141,8 +141,8 @@ std::unique_ptr<CLI::App> MakeApp(GlobalOptions& global, CommandRunner& run, con
   app->add_option(
       "--log-level", global.log_level,
       "trace, debug, info, warn, error or off (default: info for the daemons "
-      "device-plugin, dra-plugin, exporter, webhook, mps-control-daemon and mig manager; warn for "
-      "the rest)");
+      "device-plugin, dra-plugin, exporter, webhook, mps-control-daemon (claim too) and mig "
+      "manager; warn for the rest)");
   // Taken before parsing (AsksForVersion); here so that help lists it.
   app->add_flag("--version")->description("print the version, as `gpunode version` does");
   for (const Command& command : kCommands) {

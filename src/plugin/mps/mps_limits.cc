@@ -1,5 +1,7 @@
 #include "plugin/mps/mps_limits.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace gpunode::plugin {
@@ -40,12 +42,19 @@ absl::StatusOr<MpsLimits> ComputeMpsLimits(const std::string& resource, int repl
 }
 
 std::vector<std::string> DescribeMpsLimits(const std::string& resource, const MpsLimits& limits) {
+  const std::string threads = limits.active_thread_percentage
+                                  ? absl::StrCat(*limits.active_thread_percentage, "% of the SMs")
+                                  : "default share of the SMs";
   std::vector<std::string> lines;
   for (const MpsGpuLimit& g : limits.gpus) {
-    lines.push_back(absl::StrCat(resource, ": GPU ", g.gpu.index, " (", g.gpu.uuid, ", ",
-                                 g.gpu.name, "): ", limits.active_thread_percentage,
-                                 "% of the SMs, ", g.pinned_mib, " MiB pinned memory per client, ",
-                                 limits.replicas, " of ", g.max_clients, " clients"));
+    std::string line = absl::StrCat(
+        resource, ": GPU ", g.gpu.index, " (", g.gpu.uuid, ", ", g.gpu.name, "): ", threads, ", ",
+        g.pinned_mib ? absl::StrCat(*g.pinned_mib, " MiB pinned memory per client")
+                     : "no pinned memory limit");
+    if (limits.replicas > 0) {
+      absl::StrAppend(&line, ", ", limits.replicas, " of ", g.max_clients, " clients");
+    }
+    lines.push_back(std::move(line));
   }
   return lines;
 }

@@ -1,6 +1,7 @@
 // The layout under the MPS root that NVIDIA's MPS control daemon and device plugin agree on, and
 // gpunode's with them: per MPS resource a pipe and a log directory and a `.started` marker, one
-// `.ready` marker for the node, and the `shm` tmpfs the clients share as /dev/shm.
+// `.ready` marker for the node, and the `shm` tmpfs the clients share as /dev/shm. A DRA claim's
+// daemon has a root of its own and no resource: its pipe, log and markers sit in the root itself.
 #pragma once
 
 #include <string>
@@ -12,16 +13,18 @@ namespace gpunode::plugin {
 inline constexpr const char* kMpsContainerRoot = "/mps";
 
 struct MpsPaths {
-  std::string root;      // the MPS root, e.g. /run/nvidia/mps
-  std::string resource;  // the resource's advertised name, e.g. "nvidia.com/gpu.shared"
+  std::string root;  // the MPS root, e.g. /run/nvidia/mps
+  // The resource's advertised name, e.g. "nvidia.com/gpu.shared"; empty for a claim's daemon.
+  std::string resource;
 
-  std::string ResourceDir() const { return root + "/" + resource; }
+  std::string ResourceDir() const { return resource.empty() ? root : root + "/" + resource; }
   std::string PipeDir() const { return ResourceDir() + "/pipe"; }
   std::string LogDir() const { return ResourceDir() + "/log"; }
   // Written once the resource's daemon answers with its limits set; removed while it is down.
   std::string StartedMarker() const { return ResourceDir() + "/.started"; }
   // The daemon's control socket inside the pipe directory.
   std::string ControlSocket() const { return PipeDir() + "/control"; }
+  // Only for a resource: where a claim's clients see the pipe is the DRA plugin's to choose.
   std::string ContainerPipeDir() const {
     return std::string(kMpsContainerRoot) + "/" + resource + "/pipe";
   }

@@ -91,6 +91,19 @@ std::vector<pid_t> Children(const core::HostRoot& host) {
 
 }  // namespace
 
+MpsGpu ReadMpsGpu(const nvml::Device& device, const std::string& uuid, unsigned index) {
+  MpsGpu gpu{.uuid = uuid, .index = index};
+  gpu.name = device.Name().value_or("unknown GPU");
+  absl::StatusOr<nvml::MemoryInfo> memory = device.Memory();
+  if (memory.ok()) gpu.memory_bytes = memory->total_bytes;
+  absl::StatusOr<nvml::ComputeCapability> cc = device.CudaComputeCapability();
+  if (cc.ok()) {
+    gpu.cc_major = cc->major;
+    gpu.cc_minor = cc->minor;
+  }
+  return gpu;
+}
+
 absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const Config& config,
                                              const Node& node) {
   std::vector<MpsPlan> plans;
@@ -104,16 +117,7 @@ absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const
     for (const NodeGpu* node_gpu : MpsGpus(resource, node)) {
       absl::StatusOr<nvml::Device> handle = nvml::DeviceByUuid(library, node_gpu->uuid);
       if (!handle.ok()) return handle.status();
-      MpsGpu gpu{.uuid = node_gpu->uuid, .index = node_gpu->index};
-      gpu.name = handle->Name().value_or("unknown GPU");
-      absl::StatusOr<nvml::MemoryInfo> memory = handle->Memory();
-      if (memory.ok()) gpu.memory_bytes = memory->total_bytes;
-      absl::StatusOr<nvml::ComputeCapability> cc = handle->CudaComputeCapability();
-      if (cc.ok()) {
-        gpu.cc_major = cc->major;
-        gpu.cc_minor = cc->minor;
-      }
-      gpus.push_back(gpu);
+      gpus.push_back(ReadMpsGpu(*handle, node_gpu->uuid, node_gpu->index));
     }
     absl::StatusOr<MpsLimits> limits = ComputeMpsLimits(resource.name, resource.replicas, gpus);
     if (!limits.ok()) return limits.status();
@@ -175,11 +179,16 @@ absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
                      ": ", answer.status().message(), "; last line of ", paths.LogDir(),
                      "/control.log: ", LastLogLine(paths)));
   }
-  std::vector<std::string> commands = {
-      absl::StrCat("set_default_active_thread_percentage ", plan.limits.active_thread_percentage)};
+  // A limit left out is not sent, so that the daemon's own default holds (a claim's choice).
+  std::vector<std::string> commands;
+  if (plan.limits.active_thread_percentage) {
+    commands.push_back(absl::StrCat("set_default_active_thread_percentage ",
+                                    *plan.limits.active_thread_percentage));
+  }
   for (const MpsGpuLimit& g : plan.limits.gpus) {
+    if (!g.pinned_mib) continue;
     commands.push_back(
-        absl::StrCat("set_default_device_pinned_mem_limit ", g.position, " ", g.pinned_mib, "M"));
+        absl::StrCat("set_default_device_pinned_mem_limit ", g.position, " ", *g.pinned_mib, "M"));
   }
   for (const std::string& command : commands) {
     absl::StatusOr<std::string> said = control.Send(command);
@@ -203,8 +212,13 @@ absl::Status MpsSupervisor::Start() {
       Stop();
       return st;
     }
-    spdlog::info("{}: MPS control daemon started; clients use CUDA_MPS_PIPE_DIRECTORY={}",
-                 plan.resource, plan.paths.ContainerPipeDir());
+    if (plan.paths.resource.empty()) {
+      spdlog::info("{}: MPS control daemon started; its pipe directory is {}", plan.resource,
+                   plan.paths.PipeDir());
+    } else {
+      spdlog::info("{}: MPS control daemon started; clients use CUDA_MPS_PIPE_DIRECTORY={}",
+                   plan.resource, plan.paths.ContainerPipeDir());
+    }
   }
   if (!plans_.empty()) {
     const std::string ready = MpsReadyMarker(plans_.front().paths.root);
@@ -317,11 +331,27 @@ absl::Status MountMpsShm(const std::string& root) {
             "size=65536k") != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("mount tmpfs on ", shm, ": ", strerror(errno),
-                     "; run mount-shm privileged (CAP_SYS_ADMIN) with the MPS root mounted "
-                     "Bidirectional"));
+                     "; run the MPS control daemon privileged (CAP_SYS_ADMIN) with the MPS root "
+                     "mounted Bidirectional"));
   }
   spdlog::info("{}: tmpfs mounted (64 MiB) for the MPS clients' /dev/shm", shm);
   return absl::OkStatus();
+}
+
+absl::Status UnmountMpsShm(const std::string& root) {
+  const std::string shm = MpsShmDir(root);
+  // Detached: a client that still has the tmpfs open keeps its files, and the mount point is
+  // free at once for the root to be removed.
+  if (umount2(shm.c_str(), MNT_DETACH) == 0) {
+    spdlog::info("{}: tmpfs unmounted", shm);
+    return absl::OkStatus();
+  }
+  // EINVAL: not a mount point (never mounted, or unmounted already); ENOENT: no such directory.
+  if (errno == EINVAL || errno == ENOENT) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("unmount ", shm, ": ", strerror(errno),
+                   "; run the MPS control daemon privileged (CAP_SYS_ADMIN) with the MPS root "
+                   "mounted Bidirectional"));
 }
 
 }  // namespace gpunode::plugin

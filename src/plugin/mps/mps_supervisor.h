@@ -1,10 +1,10 @@
 // The MPS control daemons of a node, one per resource shared through MPS, run as NVIDIA's
 // mps-control-daemon runs them: the resource's GPUs in EXCLUSIVE_PROCESS compute mode (through
 // NVML), `nvidia-cuda-mps-control -d` with the resource's pipe and log directories and GPUs, the
-// default active thread percentage and each GPU's pinned memory limit sent on its pipe, then the
-// markers the device plugin waits for. Check() restarts a daemon that stopped accepting; Stop()
-// quits every daemon, waits until none is left, removes the markers and puts the compute mode
-// back to DEFAULT.
+// default active thread percentage and each GPU's pinned memory limit sent on its pipe (those a
+// claim leaves out are not), then the markers the device plugin or the DRA plugin waits for.
+// Check() restarts a daemon that stopped accepting; Stop() quits every daemon, waits until none
+// is left, removes the markers and puts the compute mode back to DEFAULT.
 #pragma once
 
 #include <string>
@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/env.h"
+#include "nvml/device.h"
 #include "nvml/library.h"
 #include "plugin/mps/mps_control.h"
 #include "plugin/mps/mps_limits.h"
@@ -21,15 +22,22 @@
 namespace gpunode::plugin {
 
 struct MpsPlan {
-  std::string resource;  // as advertised: "nvidia.com/gpu" or "nvidia.com/gpu.shared"
+  // As advertised: "nvidia.com/gpu" or "nvidia.com/gpu.shared"; "claim <id>" for a claim's daemon,
+  // whose paths have no resource.
+  std::string resource;
   MpsPaths paths;
   MpsLimits limits;
-  std::string key;  // MpsPlanKey: the first line of the resource's `.started` marker
+  // The first line of the `.started` marker: MpsPlanKey, or "claim <id> gpus=GPU-…,GPU-…".
+  std::string key;
 
   bool operator==(const MpsPlan& other) const {
     return key == other.key && paths.root == other.paths.root;
   }
 };
+
+// What MPS's limits need of one GPU (name, memory, compute capability) from NVML; a value NVML
+// does not report stays empty or 0.
+MpsGpu ReadMpsGpu(const nvml::Device& device, const std::string& uuid, unsigned index);
 
 // The daemons `config` asks for on `node`, with each GPU's limits from NVML. Empty when the
 // config does not share through MPS. Fails like the device plugin would (MPS on MIG devices) or
@@ -71,8 +79,11 @@ int ReapChildren();
 // had to kill.
 int AwaitChildren(core::Env& env, absl::Duration timeout);
 
-// `mount-shm`: a tmpfs at <root>/shm for the clients' /dev/shm, as NVIDIA's daemon mounts it
-// (size 64 MiB, nosuid, nodev, noexec). Does nothing when one is mounted there already.
+// `mount-shm`, and a claim's daemon: a tmpfs at <root>/shm for the clients' /dev/shm, as
+// NVIDIA's daemon mounts it (size 64 MiB, nosuid, nodev, noexec). Does nothing when one is
+// mounted there already.
 absl::Status MountMpsShm(const std::string& root);
+// Unmounts (detaches) the tmpfs at <root>/shm; a root with none mounted there is fine.
+absl::Status UnmountMpsShm(const std::string& root);
 
 }  // namespace gpunode::plugin
