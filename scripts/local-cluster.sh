@@ -8,6 +8,8 @@
 #   scripts/local-cluster.sh node DIR [NAME]  add a node: containerd and a kubelet (below)
 #   scripts/local-cluster.sh restart-kubelet DIR
 #   scripts/local-cluster.sh token DIR NS SA  print a kubeconfig for ServiceAccount NS/SA
+#   scripts/local-cluster.sh shared-mount DIR PATH
+#                                             make PATH a shared mount in the node (below)
 #   scripts/local-cluster.sh down DIR         stop everything started in DIR
 #
 # The node is the real kubelet with Debian's containerd and runc, in a mount namespace of its own
@@ -29,7 +31,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 
 usage() {
   echo "usage: scripts/local-cluster.sh up DIR | node DIR [NAME] | restart-kubelet DIR | down DIR |" \
-    "token DIR NAMESPACE SERVICEACCOUNT" >&2
+    "token DIR NAMESPACE SERVICEACCOUNT | shared-mount DIR PATH" >&2
   exit 2
 }
 (($# >= 2)) || usage
@@ -369,8 +371,11 @@ simulated_gpu_runtime() {
   cp "${modules[@]}" "$root/usr/local/bin/"
   ln -s gpunode "$root/usr/local/bin/kubectl-gpunode"
   cp "$dir/node/pause/pause" "$root/pause"
+  # With the rest of Debian's libc6 that NVIDIA's nvidia-cuda-mps-control links (libpthread,
+  # librt, libdl), which deploy/Dockerfile's debian:bookworm-slim base has: a claim's MPS daemon
+  # runs it from the driver root in this image.
   for file in $(ldd "$build/gpunode" "${modules[@]}" | grep -oE '/[^ :]+ \(0x' | cut -d' ' -f1 |
-    sort -u); do
+    sort -u) "$lib/libpthread.so.0" "$lib/librt.so.1" "$lib/libdl.so.2"; do
     [[ -f $file ]] || continue
     mkdir -p "$root$(dirname "$file")"
     cp -L "$file" "$root$file"
@@ -512,6 +517,17 @@ restart_kubelet() {
   await kubelet 60 kubelet_healthy
 }
 
+# A node's mounts are private to its namespace, where a systemd host's / is shared: a pod's
+# Bidirectional mount (a daemon's tmpfs for its clients) needs its host path on a shared mount, so
+# PATH is bound onto itself and made shared there, in the node's namespace alone.
+shared_mount() {
+  (($# == 3)) || usage
+  [[ -f $dir/pids/node-namespace ]] || { echo "local-cluster: $dir runs no node" >&2; exit 2; }
+  nsenter --mount="/proc/$(<"$dir/pids/node-namespace")/ns/mnt" -- sh -c \
+    'mkdir -p "$0" && { mountpoint -q "$0" || mount --bind "$0" "$0"; } && mount --make-shared "$0"' \
+    "$3"
+}
+
 token() {
   (($# == 4)) || usage
   local ns=$3 sa=$4 bin
@@ -528,5 +544,6 @@ case $verb in
   restart-kubelet) restart_kubelet ;;
   down) stop_all ;;
   token) token "$@" ;;
+  shared-mount) shared_mount "$@" ;;
   *) usage ;;
 esac

@@ -35,6 +35,8 @@ struct DraPluginFlags {
   std::string cdi_hook_path = "/usr/bin/nvidia-cdi-hook";
   std::string rescan_interval = "30s";
   std::string nvidia_smi = "nvidia-smi";
+  std::string name_space = "gpunode-system";
+  std::string image_name;
   std::optional<std::string> health_recovery_period;
   std::optional<std::string> health_flap_limit;
   bool dry_run = false;
@@ -116,6 +118,22 @@ int RunDraPlugin(const GlobalOptions& global, const DraPluginFlags& flags) {
   options.rescan_interval = *rescan;
   options.nvidia_smi = flags.nvidia_smi;
   options.health = *std::move(health);
+  options.name_space = flags.name_space;
+  options.mps_image = flags.image_name;
+  // A claim's MPS daemon sees the GPUs this plugin sees: the same simulated node, driver root
+  // and logging.
+  if (!global.sim.empty()) options.mps_global_args = {"--sim", global.sim};
+  if (!global.sim_topology.empty()) {
+    options.mps_global_args.insert(options.mps_global_args.end(),
+                                   {"--sim-topology", global.sim_topology});
+  }
+  if (options.driver_root != "/") {
+    options.mps_global_args.insert(options.mps_global_args.end(),
+                                   {"--driver-root", options.driver_root});
+  }
+  options.mps_global_args.insert(
+      options.mps_global_args.end(),
+      {"--log-level", global.log_level.empty() ? "info" : global.log_level});
 
   absl::Status st = dra::RunDraPlugin(**library, {**slices, **claims}, options, env);
   if (!st.ok()) return ReportError(st);
@@ -159,6 +177,13 @@ void AddDraPluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunn
                   "(compute-policy --set-timeslice); a path, or a name looked up on PATH (env "
                   "NVIDIA_SMI_PATH)")
       ->capture_default_str();
+  cmd->add_option("--namespace", flags->name_space,
+                  "the plugin's namespace, where the Deployments of the claims' MPS control "
+                  "daemons go (env NAMESPACE)")
+      ->capture_default_str();
+  cmd->add_option("--image-name", flags->image_name,
+                  "the image of the claims' MPS control daemons: gpunode's (env IMAGE_NAME); "
+                  "without it a claim that asks for MPS fails to prepare");
   cmd->add_option("--rescan-interval", flags->rescan_interval,
                   "how often the devices are read again and the ResourceSlice updated when they "
                   "changed")
@@ -183,6 +208,8 @@ void AddDraPluginCommand(CLI::App& app, const GlobalOptions& global, CommandRunn
     FromEnvironment(flags->dev_root, *cmd, "--dev-root", "NVIDIA_DEV_ROOT");
     FromEnvironment(flags->cdi_hook_path, *cmd, "--nvidia-cdi-hook-path", "NVIDIA_CDI_HOOK_PATH");
     FromEnvironment(flags->nvidia_smi, *cmd, "--nvidia-smi-path", "NVIDIA_SMI_PATH");
+    FromEnvironment(flags->name_space, *cmd, "--namespace", "NAMESPACE");
+    FromEnvironment(flags->image_name, *cmd, "--image-name", "IMAGE_NAME");
     run = [&global, flags] { return RunDraPlugin(global, *flags); };
   });
 }

@@ -8,6 +8,7 @@
 #include "core/printable.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "kube/quantity.h"
 #include "nlohmann/json.hpp"
 
 namespace gpunode::dra {
@@ -45,10 +46,82 @@ absl::Status ConfigError(std::string_view where, std::string_view what) {
   return absl::InvalidArgumentError(core::StrCat(where, ": ", what));
 }
 
-// A GpuConfig or MigDeviceConfig: `sharing` is the only field beside the type's; of its
-// strategies gpunode's DRA plugin does TimeSlicing and refuses MPS, rather than hand out a device
-// that is not shared the way the claim says. Returns the interval it names, empty when none.
-absl::StatusOr<std::string> ReadOpaqueConfig(const json& parameters, std::string_view where) {
+// How a config says to share its devices: a time-slice interval, or an MPS daemon, or neither
+// (a config without `sharing`, or TimeSlicing without an interval, leaves the devices as an
+// earlier config left them).
+struct Sharing {
+  std::string interval;
+  std::optional<MpsRequest> mps;
+  bool SaysHow() const { return !interval.empty() || mps.has_value(); }
+};
+
+// A memory limit of mpsConfig: a resource.Quantity in NVIDIA's type, so "4Gi" or a number of
+// bytes, and at least 1Mi, since the daemon takes whole MiB (NVIDIA's driver refuses less too).
+absl::StatusOr<uint64_t> ReadMemoryLimit(const json& value, std::string_view field,
+                                         std::string_view where) {
+  std::string text = value.is_string()           ? value.get<std::string>()
+                     : value.is_number_integer() ? value.dump()
+                                                 : std::string();
+  absl::StatusOr<int64_t> milli = kube::ParseQuantityMilli(text);
+  constexpr int64_t kMebibyteMilli = int64_t{1000} << 20;
+  if (!milli.ok() || *milli < kMebibyteMilli) {
+    return ConfigError(where, core::StrCat(field, " ", Quoted(value),
+                                           " is not a memory quantity of at least 1Mi; write it "
+                                           "as \"4Gi\" or \"512Mi\""));
+  }
+  return static_cast<uint64_t>(*milli / 1000);
+}
+
+absl::StatusOr<MpsRequest> ReadMpsConfig(const json& sharing, std::string_view where) {
+  if (sharing.contains("timeSlicingConfig")) {
+    return ConfigError(where,
+                       "sharing.timeSlicingConfig cannot be used with sharing.strategy MPS; "
+                       "set the daemon's limits in sharing.mpsConfig");
+  }
+  const json& config = sharing.contains("mpsConfig") ? sharing["mpsConfig"] : json(json::object());
+  if (!config.is_object()) return ConfigError(where, "sharing.mpsConfig is not an object");
+  std::vector<std::string> unknown =
+      UnknownFields(config, {"defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit",
+                             "defaultPerDevicePinnedMemoryLimit"});
+  if (!unknown.empty()) {
+    return ConfigError(
+        where, core::StrCat("sharing.mpsConfig has no field(s) ", absl::StrJoin(unknown, ", ")));
+  }
+  MpsRequest mps;
+  if (config.contains("defaultActiveThreadPercentage")) {
+    const json& percentage = config["defaultActiveThreadPercentage"];
+    if (!percentage.is_number_integer() || percentage.get<int64_t>() < 1 ||
+        percentage.get<int64_t>() > 100) {
+      return ConfigError(where,
+                         core::StrCat("sharing.mpsConfig.defaultActiveThreadPercentage ",
+                                      Quoted(percentage), " is not a whole number from 1 to 100"));
+    }
+    mps.active_thread_percentage = percentage.get<int>();
+  }
+  if (config.contains("defaultPinnedDeviceMemoryLimit")) {
+    ASSIGN_OR_RETURN(mps.default_pinned_bytes,
+                     ReadMemoryLimit(config["defaultPinnedDeviceMemoryLimit"],
+                                     "sharing.mpsConfig.defaultPinnedDeviceMemoryLimit", where));
+  }
+  if (config.contains("defaultPerDevicePinnedMemoryLimit")) {
+    const json& limits = config["defaultPerDevicePinnedMemoryLimit"];
+    if (!limits.is_object()) {
+      return ConfigError(where,
+                         "sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit is not a map of a "
+                         "GPU UUID or device index to a quantity");
+    }
+    for (const auto& [key, value] : limits.items()) {
+      std::string field = core::StrCat("sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit[",
+                                       core::Printable(key), "]");
+      ASSIGN_OR_RETURN(mps.pinned_bytes[key], ReadMemoryLimit(value, field, where));
+    }
+  }
+  return mps;
+}
+
+// A GpuConfig or MigDeviceConfig: `sharing` is the only field beside the type's, with NVIDIA's
+// two strategies, each with its own settings.
+absl::StatusOr<Sharing> ReadOpaqueConfig(const json& parameters, std::string_view where) {
   if (!parameters.is_object()) return ConfigError(where, "parameters is not an object");
   const json& api_version = At(parameters, {"apiVersion"});
   const json& kind = At(parameters, {"kind"});
@@ -66,7 +139,7 @@ absl::StatusOr<std::string> ReadOpaqueConfig(const json& parameters, std::string
     return ConfigError(where, core::StrCat(kind.get<std::string>(), " has no field(s) ",
                                            absl::StrJoin(unknown, ", ")));
   }
-  if (!parameters.contains("sharing")) return std::string();
+  if (!parameters.contains("sharing")) return Sharing{};
   const json& sharing = At(parameters, {"sharing"});
   if (!sharing.is_object()) return ConfigError(where, "sharing is not an object");
   unknown = UnknownFields(sharing, {"strategy", "timeSlicingConfig", "mpsConfig"});
@@ -76,13 +149,17 @@ absl::StatusOr<std::string> ReadOpaqueConfig(const json& parameters, std::string
   }
   const json& strategy = sharing.contains("strategy") ? sharing["strategy"] : json("TimeSlicing");
   if (strategy == "MPS") {
-    return ConfigError(where,
-                       "sharing.strategy MPS is not supported by gpunode's DRA plugin yet; share "
-                       "through MPS with `gpunode device-plugin` on this node pool");
+    ASSIGN_OR_RETURN(MpsRequest mps, ReadMpsConfig(sharing, where));
+    return Sharing{.interval = "", .mps = mps};
   }
   if (strategy != "TimeSlicing") {
     return ConfigError(where, core::StrCat("sharing.strategy ", Quoted(strategy),
                                            " is neither TimeSlicing nor MPS"));
+  }
+  if (sharing.contains("mpsConfig")) {
+    return ConfigError(where,
+                       "sharing.mpsConfig cannot be used with sharing.strategy TimeSlicing; set "
+                       "strategy: MPS or leave mpsConfig out");
   }
   const json& time_slicing =
       sharing.contains("timeSlicingConfig") ? sharing["timeSlicingConfig"] : json(json::object());
@@ -94,14 +171,14 @@ absl::StatusOr<std::string> ReadOpaqueConfig(const json& parameters, std::string
     return ConfigError(where, core::StrCat("sharing.timeSlicingConfig has no field(s) ",
                                            absl::StrJoin(unknown, ", ")));
   }
-  if (!time_slicing.contains("interval")) return std::string();
+  if (!time_slicing.contains("interval")) return Sharing{};
   const json& interval = time_slicing["interval"];
   static const std::set<std::string> kIntervals = {"Default", "Short", "Medium", "Long"};
   if (!interval.is_string() || !kIntervals.contains(interval.get<std::string>())) {
     return ConfigError(where, core::StrCat("sharing.timeSlicingConfig.interval ", Quoted(interval),
                                            " is not one of Default, Short, Medium, Long"));
   }
-  return interval.get<std::string>();
+  return Sharing{.interval = interval.get<std::string>(), .mps = std::nullopt};
 }
 
 }  // namespace
@@ -150,8 +227,9 @@ absl::StatusOr<std::vector<AllocatedDevice>> ReadAllocation(std::string_view cla
       if (JsonString(opaque, "driver") != driver) continue;
       std::string where =
           core::StrCat(name, ": status.allocation.devices.config[", i, "].opaque.parameters");
-      ASSIGN_OR_RETURN(std::string interval, ReadOpaqueConfig(At(opaque, {"parameters"}), where));
-      if (interval.empty()) continue;
+      ASSIGN_OR_RETURN(Sharing sharing, ReadOpaqueConfig(At(opaque, {"parameters"}), where));
+      if (!sharing.SaysHow()) continue;
+      if (sharing.mps) sharing.mps->config_index = i;
       std::set<std::string> requests;
       if (const json& listed = At(configs[i], {"requests"}); listed.is_array()) {
         for (const json& request : listed) {
@@ -161,8 +239,10 @@ absl::StatusOr<std::vector<AllocatedDevice>> ReadAllocation(std::string_view cla
       for (AllocatedDevice& device : out) {
         // "gpu/big" is configured through "gpu" as well as through itself.
         std::string parent = device.request.substr(0, device.request.find('/'));
-        if (requests.empty() || requests.contains(device.request) || requests.contains(parent))
-          device.time_slice = interval;
+        if (requests.empty() || requests.contains(device.request) || requests.contains(parent)) {
+          device.time_slice = sharing.interval;
+          device.mps = sharing.mps;
+        }
       }
     }
   }

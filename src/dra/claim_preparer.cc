@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,9 +27,11 @@ std::string ClaimName(const ClaimRef& claim) {
 
 // The spec of one claim: the driver's files in the common edits, and for each allocated device an
 // entry "<uid>-<device>" with the device nodes of the GPU or MIG device, taken from the entry
-// src/cdi gives that UUID.
+// src/cdi gives that UUID, and the edits of its MPS daemon when `mps_roots` names one for it (the
+// daemon's directory, by the device's place in `devices`).
 absl::StatusOr<cdi::Spec> ClaimSpec(const std::string& uid,
                                     const std::vector<const gpu::DraDevice*>& devices,
+                                    const std::map<size_t, std::string>& mps_roots,
                                     const cdi::DriverFiles& driver, const core::HostRoot& host,
                                     const PreparerOptions& options) {
   std::map<unsigned, cdi::GpuDevice> gpus;
@@ -52,13 +55,21 @@ absl::StatusOr<cdi::Spec> ClaimSpec(const std::string& uid,
   std::map<std::string, cdi::Spec> by_name;
   for (const cdi::Spec& entry : spec["devices"]) by_name[entry["name"].get<std::string>()] = entry;
   cdi::Spec named = cdi::Spec::array();
-  for (const gpu::DraDevice* device : devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const gpu::DraDevice* device = devices[i];
     auto it = by_name.find(device->uuid);
     if (it == by_name.end()) {
       return absl::InternalError(core::StrCat("the CDI spec has no entry for ", device->uuid));
     }
     cdi::Spec entry = it->second;
     entry["name"] = core::StrCat(uid, "-", device->name);
+    if (auto root = mps_roots.find(i); root != mps_roots.end()) {
+      const cdi::Spec client = MpsContainerEdits(root->second);
+      cdi::Spec& edits = entry["containerEdits"];
+      for (const auto& [field, added] : client.items()) {
+        for (const cdi::Spec& item : added) edits[field].push_back(item);
+      }
+    }
     named.push_back(std::move(entry));
   }
   spec["devices"] = std::move(named);
@@ -76,9 +87,10 @@ absl::StatusOr<cdi::Spec> ClaimSpec(const std::string& uid,
 absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOptions options,
                                                                      cdi::DriverFiles driver,
                                                                      const core::HostRoot& host,
-                                                                     ClaimReader read_claim) {
+                                                                     ClaimReader read_claim,
+                                                                     MpsDaemons& mps) {
   std::unique_ptr<ClaimPreparer> preparer(
-      new ClaimPreparer(std::move(options), std::move(driver), host, std::move(read_claim)));
+      new ClaimPreparer(std::move(options), std::move(driver), host, std::move(read_claim), mps));
   ASSIGN_OR_RETURN(std::optional<host::DraCheckpoint> loaded, preparer->checkpoint_file_.Read());
   if (!preparer->checkpoint_file_.dropped().empty()) {
     spdlog::warn("checkpoint {}: {}", preparer->checkpoint_file_.path(),
@@ -132,6 +144,12 @@ absl::StatusOr<std::unique_ptr<ClaimPreparer>> ClaimPreparer::Create(PreparerOpt
   if (changed) {
     RETURN_IF_ERROR(preparer->checkpoint_file_.Write(preparer->checkpoint_));
   }
+  // After the records are settled: a daemon whose claim was dropped or rolled back above, or
+  // whose start a stopped plugin never recorded, serves no one.
+  std::set<std::string> kept;
+  for (const auto& [uid, claim] : preparer->checkpoint_.claims)
+    kept.insert(claim.mps_daemons.begin(), claim.mps_daemons.end());
+  mps.StopAllBut(kept);
   return preparer;
 }
 
@@ -194,6 +212,12 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
                        " is a MIG device: a time-slice interval applies to "
                        "a whole GPU; leave sharing.timeSlicingConfig out of its MigDeviceConfig"));
     }
+    if (a.mps && found->is_mig()) {
+      return absl::InvalidArgumentError(core::StrCat(
+          "device ", a.device,
+          " is a MIG device: gpunode's DRA plugin shares whole GPUs through MPS, not MIG "
+          "devices; leave sharing.strategy MPS out of its MigDeviceConfig"));
+    }
     devices.push_back(found);
     answer.push_back({.requests = {a.request},
                       .pool = a.pool,
@@ -201,22 +225,48 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
                       .cdi_ids = {core::StrCat(kClaimCdiKind, "=", claim.uid, "-", a.device)},
                       .time_slice = a.time_slice});
   }
+  // The devices of one MPS config share its daemon.
+  std::map<size_t, std::vector<size_t>> mps_groups;  // config index: places in `devices`
+  for (size_t i = 0; i < allocated.size(); ++i) {
+    if (allocated[i].mps) mps_groups[allocated[i].mps->config_index].push_back(i);
+  }
+  std::vector<MpsDaemonSpec> daemons;
+  std::vector<std::string> daemon_ids;
+  std::vector<std::vector<size_t>> daemon_places;
+  for (const auto& [config_index, places] : mps_groups) {
+    std::vector<std::string> gpus;
+    for (size_t place : places) gpus.push_back(devices[place]->gpu_uuid);
+    ASSIGN_OR_RETURN(MpsDaemonSpec daemon,
+                     PlanMpsDaemon(claim.uid, *allocated[places.front()].mps, gpus));
+    daemon_ids.push_back(daemon.id);
+    daemons.push_back(std::move(daemon));
+    daemon_places.push_back(places);
+  }
   // A spec is a file of this plugin's own: one left by a plugin stopped before the record below
-  // is found at start and removed (Create). A time-slice interval changes the GPU, which nothing
-  // on disk shows: that preparation is recorded as started first, so that a plugin stopped in
-  // the middle rolls it back.
+  // is found at start and removed (Create). A time-slice interval changes the GPU, and a daemon
+  // runs beside it, which nothing on disk shows: such a preparation is recorded as started
+  // first, so that a plugin stopped in the middle rolls it back.
   const bool sets_time_slice =
       std::any_of(answer.begin(), answer.end(),
                   [](const host::PreparedDevice& d) { return !d.time_slice.empty(); });
-  if (sets_time_slice) {
+  if (sets_time_slice || !daemons.empty()) {
     checkpoint_.claims[claim.uid] = {.name_space = claim.name_space,
                                      .name = claim.name,
                                      .state = host::ClaimState::kPrepareStarted,
-                                     .devices = {}};
+                                     .devices = {},
+                                     .mps_daemons = daemon_ids};
     RETURN_IF_ERROR(checkpoint_file_.Write(checkpoint_));
   }
+  std::map<size_t, std::string> mps_roots;
+  for (size_t d = 0; d < daemons.size(); ++d) {
+    // Not stopped on failure: the kubelet asks again, and finds the daemon further on; an
+    // Unprepare, or a restart's rollback, stops it.
+    RETURN_IF_ERROR(mps_.Start(daemons[d]));
+    for (size_t place : daemon_places[d]) mps_roots[place] = mps_.Root(daemons[d].id);
+  }
   if (!devices.empty()) {
-    ASSIGN_OR_RETURN(cdi::Spec spec, ClaimSpec(claim.uid, devices, driver_, host_, options_));
+    ASSIGN_OR_RETURN(cdi::Spec spec,
+                     ClaimSpec(claim.uid, devices, mps_roots, driver_, host_, options_));
     RETURN_IF_ERROR(cdi::WriteSpecFile(SpecPath(claim.uid), spec, cdi::SpecFormat::kJson));
   }
   for (size_t i = 0; i < answer.size(); ++i) {
@@ -228,6 +278,7 @@ absl::StatusOr<std::vector<host::PreparedDevice>> ClaimPreparer::PrepareLocked(
   record.name = claim.name;
   record.state = host::ClaimState::kPrepareCompleted;
   record.devices = answer;
+  record.mps_daemons = daemon_ids;
   RETURN_IF_ERROR(checkpoint_file_.Write(checkpoint_));
   spdlog::info("claim {}: prepared {} device(s)", ClaimName(claim), answer.size());
   return answer;
@@ -264,6 +315,7 @@ absl::Status ClaimPreparer::Unprepare(const std::string& uid) {
   std::lock_guard lock(mutex_);
   auto it = checkpoint_.claims.find(uid);
   if (it == checkpoint_.claims.end()) return RemoveSpec(uid);
+  for (const std::string& daemon : it->second.mps_daemons) RETURN_IF_ERROR(mps_.Stop(daemon));
   RETURN_IF_ERROR(RemoveSpec(uid));
   std::string name = core::StrCat(it->second.name_space, "/", it->second.name);
   std::vector<host::PreparedDevice> released = it->second.devices;

@@ -3,12 +3,14 @@
 // "<claimUID>-<device>" per allocated device, as NVIDIA's DRA driver names them), recorded in the
 // checkpoint once the spec is on disk. A plugin restarted at any point answers the kubelet as if
 // it had not stopped: a spec no record names is removed at start (the kubelet, which got no
-// answer, asks again), and a preparation that changes the GPU itself (a time-slice interval) is
-// recorded as started before it begins, so that it is rolled back.
+// answer, asks again), and a preparation that changes the GPU itself (a time-slice interval) or
+// starts something beside it (a claim's MPS control daemon, claim_mps.h) is recorded as started
+// before it begins, so that it is rolled back.
 //
 // Thread-safety: Prepare, Unprepare and SetDevices may be called from any thread; one mutex
 // serializes them (the kubelet sends a pod's claims in one call, and a claim's preparation is
-// a few file writes, so there is nothing to gain from running two at once).
+// a few file writes, so there is nothing to gain from running two at once; a claim that waits
+// for its MPS daemon's pod holds the others back, as NVIDIA's driver does).
 #pragma once
 
 #include <functional>
@@ -19,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "cdi/driver_files.h"
 #include "core/host_root.h"
+#include "dra/claim_mps.h"
 #include "gpu/dra_devices.h"
 #include "host/dra_checkpoint.h"
 
@@ -51,22 +54,27 @@ class ClaimPreparer {
   using ClaimReader = std::function<absl::StatusOr<std::string>(const ClaimRef&)>;
 
   // Loads the checkpoint: claims of another boot are dropped, claims whose preparation had
-  // started but not completed are rolled back (their spec removed; the kubelet asks again), and
-  // claim specs in the CDI root that no record names are removed.
-  // Fails on a checkpoint that does not parse, deleting nothing.
+  // started but not completed are rolled back (their spec removed; the kubelet asks again),
+  // claim specs in the CDI root that no record names are removed, and MPS daemons that no
+  // remaining record names are stopped.
+  // Fails on a checkpoint that does not parse, deleting nothing. `mps` outlives the preparer.
   static absl::StatusOr<std::unique_ptr<ClaimPreparer>> Create(PreparerOptions options,
                                                                cdi::DriverFiles driver,
                                                                const core::HostRoot& host,
-                                                               ClaimReader read_claim);
+                                                               ClaimReader read_claim,
+                                                               MpsDaemons& mps);
 
   // The devices of the node now (after a MIG change, a GPU lost or back).
   void SetDevices(std::vector<gpu::DraDevice> devices);
 
   // The claim's devices with their CDI IDs; the same answer again for a claim already prepared.
-  // A time-slice interval its config asks for is set on the GPUs before the answer is given.
+  // A time-slice interval its config asks for is set on the GPUs, and the MPS daemons it asks
+  // for are running with their limits, before the answer is given.
   absl::StatusOr<std::vector<host::PreparedDevice>> Prepare(const ClaimRef& claim);
-  // Removes the claim's spec and record; a claim not prepared here is already unprepared. A GPU
-  // whose interval the claim set goes back to Default when no other prepared claim set one.
+  // Stops the claim's MPS daemons, then removes its spec and record (a daemon that does not stop
+  // fails the call and changes nothing else: the kubelet asks again); a claim not prepared here
+  // is already unprepared. A GPU whose interval the claim set goes back to Default when no other
+  // prepared claim set one.
   absl::Status Unprepare(const std::string& uid);
 
   // The UIDs of the prepared claims, for doctor and the tests.
@@ -76,11 +84,12 @@ class ClaimPreparer {
 
  private:
   ClaimPreparer(PreparerOptions options, cdi::DriverFiles driver, const core::HostRoot& host,
-                ClaimReader read_claim)
+                ClaimReader read_claim, MpsDaemons& mps)
       : options_(std::move(options)),
         driver_(std::move(driver)),
         host_(host),
         read_claim_(std::move(read_claim)),
+        mps_(mps),
         checkpoint_file_(options_.checkpoint_path, options_.boot_id) {}
 
   absl::StatusOr<std::vector<host::PreparedDevice>> PrepareLocked(const ClaimRef& claim);
@@ -94,6 +103,7 @@ class ClaimPreparer {
   const cdi::DriverFiles driver_;
   const core::HostRoot& host_;
   const ClaimReader read_claim_;
+  MpsDaemons& mps_;
   mutable std::mutex mutex_;
   host::DraCheckpointFile checkpoint_file_;
   host::DraCheckpoint checkpoint_;  // as on disk

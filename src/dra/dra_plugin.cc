@@ -178,20 +178,30 @@ absl::Status RunDraPlugin(const nvml::Library& library, ApiClients api,
     return absl::PermissionDeniedError(
         core::StrCat("cannot create ", plugin_dir, ": ", ec.message()));
   ASSIGN_OR_RETURN(std::string boot_id, BootId(host));
+  DeploymentMpsDaemons mps(
+      {.node_name = options.node_name,
+       .name_space = options.name_space,
+       .image = options.mps_image,
+       .mps_dir = core::StrCat(plugin_dir, "/mps"),
+       .global_args = options.mps_global_args,
+       .driver_root = options.driver_root == "/" ? std::string() : options.driver_root},
+      api.claims, env);
   ASSIGN_OR_RETURN(
       std::unique_ptr<ClaimPreparer> preparer,
-      ClaimPreparer::Create({.node_name = options.node_name,
-                             .checkpoint_path = core::StrCat(plugin_dir, "/checkpoint.json"),
-                             .cdi_root = options.cdi_root,
-                             .dev_root = options.dev_root,
-                             .hook_path = hook_path,
-                             .boot_id = boot_id,
-                             .nvidia_smi = options.nvidia_smi},
-                            std::move(driver), host, [&api](const ClaimRef& claim) {
-                              return api.claims.Get(
-                                  core::StrCat("/apis/resource.k8s.io/v1/namespaces/",
+      ClaimPreparer::Create(
+          {.node_name = options.node_name,
+           .checkpoint_path = core::StrCat(plugin_dir, "/checkpoint.json"),
+           .cdi_root = options.cdi_root,
+           .dev_root = options.dev_root,
+           .hook_path = hook_path,
+           .boot_id = boot_id,
+           .nvidia_smi = options.nvidia_smi},
+          std::move(driver), host,
+          [&api](const ClaimRef& claim) {
+            return api.claims.Get(core::StrCat("/apis/resource.k8s.io/v1/namespaces/",
                                                claim.name_space, "/resourceclaims/", claim.name));
-                            }));
+          },
+          mps));
   std::vector<gpu::DraDevice> devices = node.devices;
   std::vector<unsigned> lost = node.lost;
   preparer->SetDevices(devices);

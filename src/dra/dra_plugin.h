@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -31,6 +32,12 @@ struct DraPluginOptions {
   std::string dev_root = "/";
   std::string hook_path = "/usr/bin/nvidia-cdi-hook";  // empty: no hooks
   std::string nvidia_smi = "nvidia-smi";  // sets the time-slice intervals claims ask for
+  // The claims' MPS control daemons (claim_mps.h): the namespace of their Deployments (the
+  // plugin's own), their image (gpunode's; empty: MPS claims are refused), and gpunode's global
+  // flags they run with (--sim of a simulated node, --driver-root, --log-level).
+  std::string name_space = "gpunode-system";
+  std::string mps_image = {};
+  std::vector<std::string> mps_global_args = {};
   absl::Duration rescan_interval = absl::Seconds(30);
   // The XID policy, recovery period and flap limit, as the device plugin's (src/health).
   health::HealthOptions health;

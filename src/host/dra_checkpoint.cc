@@ -84,6 +84,7 @@ std::string RenderDraCheckpoint(const DraCheckpoint& checkpoint) {
         {"namespace", claim.name_space},
         {"name", claim.name},
         {"preparedDevices", devices}};
+    if (!claim.mps_daemons.empty()) claims[uid]["mpsControlDaemons"] = claim.mps_daemons;
   }
   ordered data = {{"nodeBootID", checkpoint.boot_id}, {"preparedClaims", claims}};
   ordered file = {{"checksum", Checksum(data)}, {"v1", data}};
@@ -156,6 +157,12 @@ absl::StatusOr<DraCheckpoint> ParseDraCheckpoint(std::string_view text, std::str
         }
         claim.devices.push_back(std::move(device));
       }
+    }
+    if (entry.contains("mpsControlDaemons")) {
+      absl::StatusOr<std::vector<std::string>> daemons = Strings(
+          Member(entry, "mpsControlDaemons"), source, core::StrCat(where, ".mpsControlDaemons"));
+      if (!daemons.ok()) return daemons.status();
+      claim.mps_daemons = *daemons;
     }
     checkpoint.claims[uid] = std::move(claim);
   }

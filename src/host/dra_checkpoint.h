@@ -40,6 +40,9 @@ struct PreparedClaim {
   std::string name;
   ClaimState state = ClaimState::kPrepareStarted;
   std::vector<PreparedDevice> devices = {};
+  // The MPS control daemons started for the claim (their IDs), recorded before the first one is
+  // asked for: Unprepare, and a rollback, stop them.
+  std::vector<std::string> mps_daemons = {};
   friend bool operator==(const PreparedClaim&, const PreparedClaim&) = default;
 };
 

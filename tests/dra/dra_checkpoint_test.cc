@@ -24,8 +24,10 @@ host::DraCheckpoint Sample() {
                                              .pool = "node-a",
                                              .device = "gpu-3",
                                              .cdi_ids = {"k8s.gpu.nvidia.com/claim=uid-1-gpu-3"}}}};
-  checkpoint.claims["uid-2"] = {
-      .name_space = "ml", .name = "half", .state = host::ClaimState::kPrepareStarted};
+  checkpoint.claims["uid-2"] = {.name_space = "ml",
+                                .name = "half",
+                                .state = host::ClaimState::kPrepareStarted,
+                                .mps_daemons = {"uid-2-0"}};
   return checkpoint;
 }
 

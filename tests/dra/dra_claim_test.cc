@@ -8,6 +8,7 @@
 #include "cdi/validate.h"
 #include "dra/claim_allocation.h"
 #include "dra/claim_preparer.h"
+#include "fake_mps_daemons.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -77,8 +78,47 @@ TEST(DraClaim, WhatCannotBePreparedIsNamed) {
       {Claim("u1", json::array({Result("gpu-0")}),
              Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
                      {"kind", "GpuConfig"},
-                     {"sharing", {{"strategy", "MPS"}}}})),
-       "u1", "MPS is not supported"},
+                     {"sharing",
+                      {{"strategy", "MPS"}, {"timeSlicingConfig", {{"interval", "Long"}}}}}})),
+       "u1", "sharing.timeSlicingConfig cannot be used with sharing.strategy MPS"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                     {"kind", "GpuConfig"},
+                     {"sharing", {{"mpsConfig", json::object()}}}})),
+       "u1", "sharing.mpsConfig cannot be used with sharing.strategy TimeSlicing"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque(
+                 {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                  {"kind", "GpuConfig"},
+                  {"sharing",
+                   {{"strategy", "MPS"}, {"mpsConfig", {{"defaultActiveThreadPercentage", 0}}}}}})),
+       "u1", "defaultActiveThreadPercentage 0 is not a whole number from 1 to 100"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                     {"kind", "GpuConfig"},
+                     {"sharing",
+                      {{"strategy", "MPS"},
+                       {"mpsConfig", {{"defaultActiveThreadPercentage", "50"}}}}}})),
+       "u1", "defaultActiveThreadPercentage \"50\" is not a whole number"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                     {"kind", "GpuConfig"},
+                     {"sharing",
+                      {{"strategy", "MPS"},
+                       {"mpsConfig", {{"defaultPinnedDeviceMemoryLimit", "512Ki"}}}}}})),
+       "u1", "defaultPinnedDeviceMemoryLimit \"512Ki\" is not a memory quantity of at least 1Mi"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                     {"kind", "GpuConfig"},
+                     {"sharing",
+                      {{"strategy", "MPS"},
+                       {"mpsConfig", {{"defaultPerDevicePinnedMemoryLimit", {{"0", "lots"}}}}}}}})),
+       "u1", "defaultPerDevicePinnedMemoryLimit[0] \"lots\" is not a memory quantity"},
+      {Claim("u1", json::array({Result("gpu-0")}),
+             Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                     {"kind", "GpuConfig"},
+                     {"sharing", {{"strategy", "MPS"}, {"mpsConfig", {{"multiUser", true}}}}}})),
+       "u1", "sharing.mpsConfig has no field(s) multiUser"},
       {Claim("u1", json::array({Result("gpu-0")}),
              Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
                      {"kind", "GpuConfig"},
@@ -137,6 +177,47 @@ TEST(DraClaim, AnIntervalAppliesToTheRequestsItsConfigNamesAndTheLastConfigWins)
   EXPECT_EQ((*devices)[0].time_slice, "") << "no config: the GPU is left as it is";
 }
 
+TEST(DraClaim, AnMpsConfigIsReadWithItsLimitsAndTheLastConfigThatSaysHowWins) {
+  json mps = {
+      {"apiVersion", "resource.nvidia.com/v1beta1"},
+      {"kind", "GpuConfig"},
+      {"sharing",
+       {{"strategy", "MPS"},
+        {"mpsConfig",
+         {{"defaultActiveThreadPercentage", 50},
+          {"defaultPinnedDeviceMemoryLimit", "4Gi"},
+          // NVIDIA's keys: a GPU's UUID or its index; a quantity or a number of bytes.
+          {"defaultPerDevicePinnedMemoryLimit", {{"GPU-aaaa", "1Gi"}, {"1", 2147483648}}}}}}}};
+  json short_slices = {{"apiVersion", "resource.nvidia.com/v1beta1"},
+                       {"kind", "GpuConfig"},
+                       {"sharing", {{"timeSlicingConfig", {{"interval", "Short"}}}}}};
+  json no_sharing = {{"apiVersion", "resource.nvidia.com/v1beta1"}, {"kind", "GpuConfig"}};
+  json results = json::array({Result("gpu-0"), Result("gpu-1")});
+  results[1]["request"] = "infer";
+  json configs = json::array(
+      {{{"source", "FromClass"}, {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", mps}}}},
+       {{"source", "FromClaim"},
+        {"requests", {"infer"}},
+        {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", short_slices}}}},
+       {{"source", "FromClaim"},
+        {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", no_sharing}}}}});
+  absl::StatusOr<std::vector<AllocatedDevice>> devices =
+      ReadAllocation(Claim("u1", results, configs).dump(), "u1", "gpu.nvidia.com", "node-a");
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_TRUE((*devices)[0].mps.has_value()) << "the class's MPS config, for every request";
+  EXPECT_EQ(
+      *(*devices)[0].mps,
+      (MpsRequest{.config_index = 0,
+                  .active_thread_percentage = 50,
+                  .default_pinned_bytes = uint64_t{4} << 30,
+                  .pinned_bytes = {{"GPU-aaaa", uint64_t{1} << 30}, {"1", uint64_t{2} << 30}}}));
+  EXPECT_EQ((*devices)[0].time_slice, "");
+  // The claim's interval for its request replaces the class's MPS there; the last config, which
+  // says nothing of sharing, changes neither.
+  EXPECT_EQ((*devices)[1].time_slice, "Short");
+  EXPECT_FALSE((*devices)[1].mps.has_value());
+}
+
 // A node of two GPUs, one with a MIG device, and a driver with its two required libraries.
 class Preparer : public ::testing::Test {
  protected:
@@ -173,12 +254,14 @@ class Preparer : public ::testing::Test {
 
   std::unique_ptr<ClaimPreparer> Make(const std::string& boot = "boot-1") {
     absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer = ClaimPreparer::Create(
-        Options(boot), driver_, host_, [this](const ClaimRef& ref) -> absl::StatusOr<std::string> {
+        Options(boot), driver_, host_,
+        [this](const ClaimRef& ref) -> absl::StatusOr<std::string> {
           ++reads_;
           auto it = claims_.find(ref.name);
           if (it == claims_.end()) return absl::NotFoundError("no such claim");
           return it->second.dump();
-        });
+        },
+        mps_);
     EXPECT_TRUE(preparer.ok()) << preparer.status();
     if (!preparer.ok()) return nullptr;
     (*preparer)->SetDevices(devices_);
@@ -191,6 +274,7 @@ class Preparer : public ::testing::Test {
   cdi::DriverFiles driver_;
   std::map<std::string, json> claims_;
   int reads_ = 0;
+  FakeMpsDaemons mps_;
 };
 
 // nvidia-smi's stand-in: records its arguments, one call a line, and fails when asked to.
@@ -219,10 +303,12 @@ TEST_F(Preparer, AClaimsIntervalIsSetOnItsGpuAndPutBackToDefaultWhenTheLastClaim
   claims_["b"]["metadata"]["name"] = "b";
   PreparerOptions options = Options();
   options.nvidia_smi = FakeNvidiaSmi(dir_.path());
-  absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer =
-      ClaimPreparer::Create(options, driver_, host_, [this](const ClaimRef& ref) {
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer = ClaimPreparer::Create(
+      options, driver_, host_,
+      [this](const ClaimRef& ref) {
         return absl::StatusOr<std::string>(claims_.at(ref.name).dump());
-      });
+      },
+      mps_);
   ASSERT_TRUE(preparer.ok()) << preparer.status();
   (*preparer)->SetDevices(devices_);
   ASSERT_TRUE((*preparer)->Prepare({"ml", "a", "u-a"}).ok());
@@ -246,10 +332,12 @@ TEST_F(Preparer, AnIntervalThatCannotBeSetOrOnAMigDeviceFailsThePreparation) {
   claims_["train-gpu"] = Claim("u1", json::array({Result("gpu-0")}), long_slices);
   PreparerOptions options = Options();
   options.nvidia_smi = FakeNvidiaSmi(dir_.path(), /*fails=*/true);
-  absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer =
-      ClaimPreparer::Create(options, driver_, host_, [this](const ClaimRef& ref) {
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer = ClaimPreparer::Create(
+      options, driver_, host_,
+      [this](const ClaimRef& ref) {
         return absl::StatusOr<std::string>(claims_.at(ref.name).dump());
-      });
+      },
+      mps_);
   ASSERT_TRUE(preparer.ok());
   (*preparer)->SetDevices(devices_);
   absl::StatusOr<std::vector<host::PreparedDevice>> prepared =
@@ -364,12 +452,123 @@ TEST_F(Preparer, ASpecWrittenButNeverRecordedIsRemovedAtStart) {
   EXPECT_TRUE(std::filesystem::exists(cdi + "/nvidia.com-gpu.yaml"));
 }
 
+// The MPS config NVIDIA's documentation shows, over both of the claim's GPUs.
+json MpsOpaque(const json& mps_config) {
+  return Opaque({{"apiVersion", "resource.nvidia.com/v1beta1"},
+                 {"kind", "GpuConfig"},
+                 {"sharing", {{"strategy", "MPS"}, {"mpsConfig", mps_config}}}});
+}
+
+TEST_F(Preparer, AnMpsClaimRunsItsDaemonAndItsContainersGetThePipeAndTheShm) {
+  devices_.push_back(Device("gpu-2", "GPU-dddd", 2, 2));
+  claims_["c1"] = Claim("u1", json::array({Result("gpu-0"), Result("gpu-2")}),
+                        MpsOpaque({{"defaultActiveThreadPercentage", 25},
+                                   {"defaultPinnedDeviceMemoryLimit", "2Gi"},
+                                   {"defaultPerDevicePinnedMemoryLimit", {{"1", "1Gi"}}}}));
+  std::unique_ptr<ClaimPreparer> preparer = Make();
+  absl::StatusOr<std::vector<host::PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  // One daemon for the config's two GPUs, with the limits in MiB by UUID.
+  ASSERT_EQ(mps_.started.size(), 1u);
+  const MpsDaemonSpec& daemon = mps_.started[0];
+  EXPECT_EQ(daemon.id, "u1-0");
+  EXPECT_THAT(daemon.gpu_uuids, ElementsAre("GPU-aaaa", "GPU-dddd"));
+  EXPECT_EQ(daemon.active_thread_percentage, 25);
+  EXPECT_EQ(daemon.pinned_mib,
+            (std::map<std::string, uint64_t>{{"GPU-aaaa", 2048}, {"GPU-dddd", 1024}}));
+  // Each device's entry makes its container a client of that daemon, as NVIDIA's driver does.
+  std::ifstream in(preparer->SpecPath("u1"));
+  json spec = json::parse(in);
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  for (const json& device : spec["devices"]) {
+    const json& edits = device["containerEdits"];
+    EXPECT_THAT(edits["env"], ::testing::Contains("CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps"));
+    EXPECT_THAT(edits["mounts"],
+                ::testing::Contains(json{{"hostPath", "/var/lib/kubelet/mps/u1-0/pipe"},
+                                         {"containerPath", "/tmp/nvidia-mps"},
+                                         {"options", {"rw", "nosuid", "nodev", "bind"}}}));
+    EXPECT_THAT(edits["mounts"],
+                ::testing::Contains(json{{"hostPath", "/var/lib/kubelet/mps/u1-0/shm"},
+                                         {"containerPath", "/dev/shm"},
+                                         {"options", {"rw", "nosuid", "nodev", "bind"}}}));
+    EXPECT_EQ(edits["deviceNodes"].size(), 1u) << "the GPU's own node stays";
+  }
+  EXPECT_TRUE(cdi::ValidateSpec(cdi::Spec::parse(spec.dump())).empty());
+  absl::StatusOr<std::optional<host::DraCheckpoint>> recorded =
+      host::ReadDraCheckpoint(Options().checkpoint_path);
+  ASSERT_TRUE(recorded.ok() && recorded->has_value()) << recorded.status();
+  EXPECT_THAT((*recorded)->claims["u1"].mps_daemons, ElementsAre("u1-0"));
+
+  // Asked again, and after a restart: the same answer, the daemon not started twice and kept.
+  ASSERT_TRUE(preparer->Prepare({"ml", "c1", "u1"}).ok());
+  preparer.reset();
+  preparer = Make();
+  EXPECT_EQ(mps_.kept.back(), std::set<std::string>{"u1-0"});
+  ASSERT_TRUE(preparer->Prepare({"ml", "c1", "u1"}).ok());
+  EXPECT_EQ(mps_.started.size(), 1u);
+
+  ASSERT_TRUE(preparer->Unprepare("u1").ok());
+  EXPECT_THAT(mps_.stopped, ElementsAre("u1-0"));
+  EXPECT_TRUE(mps_.running.empty());
+  EXPECT_FALSE(std::filesystem::exists(preparer->SpecPath("u1")));
+}
+
+TEST_F(Preparer, ADaemonThatDoesNotStartOrStopFailsTheCallAndARestartRollsItBack) {
+  claims_["c1"] = Claim("u1", json::array({Result("gpu-0")}), MpsOpaque(json::object()));
+  std::unique_ptr<ClaimPreparer> preparer = Make();
+  mps_.start_error = absl::UnavailableError("the MPS control daemon is not ready after 30s");
+  absl::StatusOr<std::vector<host::PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
+  ASSERT_FALSE(devices.ok());
+  EXPECT_THAT(devices.status().message(), HasSubstr("not ready after 30s"));
+  EXPECT_FALSE(std::filesystem::exists(preparer->SpecPath("u1")));
+  EXPECT_EQ(mps_.started[0].active_thread_percentage, 0) << "no limit the claim did not ask for";
+  EXPECT_TRUE(mps_.started[0].pinned_mib.empty());
+
+  // A plugin restarted now rolls the claim back and stops every daemon no claim holds.
+  preparer.reset();
+  mps_.start_error = absl::OkStatus();
+  mps_.running.insert("u1-0");
+  preparer = Make();
+  EXPECT_TRUE(preparer->PreparedClaims().empty());
+  EXPECT_EQ(mps_.kept.back(), std::set<std::string>{});
+  EXPECT_TRUE(mps_.running.empty());
+
+  // A daemon that does not quit fails the Unprepare, and nothing else changes until it does.
+  ASSERT_TRUE(preparer->Prepare({"ml", "c1", "u1"}).ok());
+  mps_.stop_error = absl::UnavailableError("has not quit after 30s");
+  absl::Status unprepared = preparer->Unprepare("u1");
+  EXPECT_THAT(unprepared.message(), HasSubstr("has not quit"));
+  EXPECT_TRUE(std::filesystem::exists(preparer->SpecPath("u1")));
+  EXPECT_THAT(preparer->PreparedClaims(), ElementsAre("u1"));
+  mps_.stop_error = absl::OkStatus();
+  EXPECT_TRUE(preparer->Unprepare("u1").ok());
+  EXPECT_TRUE(preparer->PreparedClaims().empty());
+}
+
+TEST_F(Preparer, MpsOnAMigDeviceOrWithAKeyNamingNoGpuIsRefusedBeforeAnythingStarts) {
+  claims_["c1"] =
+      Claim("u1", json::array({Result("gpu-1-mig-1g10gb-19-0")}), MpsOpaque(json::object()));
+  std::unique_ptr<ClaimPreparer> preparer = Make();
+  absl::StatusOr<std::vector<host::PreparedDevice>> devices = preparer->Prepare({"ml", "c1", "u1"});
+  ASSERT_FALSE(devices.ok());
+  EXPECT_THAT(devices.status().message(), HasSubstr("is a MIG device"));
+  claims_["c1"] = Claim("u2", json::array({Result("gpu-0")}),
+                        MpsOpaque({{"defaultPerDevicePinnedMemoryLimit", {{"3", "1Gi"}}}}));
+  devices = preparer->Prepare({"ml", "c1", "u2"});
+  ASSERT_FALSE(devices.ok());
+  EXPECT_THAT(devices.status().message(),
+              HasSubstr("3 is neither the UUID nor the index (0 to 0) of a GPU of the devices the "
+                        "config applies to (GPU-aaaa)"));
+  EXPECT_TRUE(mps_.started.empty());
+  EXPECT_TRUE(preparer->PreparedClaims().empty());
+}
+
 TEST_F(Preparer, ACorruptCheckpointStopsTheStartAndDeletesNothing) {
   std::ofstream(Options().checkpoint_path) << "{\"checksum\": \"0\", \"v1\": {}}";
   std::filesystem::create_directories(dir_.path() + "/cdi");
   std::ofstream(dir_.path() + "/cdi/k8s.gpu.nvidia.com-claim_u9.json") << "{}";
   absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer =
-      ClaimPreparer::Create(Options(), driver_, host_, nullptr);
+      ClaimPreparer::Create(Options(), driver_, host_, nullptr, mps_);
   ASSERT_FALSE(preparer.ok());
   EXPECT_THAT(preparer.status().message(), HasSubstr("checksum"));
   EXPECT_TRUE(std::filesystem::exists(Options().checkpoint_path));
@@ -390,7 +589,7 @@ TEST_F(Preparer, ATornCheckpointOfAnEarlierBootIsDroppedAndOneOfThisBootRefused)
   std::ofstream(path, std::ios::trunc) << whole.substr(0, whole.size() / 2);
 
   absl::StatusOr<std::unique_ptr<ClaimPreparer>> same_boot =
-      ClaimPreparer::Create(Options("boot-1"), driver_, host_, nullptr);
+      ClaimPreparer::Create(Options("boot-1"), driver_, host_, nullptr, mps_);
   ASSERT_FALSE(same_boot.ok());
   EXPECT_THAT(same_boot.status().message(), HasSubstr(path));
 

@@ -10,6 +10,7 @@
 #include "dra/kubelet_service.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
+#include "fake_mps_daemons.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "h2grpc/server.h"
@@ -52,10 +53,12 @@ class KubeletSide : public ::testing::Test {
          .checkpoint_path = dir_.path() + "/checkpoint.json",
          .cdi_root = dir_.path() + "/cdi",
          .boot_id = "b"},
-        driver, host_, [](const ClaimRef& ref) -> absl::StatusOr<std::string> {
+        driver, host_,
+        [](const ClaimRef& ref) -> absl::StatusOr<std::string> {
           if (ref.uid == "missing") return absl::NotFoundError("resourceclaims \"c\" not found");
           return AllocatedClaim(ref.uid, "gpu-0").dump();
-        });
+        },
+        mps_);
     ASSERT_TRUE(preparer.ok()) << preparer.status();
     preparer_ = std::move(*preparer);
     gpu::DraDevice gpu;
@@ -80,6 +83,7 @@ class KubeletSide : public ::testing::Test {
 
   testing::TempDir dir_{"gpunode-dra-service"};
   core::HostRoot host_{"/nonexistent-host"};
+  FakeMpsDaemons mps_;
   std::unique_ptr<ClaimPreparer> preparer_;
   testing::SimulatedEnv env_;
   HealthFeed health_{"node-a", env_};

@@ -66,6 +66,12 @@ bool LocalCluster::RestartKubelet() {
   return r.exit_code == 0;
 }
 
+bool LocalCluster::ShareMount(const std::string& path) {
+  ProcessResult r = RunProcess({"/bin/bash", Script(), "shared-mount", dir_.path(), path});
+  if (r.exit_code != 0) error_ = "scripts/local-cluster.sh shared-mount failed:\n" + r.err;
+  return r.exit_code == 0;
+}
+
 std::string LocalCluster::node_name() const { return ReadFile(dir_.path() + "/node/name"); }
 
 ProcessResult LocalCluster::Kubectl(const std::vector<std::string>& args,

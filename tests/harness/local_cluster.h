@@ -43,6 +43,10 @@ class LocalCluster {
   // Stops the kubelet and starts it again with the same configuration; false with `error()` set
   // when it did not come back healthy.
   bool RestartKubelet();
+  // Makes `path` (made when missing) a shared mount in the node's mount namespace, as a systemd
+  // host's / is, so that a pod's Bidirectional mount under it reaches the node; false with
+  // `error()` set when it could not.
+  bool ShareMount(const std::string& path);
   std::string node_name() const;
   // The node's kubelet root (its /var/lib/kubelet), seen from outside its mount namespace.
   std::string kubelet_root() const { return dir_.path() + "/node/kubelet"; }

@@ -549,7 +549,8 @@ TEST_F(HelmChartTest, TheDraPluginsValuesReachItsObjects) {
   EXPECT_THAT(Names(Render(with({"--set", "draPlugin.deviceClasses=false"}))),
               ::testing::ElementsAre(
                   "ClusterRole/gpunode-dra-plugin", "ClusterRoleBinding/gpunode-dra-plugin",
-                  "DaemonSet/gpunode-dra-plugin", "ServiceAccount/gpunode-dra-plugin"));
+                  "DaemonSet/gpunode-dra-plugin", "Role/gpunode-dra-plugin-mps",
+                  "RoleBinding/gpunode-dra-plugin-mps", "ServiceAccount/gpunode-dra-plugin"));
 
   objects = Render(with(
       {"--set", "draPlugin.kubeletRegistrarDirectoryPath=/var/lib/k0s/kubelet/plugins_registry",

@@ -1793,6 +1793,127 @@ TEST(DraPluginOnTheRealKubelet, AnXidTaintsTheDeviceUntilItRecoversAndThePodStat
   DeletePod("dra-all");
 }
 
+// NVIDIA's nvidia-cuda-mps package (Debian non-free; scripts/install-deps.sh fetches it), or empty.
+std::string MpsPackage() {
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/var/cache/gpunode/nvidia-debs", ec)) {
+    std::string name = entry.path().filename();
+    if (name.starts_with("nvidia-cuda-mps_") && name.ends_with(".deb")) return entry.path();
+  }
+  return "";
+}
+
+// MPS through a claim as NVIDIA's DRA documentation writes it: the plugin starts the claim's own
+// control daemon in a Deployment (the real controller-manager makes its pod, the real kubelet runs
+// gpunode's image with NVIDIA's nvidia-cuda-mps-control from the driver root), the claim's CDI
+// spec gives its devices the daemon's pipe and tmpfs, and the pod's end stops the daemon.
+TEST(DraPluginOnTheRealKubelet, AnMpsClaimGetsADaemonOfItsOwnAndItsSpecThePipe) {
+  REQUIRE_NODE();
+  const std::string deb = MpsPackage();
+  if (deb.empty()) {
+    GTEST_SKIP() << "no nvidia-cuda-mps .deb in /var/cache/gpunode/nvidia-debs "
+                    "(scripts/install-deps.sh fetches it)";
+  }
+  std::string kubeconfig = StartDraTest();
+  ASSERT_FALSE(kubeconfig.empty());
+  testing::TempDir dir("gpunode-dra-mps");
+  const std::string driver = DriverRootFor(dir, "dgx-h100");
+  testing::ProcessResult extracted = testing::RunProcess({"/usr/bin/dpkg-deb", "-x", deb, driver});
+  ASSERT_EQ(extracted.exit_code, 0) << extracted.err;
+  const std::string mps_dir = cluster->kubelet_root() + "/plugins/gpu.nvidia.com/mps";
+  ASSERT_TRUE(cluster->ShareMount(mps_dir)) << cluster->error();
+  DraPlugin plugin(dir, "dgx-h100", kubeconfig,
+                   {"--image-name", testing::LocalCluster::kGpunodeImage});
+  ASSERT_TRUE(plugin.WaitForLog("registered with the kubelet as DRA driver gpu.nvidia.com"))
+      << plugin.Log();
+
+  json mps = {
+      {"apiVersion", "resource.nvidia.com/v1beta1"},
+      {"kind", "GpuConfig"},
+      {"sharing",
+       {{"strategy", "MPS"},
+        {"mpsConfig",
+         {{"defaultActiveThreadPercentage", 50}, {"defaultPinnedDeviceMemoryLimit", "10Gi"}}}}}};
+  json claim_template = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaimTemplate"},
+      {"metadata", {{"name", "mps-two"}, {"namespace", "default"}}},
+      {"spec",
+       {{"spec",
+         {{"devices",
+           {{"requests",
+             json::array({{{"name", "gpu"},
+                           {"exactly", {{"deviceClassName", "gpu.nvidia.com"}, {"count", 2}}}}})},
+            {"config",
+             json::array(
+                 {{{"requests", {"gpu"}},
+                   {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", mps}}}}})}}}}}}}};
+  testing::ProcessResult r = cluster->Kubectl({"apply", "-f", "-"}, claim_template.dump());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // What the daemons said, for a failure's message.
+  auto daemon_logs = [] {
+    std::string logs;
+    for (const char* previous : {"--previous=true", "--previous=false"}) {
+      logs += cluster
+                  ->Kubectl({"logs", "-n", "gpunode-system", "-l",
+                             "app.kubernetes.io/name=gpunode-mps-control-daemon", "--tail=40",
+                             previous})
+                  .out;
+    }
+    return logs;
+  };
+  CreateClaimPod("dra-mps", "mps-two");
+  if (HasFailure()) {
+    ADD_FAILURE() << "the MPS daemons' log:\n"
+                  << daemon_logs()
+                  << testing::RunProcess({"/bin/sh", "-c", "cat " + mps_dir + "/*/log/*"}).out;
+  }
+  json claim = ClaimOf("dra-mps");
+  ASSERT_EQ(AllocatedDevices(claim).size(), 2u) << claim.dump();
+  const std::string uid = claim["metadata"]["uid"];
+  const std::string id = uid + "-0";
+  // The daemon's directory is named by the UID's last group (docs/DRA.md, "MPS").
+  const std::string root = mps_dir + "/" + uid.substr(uid.rfind('-') + 1) + "-0";
+
+  json deployment = Get({"deployment", "-n", "gpunode-system", "mps-control-daemon-" + id});
+  EXPECT_EQ(deployment["spec"]["template"]["spec"]["nodeName"], cluster->node_name())
+      << deployment.dump() << plugin.Log();
+  // The daemon answers NVIDIA's own client on the claim's pipe, with the claim's limits.
+  auto ask = [&](const std::string& command) {
+    return testing::RunProcess({"/bin/sh", "-c",
+                                "echo '" + command + "' | CUDA_MPS_PIPE_DIRECTORY=" + root +
+                                    "/pipe " + driver + "/usr/bin/nvidia-cuda-mps-control"})
+        .out;
+  };
+  EXPECT_THAT(ask("get_default_active_thread_percentage"), HasSubstr("50")) << daemon_logs();
+  EXPECT_THAT(ask("get_default_device_pinned_mem_limit 1"), HasSubstr("10G"));
+  // The claim's CDI spec makes the pod's containers that daemon's clients. (The node's containerd,
+  // Debian's 1.6, does not apply CDI devices from the CRI, so the spec is checked where a runtime
+  // reads it, as for the claims above.)
+  std::ifstream spec_file(plugin.SpecPath(uid));
+  json spec = json::parse(spec_file, nullptr, false);
+  ASSERT_FALSE(spec.is_discarded()) << plugin.Log();
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  for (const json& device : spec["devices"]) {
+    const json& edits = device["containerEdits"];
+    EXPECT_THAT(edits["env"], ::testing::Contains("CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps"));
+    std::map<std::string, std::string> mounted;
+    for (const json& mount : edits["mounts"]) mounted[mount["containerPath"]] = mount["hostPath"];
+    EXPECT_EQ(mounted["/tmp/nvidia-mps"], root + "/pipe");
+    EXPECT_EQ(mounted["/dev/shm"], root + "/shm");
+  }
+
+  // The pod's end unprepares the claim: the daemon's Deployment goes, the daemon quits, its files
+  // go with it.
+  DeletePod("dra-mps");
+  json gone = AwaitState([&] { return json(std::filesystem::exists(root)); },
+                         [](const json& exists) { return !exists.get<bool>(); }, seconds(60));
+  EXPECT_FALSE(gone.get<bool>()) << plugin.Log();
+  r = cluster->Kubectl({"get", "deployment", "-n", "gpunode-system", "mps-control-daemon-" + id});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+}
+
 TEST(DraPluginOnTheRealKubelet, RefusesToStartBesideADevicePlugin) {
   REQUIRE_NODE();
   testing::TempDir dir("gpunode-dra-node");
