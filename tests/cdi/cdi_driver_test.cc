@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "nvidia_packages.h"
 #include "process.h"
 #include "temp_dir.h"
 
@@ -26,8 +27,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr const char* kDebCache = "/var/cache/gpunode/nvidia-debs";
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -89,11 +88,7 @@ std::string LayOut(DriverLayout& d) {
       testing::RunProcess({"/bin/bash", GPUNODE_SOURCE_DIR "/tests/cdi/driver_root.sh", d.root});
   if (laid.exit_code != 0) return "tests/cdi/driver_root.sh: " + laid.err;
   d.version = laid.out.substr(0, laid.out.find('\n'));
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(kDebCache, ec)) {
-    if (entry.path().extension() == ".deb") d.debs.push_back(entry.path());
-  }
-  std::sort(d.debs.begin(), d.debs.end());
+  d.debs = testing::NvidiaDebs();
   d.files = ListPackages(d.debs, d.version);
   // The simulator's a100-mig node, reporting the packages' driver version.
   std::string profile = Slurp(GPUNODE_SOURCE_DIR "/sim/profiles/a100-mig.yaml");

@@ -29,6 +29,7 @@
 #include "local_cluster.h"
 #include "log_time.h"
 #include "nlohmann/json.hpp"
+#include "nvidia_packages.h"
 #include "plugin_node.h"
 #include "process.h"
 #include "temp_dir.h"
@@ -1793,27 +1794,16 @@ TEST(DraPluginOnTheRealKubelet, AnXidTaintsTheDeviceUntilItRecoversAndThePodStat
   DeletePod("dra-all");
 }
 
-// NVIDIA's nvidia-cuda-mps package (Debian non-free; scripts/install-deps.sh fetches it), or empty.
-std::string MpsPackage() {
-  std::error_code ec;
-  for (const auto& entry :
-       std::filesystem::directory_iterator("/var/cache/gpunode/nvidia-debs", ec)) {
-    std::string name = entry.path().filename();
-    if (name.starts_with("nvidia-cuda-mps_") && name.ends_with(".deb")) return entry.path();
-  }
-  return "";
-}
-
 // MPS through a claim as NVIDIA's DRA documentation writes it: the plugin starts the claim's own
 // control daemon in a Deployment (the real controller-manager makes its pod, the real kubelet runs
 // gpunode's image with NVIDIA's nvidia-cuda-mps-control from the driver root), the claim's CDI
 // spec gives its devices the daemon's pipe and tmpfs, and the pod's end stops the daemon.
 TEST(DraPluginOnTheRealKubelet, AnMpsClaimGetsADaemonOfItsOwnAndItsSpecThePipe) {
   REQUIRE_NODE();
-  const std::string deb = MpsPackage();
+  const std::string deb = testing::NvidiaDeb("nvidia-cuda-mps");
   if (deb.empty()) {
-    GTEST_SKIP() << "no nvidia-cuda-mps .deb in /var/cache/gpunode/nvidia-debs "
-                    "(scripts/install-deps.sh fetches it)";
+    GTEST_SKIP() << "no nvidia-cuda-mps .deb in " << testing::kNvidiaDebCache
+                 << " (scripts/install-deps.sh fetches it)";
   }
   std::string kubeconfig = StartDraTest();
   ASSERT_FALSE(kubeconfig.empty());

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "nvidia_packages.h"
 #include "process.h"
 #include "tmpfs_mount.h"
 
@@ -30,40 +31,18 @@ using std::chrono::milliseconds;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
+using testing::ProcessesUnder;
 using ::testing::StartsWith;
 
 // Longer than the daemon waits (10 s) for NVIDIA's daemon to answer, so that a failure shows its
 // error.
 constexpr milliseconds kStartWait{60000};
-constexpr const char* kDebCache = "/var/cache/gpunode/nvidia-debs";
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string MpsDeb() {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(kDebCache, ec)) {
-    std::string name = entry.path().filename();
-    if (name.starts_with("nvidia-cuda-mps_") && name.ends_with(".deb")) return entry.path();
-  }
-  return "";
-}
-
-// Processes whose executable lies under `dir`: NVIDIA's control daemon of the test.
-std::vector<pid_t> ProcessesUnder(const std::string& dir) {
-  std::vector<pid_t> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code ec;
-    fs::path exe = fs::read_symlink(entry.path() / "exe", ec);
-    if (!ec && exe.string().starts_with(dir)) out.push_back(std::stoi(name));
-  }
-  return out;
 }
 
 // The value of `name` in the environment `pid` started with, or "".
@@ -143,8 +122,8 @@ class MpsClaimTest : public ::testing::Test {
 
   // NVIDIA's daemon from Debian's package in the driver root, or why the test cannot run it.
   std::string InstallMps() {
-    std::string deb = MpsDeb();
-    if (deb.empty()) return std::string("no nvidia-cuda-mps .deb in ") + kDebCache;
+    std::string deb = testing::NvidiaDeb("nvidia-cuda-mps");
+    if (deb.empty()) return std::string("no nvidia-cuda-mps .deb in ") + testing::kNvidiaDebCache;
     // The daemon mounts a tmpfs, which takes root with CAP_SYS_ADMIN: not every test machine.
     if (testing::TmpfsMount probe(dir_ + "/probe", 1 << 20); !probe.mounted()) {
       return "the claim's daemon mounts a tmpfs, and this test cannot: " + probe.error();

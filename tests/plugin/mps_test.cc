@@ -17,6 +17,7 @@
 #include "harness/apiserver_double.h"
 #include "kubelet_double.h"
 #include "nlohmann/json.hpp"
+#include "nvidia_packages.h"
 #include "process.h"
 
 namespace gpunode {
@@ -29,41 +30,19 @@ using ::testing::Contains;
 using testing::DeviceState;
 using ::testing::HasSubstr;
 using ::testing::Pair;
+using testing::ProcessesUnder;
 using ::testing::StartsWith;
 
 constexpr milliseconds kWait{20000};
 // Longer than the daemon command waits (up to 30 s) for NVIDIA's daemon to start and answer, so
 // that a failure shows its error.
 constexpr milliseconds kStartWait{60000};
-constexpr const char* kDebCache = "/var/cache/gpunode/nvidia-debs";
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string MpsDeb() {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(kDebCache, ec)) {
-    std::string name = entry.path().filename();
-    if (name.starts_with("nvidia-cuda-mps_") && name.ends_with(".deb")) return entry.path();
-  }
-  return "";
-}
-
-// Processes whose executable lies under `dir`: the MPS control daemon and servers of the test.
-std::vector<pid_t> ProcessesUnder(const std::string& dir) {
-  std::vector<pid_t> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code ec;
-    fs::path exe = fs::read_symlink(entry.path() / "exe", ec);
-    if (!ec && exe.string().starts_with(dir)) out.push_back(std::stoi(name));
-  }
-  return out;
 }
 
 testing::DevicePredicate Count(size_t count, const std::string& health) {
@@ -79,8 +58,8 @@ testing::DevicePredicate Count(size_t count, const std::string& health) {
 class MpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    deb_ = MpsDeb();
-    if (deb_.empty()) GTEST_SKIP() << "no nvidia-cuda-mps .deb in " << kDebCache;
+    deb_ = testing::NvidiaDeb("nvidia-cuda-mps");
+    if (deb_.empty()) GTEST_SKIP() << "no nvidia-cuda-mps .deb in " << testing::kNvidiaDebCache;
     char pattern[] = "/tmp/gpunode-mps-XXXXXX";  // unix socket paths must stay short
     ASSERT_NE(mkdtemp(pattern), nullptr);
     dir_ = pattern;
