@@ -37,7 +37,7 @@ function(_gpunode_unity_batch_target target)
   get_target_property(binary_dir ${target} BINARY_DIR)
   get_target_property(batch_size ${target} UNITY_BUILD_BATCH_SIZE)
   if(NOT batch_size)
-    set(batch_size 8)
+    set(batch_size 16)
   endif()
   set(batch_dir ${binary_dir}/unity)
 
