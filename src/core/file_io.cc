@@ -73,6 +73,13 @@ const char* FileKind(std::filesystem::file_type type) {
 
 }  // namespace
 
+bool IsMountPoint(const std::string& path) {
+  struct stat here {
+  }, parent{};
+  return stat(path.c_str(), &here) == 0 && S_ISDIR(here.st_mode) &&
+         stat((path + "/..").c_str(), &parent) == 0 && here.st_dev != parent.st_dev;
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return OsError("cannot open", path, errno);

@@ -14,6 +14,10 @@ namespace gpunode::core {
 // Reads a whole file. Errors name the path and the OS reason.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// True when `path` is a mount point: a directory whose device differs from its parent's. False
+// for a path that is not there, and for "/", whose parent is itself.
+bool IsMountPoint(const std::string& path);
+
 // What happens to the file a write replaces.
 enum class Backup {
   kNone,       // the caller keeps its own record of the old contents, or there is nothing to keep

@@ -1,6 +1,5 @@
 #include "dra/claim_mps.h"
 
-#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "core/printable.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "host/mps_paths.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::dra {
@@ -28,17 +28,13 @@ constexpr char kClientPipeDir[] = "/tmp/nvidia-mps";
 constexpr char kAppLabel[] = "gpunode-mps-control-daemon";
 constexpr char kDaemonLabel[] = "gpunode.io/mps-control-daemon";
 
-// True when `path` is a mount point: its device differs from its parent's.
-bool IsMountPoint(const std::string& path) {
-  struct stat here {
-  }, parent{};
-  return stat(path.c_str(), &here) == 0 && stat((path + "/..").c_str(), &parent) == 0 &&
-         here.st_dev != parent.st_dev;
-}
+// The daemon's directory as `gpunode mps-control-daemon claim` lays it out: a root of its own, with
+// no resource under it.
+host::MpsPaths DaemonPaths(const std::string& root) { return host::MpsPaths{root, ""}; }
 
 // The last line of the daemon's own log, for an error that says why it is not ready.
 std::string LastLogLine(const std::string& root) {
-  absl::StatusOr<std::string> log = core::ReadFile(root + "/log/control.log");
+  absl::StatusOr<std::string> log = core::ReadFile(DaemonPaths(root).ControlLog());
   if (!log.ok()) return "no log yet";
   absl::string_view text = absl::StripTrailingAsciiWhitespace(*log);
   size_t newline = text.rfind('\n');
@@ -84,8 +80,10 @@ cdi::Spec MpsContainerEdits(const std::string& root) {
   cdi::Spec edits = cdi::Spec::object();
   edits["env"] = cdi::Spec::array({core::StrCat("CUDA_MPS_PIPE_DIRECTORY=", kClientPipeDir)});
   edits["mounts"] = cdi::Spec::array(
-      {{{"hostPath", root + "/pipe"}, {"containerPath", kClientPipeDir}, {"options", options}},
-       {{"hostPath", root + "/shm"}, {"containerPath", "/dev/shm"}, {"options", options}}});
+      {{{"hostPath", DaemonPaths(root).PipeDir()},
+        {"containerPath", kClientPipeDir},
+        {"options", options}},
+       {{"hostPath", host::MpsShmDir(root)}, {"containerPath", "/dev/shm"}, {"options", options}}});
   return edits;
 }
 
@@ -179,7 +177,7 @@ json DeploymentMpsDaemons::Deployment(const MpsDaemonSpec& spec) const {
 absl::Status DeploymentMpsDaemons::Start(const MpsDaemonSpec& spec) {
   const std::string name = MpsDaemonName(spec.id);
   // NVIDIA's daemon binds its sockets in the pipe directory, the longest control_privileged.
-  const std::string socket = Root(spec.id) + "/pipe/control_privileged";
+  const std::string socket = DaemonPaths(Root(spec.id)).PipeDir() + "/control_privileged";
   constexpr size_t kSocketPathMax = sizeof(sockaddr_un::sun_path) - 1;
   if (socket.size() > kSocketPathMax) {
     return absl::FailedPreconditionError(
@@ -208,7 +206,7 @@ absl::Status DeploymentMpsDaemons::Start(const MpsDaemonSpec& spec) {
   const std::string root = Root(spec.id);
   const absl::Time deadline = env_.Now() + options_.ready_timeout;
   std::error_code ec;
-  while (!fs::exists(root + "/.ready", ec)) {
+  while (!fs::exists(host::MpsReadyMarker(root), ec)) {
     if (env_.Now() >= deadline) {
       return absl::UnavailableError(
           core::StrCat("the MPS control daemon ", name, " is not ready after ",
@@ -244,7 +242,8 @@ bool DeploymentMpsDaemons::RemoveFiles(const std::string& id) const {
   const std::string root = Root(id);
   std::error_code ec;
   if (!fs::exists(root, ec)) return true;
-  if (fs::exists(root + "/.ready", ec) || IsMountPoint(root + "/shm")) return false;
+  if (fs::exists(host::MpsReadyMarker(root), ec) || core::IsMountPoint(host::MpsShmDir(root)))
+    return false;
   fs::remove_all(root, ec);
   if (ec) {
     spdlog::warn("MPS control daemon {}: cannot remove {}: {}", id, root, ec.message());

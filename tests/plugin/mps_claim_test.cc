@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -37,13 +38,6 @@ using ::testing::StartsWith;
 // Longer than the daemon waits (10 s) for NVIDIA's daemon to answer, so that a failure shows its
 // error.
 constexpr milliseconds kStartWait{60000};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The value of `name` in the environment `pid` started with, or "".
 std::string EnvironOf(pid_t pid, const std::string& name) {
@@ -153,7 +147,7 @@ class MpsClaimTest : public ::testing::Test {
     return r.out;
   }
 
-  std::string ControlLog() { return Slurp(root_ + "/log/control.log"); }
+  std::string ControlLog() { return core::ReadFile(root_ + "/log/control.log").value_or(""); }
 
   std::string dir_, driver_, root_;
   json inventory_;
@@ -169,7 +163,7 @@ TEST_F(MpsClaimTest, TheClaimsDaemonHoldsItsLimitsInItsRootAndSigtermLeavesNothi
 
   // Everything in the claim's root, no resource directory under it.
   EXPECT_TRUE(fs::exists(root_ + "/.ready"));
-  EXPECT_THAT(Slurp(root_ + "/.started"),
+  EXPECT_THAT(core::ReadFile(root_ + "/.started").value_or(""),
               StartsWith("claim claim-1 gpus=" + Uuid(0) + "," + Uuid(1) + "\n"));
   EXPECT_TRUE(fs::is_socket(root_ + "/pipe/control"));
   EXPECT_THAT(daemon_->Log(), HasSubstr("clients' pipe directory " + root_ + "/pipe, /dev/shm " +

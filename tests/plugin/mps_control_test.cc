@@ -41,7 +41,7 @@ class MpsControlTest : public ::testing::Test {
     std::string path = dir_ + "/nvidia-cuda-mps-control";
     std::ofstream(path) << "#!" << interpreter << "\n" << script << "\n";
     chmod(path.c_str(), 0755);
-    return MpsControl(path, MpsPaths{dir_, "nvidia.com/gpu"}, env_);
+    return MpsControl(path, host::MpsPaths{dir_, "nvidia.com/gpu"}, env_);
   }
 
   std::string dir_;

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "plugin/mps/mps_paths.h"
+#include "host/mps_paths.h"
 
 namespace gpunode::plugin {
 namespace {
@@ -31,7 +31,7 @@ class MpsReadinessTest : public ::testing::Test {
     char pattern[] = "/tmp/gpunode-mpsr-XXXXXX";  // unix socket paths must stay short
     ASSERT_NE(mkdtemp(pattern), nullptr);
     root_ = pattern;
-    paths_ = MpsPaths{root_, "nvidia.com/gpu"};
+    paths_ = host::MpsPaths{root_, "nvidia.com/gpu"};
     fs::create_directories(paths_.PipeDir());
     // A listener where the daemon's control socket is: the readiness only connects.
     listener_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -41,7 +41,7 @@ class MpsReadinessTest : public ::testing::Test {
     std::strncpy(address.sun_path, paths_.ControlSocket().c_str(), sizeof(address.sun_path) - 1);
     ASSERT_EQ(bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
     ASSERT_EQ(listen(listener_, 8), 0);
-    std::ofstream(MpsReadyMarker(root_)) << "";
+    std::ofstream(host::MpsReadyMarker(root_)) << "";
   }
   void TearDown() override {
     if (listener_ >= 0) close(listener_);
@@ -77,7 +77,7 @@ class MpsReadinessTest : public ::testing::Test {
   }
 
   std::string root_;
-  MpsPaths paths_;
+  host::MpsPaths paths_;
   int listener_ = -1;
 };
 
@@ -100,11 +100,11 @@ TEST_F(MpsReadinessTest, ADaemonOnAnotherPlanIsNotReadyUntilItRunsThisOne) {
 
 TEST_F(MpsReadinessTest, WithoutTheNodesReadyMarkerNothingIsReady) {
   Started(kPlan4);
-  fs::remove(MpsReadyMarker(root_));
+  fs::remove(host::MpsReadyMarker(root_));
   health::HealthBoard board;
   MpsReadiness readiness(root_, {{"nvidia.com/gpu", kPlan4}}, board, milliseconds(20));
   EXPECT_EQ(readiness.state("nvidia.com/gpu"), MpsState::kNotReady);
-  std::ofstream(MpsReadyMarker(root_)) << "";
+  std::ofstream(host::MpsReadyMarker(root_)) << "";
   EXPECT_TRUE(Await(readiness, board, MpsState::kUp));
 }
 

@@ -10,8 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "core/file_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
@@ -37,13 +37,6 @@ constexpr milliseconds kWait{20000};
 // Longer than the daemon command waits (up to 30 s) for NVIDIA's daemon to start and answer, so
 // that a failure shows its error.
 constexpr milliseconds kStartWait{60000};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 testing::DevicePredicate Count(size_t count, const std::string& health) {
   return [count, health](const std::vector<DeviceState>& devices) {
@@ -92,6 +85,10 @@ class MpsTest : public ::testing::Test {
   }
 
   std::vector<std::string> Env() { return {"MPS_ROOT=" + mps_root_}; }
+  // NVIDIA's daemon's own log for the plugin's resource, "" before it writes one.
+  std::string ControlLog() {
+    return core::ReadFile(mps_root_ + "/nvidia.com/gpu/log/control.log").value_or("");
+  }
 
   void StartDaemon(const std::string& sim, const std::string& config) {
     daemon_ = std::make_unique<testing::BackgroundProcess>(
@@ -144,7 +141,7 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   std::string config = Config(2);
   StartDaemon("a10-pcie-4", config);
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
-      << daemon_->Log() << Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
+      << daemon_->Log() << ControlLog();
   EXPECT_TRUE(fs::exists(mps_root_ + "/.ready"));
   EXPECT_TRUE(fs::exists(mps_root_ + "/nvidia.com/gpu/.started"));
   std::string log = daemon_->Log();
@@ -156,7 +153,7 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
 
   // The real daemon holds what was sent: 100/2 % of the SMs, half of each GPU's memory.
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
-  std::string control_log = Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
+  std::string control_log = ControlLog();
   EXPECT_THAT(control_log, HasSubstr("Cmd:set_default_active_thread_percentage 50"));
   for (size_t i = 0; i < inventory["gpus"].size(); ++i) {
     uint64_t mib = inventory["gpus"][i]["memory_total_mib"].get<uint64_t>();
@@ -193,7 +190,7 @@ TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   ASSERT_FALSE(daemons.empty());
   for (pid_t pid : daemons) kill(pid, SIGKILL);
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemon started again", kStartWait))
-      << daemon_->Log() << Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
+      << daemon_->Log() << ControlLog();
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
 
   // SIGTERM: quit, markers gone, compute mode back, no MPS process left; the plugin's replicas
@@ -232,7 +229,7 @@ TEST_F(MpsTest, PluginOffersNothingUntilTheDaemonIsReady) {
 TEST_F(MpsTest, AnOperatorsCommandsAreNeverDroppedByTheSupervisorsCheck) {
   StartDaemon("a10-pcie-4", Config(2));
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
-      << daemon_->Log() << Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
+      << daemon_->Log() << ControlLog();
   int asked = 0;
   std::vector<std::string> dropped;
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3500);
@@ -280,7 +277,7 @@ TEST_F(MpsTest, ALabelFlipRestartsTheDaemonOnTheNewPlanAndThePluginFollows) {
                                configs, "--default-config", "mps2"},
       options);
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
-      << daemon_->Log() << Slurp(mps_root_ + "/nvidia.com/gpu/log/control.log");
+      << daemon_->Log() << ControlLog();
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "50.0\n");
   ASSERT_TRUE(daemon_->WaitForLog("watching " + configs, kWait)) << daemon_->Log();
 
@@ -303,7 +300,7 @@ TEST_F(MpsTest, ALabelFlipRestartsTheDaemonOnTheNewPlanAndThePluginFollows) {
       kubelet_->WaitForDevices("nvidia.com/gpu", Count(16, "Healthy"), kStartWait).has_value())
       << plugin_->Log() << daemon_->Log();
   EXPECT_EQ(Ask("get_default_active_thread_percentage"), "25.0\n");
-  EXPECT_THAT(Slurp(mps_root_ + "/nvidia.com/gpu/.started"),
+  EXPECT_THAT(core::ReadFile(mps_root_ + "/nvidia.com/gpu/.started").value_or(""),
               StartsWith("plan nvidia.com/gpu replicas=4 "));
 
   EXPECT_EQ(daemon_->Stop(SIGTERM), 0) << daemon_->Log();

@@ -25,6 +25,17 @@ TEST(FileIo, ReadMissingFileIsNotFoundNamingThePath) {
   EXPECT_EQ(data.status().message(), "/nonexistent/file: cannot open: No such file or directory");
 }
 
+TEST(FileIo, AMountPointIsADirectoryOnAnotherDeviceThanItsParent) {
+  // /proc is procfs on every Linux this runs on, never the root file system's device.
+  EXPECT_TRUE(IsMountPoint("/proc"));
+  fs::path dir = FreshDir("mount-point");
+  EXPECT_FALSE(IsMountPoint(dir.string()));
+  ASSERT_TRUE(WriteFileAtomic((dir / "file").string(), "x", 0644, Backup::kNone).ok());
+  EXPECT_FALSE(IsMountPoint((dir / "file").string()));
+  EXPECT_FALSE(IsMountPoint((dir / "missing").string()));
+  EXPECT_FALSE(IsMountPoint("/")) << "its parent is itself";
+}
+
 TEST(FileIo, AtomicWriteBacksUpTheOldFileAndSetsTheMode) {
   fs::path dir = FreshDir("atomic-write");
   std::string path = (dir / "labels").string();

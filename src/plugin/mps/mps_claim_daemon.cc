@@ -14,10 +14,10 @@
 #include "core/log.h"
 #include "core/printable.h"
 #include "core/status_macros.h"
+#include "host/mps_paths.h"
 #include "nvml/system.h"
 #include "plugin/mps/mps_control.h"
 #include "plugin/mps/mps_limits.h"
-#include "plugin/mps/mps_paths.h"
 #include "plugin/mps/mps_supervisor.h"
 #include "spdlog/spdlog.h"
 
@@ -206,7 +206,7 @@ absl::StatusOr<MpsPlan> PlanFromFlags(const nvml::Library& library, const ClaimF
   const std::string claim = std::filesystem::path(flags.root).filename().string();
   return MpsPlan{
       .resource = absl::StrCat("claim ", claim),
-      .paths = MpsPaths{flags.root, ""},
+      .paths = host::MpsPaths{flags.root, ""},
       .limits = std::move(limits),
       .key = absl::StrCat("claim ", claim, " gpus=", absl::StrJoin(options.devices, ","))};
 }
@@ -223,7 +223,7 @@ absl::Status RunMpsClaimDaemon(const MpsClaimOptions& options, core::Env& env) {
   ASSIGN_OR_RETURN(std::unique_ptr<nvml::Library> library, options.open_nvml(options.driver_root));
   ASSIGN_OR_RETURN(MpsPlan plan, PlanFromFlags(*library, flags, options));
   ASSIGN_OR_RETURN(std::string binary, FindMpsControl(options.driver_root));
-  const MpsPaths paths = plan.paths;
+  const host::MpsPaths paths = plan.paths;
   const std::string name = plan.resource;
   spdlog::info("{}: MPS control daemon {} in {} for GPU(s) {}", name, binary, paths.root,
                absl::StrJoin(options.devices, ","));
@@ -245,7 +245,7 @@ absl::Status RunMpsClaimDaemon(const MpsClaimOptions& options, core::Env& env) {
     return st;
   }
   spdlog::info("{}: MPS control daemon ready ({}); clients' pipe directory {}, /dev/shm {}", name,
-               MpsReadyMarker(paths.root), paths.PipeDir(), MpsShmDir(paths.root));
+               host::MpsReadyMarker(paths.root), paths.PipeDir(), host::MpsShmDir(paths.root));
 
   while (env.SleepFor(options.check_period)) {
     ReapChildren();

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/env.h"
-#include "plugin/mps/mps_paths.h"
+#include "host/mps_paths.h"
 
 namespace gpunode::plugin {
 
@@ -19,10 +19,10 @@ absl::StatusOr<std::string> FindMpsControl(const std::string& driver_root);
 class MpsControl {
  public:
   // The program runs through `env`, which outlives this.
-  MpsControl(std::string binary, MpsPaths paths, core::Env& env)
+  MpsControl(std::string binary, host::MpsPaths paths, core::Env& env)
       : binary_(std::move(binary)), paths_(paths), env_(env) {}
 
-  const MpsPaths& paths() const { return paths_; }
+  const host::MpsPaths& paths() const { return paths_; }
 
   // Starts the control daemon for this resource (`-d`, which forks it away and returns) with
   // CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY and CUDA_VISIBLE_DEVICES = `uuids`.
@@ -44,7 +44,7 @@ class MpsControl {
                                   std::chrono::milliseconds timeout) const;
 
   std::string binary_;
-  MpsPaths paths_;
+  host::MpsPaths paths_;
   core::Env& env_;
 };
 

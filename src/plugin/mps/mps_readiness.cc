@@ -6,7 +6,7 @@
 #include "core/file_io.h"
 #include "core/log.h"
 #include "core/unix_socket.h"
-#include "plugin/mps/mps_paths.h"
+#include "host/mps_paths.h"
 #include "spdlog/spdlog.h"
 
 namespace gpunode::plugin {
@@ -42,14 +42,15 @@ const char* Name(MpsState state) {
 }  // namespace
 
 std::string MpsRunningPlan(const std::string& root, const std::string& resource) {
-  absl::StatusOr<std::string> marker = core::ReadFile(MpsPaths{root, resource}.StartedMarker());
+  absl::StatusOr<std::string> marker =
+      core::ReadFile(host::MpsPaths{root, resource}.StartedMarker());
   if (!marker.ok()) return "";
   return marker->substr(0, marker->find('\n'));
 }
 
 bool MpsMarkersPresent(const std::string& root, const std::string& resource,
                        const std::string& plan) {
-  return Exists(MpsReadyMarker(root)) && MpsRunningPlan(root, resource) == plan;
+  return Exists(host::MpsReadyMarker(root)) && MpsRunningPlan(root, resource) == plan;
 }
 
 MpsReadiness::MpsReadiness(std::string root, std::map<std::string, std::string> plans,
@@ -97,7 +98,7 @@ void MpsReadiness::Probe() {
       other_plan_said_.erase(name);
     }
     if (up && (state(name) != MpsState::kUp || socket_recheck_[name].Passed())) {
-      up = MpsControlAccepts(MpsPaths{root_, name}.ControlSocket());
+      up = MpsControlAccepts(host::MpsPaths{root_, name}.ControlSocket());
       socket_recheck_[name] = core::IoDeadline::After(kSocketRecheck);
     }
     std::lock_guard lock(mutex_);

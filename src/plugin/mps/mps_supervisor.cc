@@ -57,8 +57,8 @@ absl::Status MakeDirectory(const std::string& path) {
 }
 
 // The last line the daemon wrote to its control.log, to say in an error why it did not answer.
-std::string LastLogLine(const MpsPaths& paths) {
-  absl::StatusOr<std::string> log = core::ReadFile(paths.LogDir() + "/control.log");
+std::string LastLogLine(const host::MpsPaths& paths) {
+  absl::StatusOr<std::string> log = core::ReadFile(paths.ControlLog());
   if (!log.ok()) return std::string(log.status().message());
   absl::string_view text = absl::StripTrailingAsciiWhitespace(*log);
   size_t newline = text.rfind('\n');
@@ -121,7 +121,7 @@ absl::StatusOr<std::vector<MpsPlan>> PlanMps(const nvml::Library& library, const
     }
     absl::StatusOr<MpsLimits> limits = ComputeMpsLimits(resource.name, resource.replicas, gpus);
     if (!limits.ok()) return limits.status();
-    plans.push_back({resource.name, MpsPaths{config.mps_root, resource.name}, *limits,
+    plans.push_back({resource.name, host::MpsPaths{config.mps_root, resource.name}, *limits,
                      MpsPlanKey(resource, node)});
   }
   return plans;
@@ -155,7 +155,7 @@ absl::Status MpsSupervisor::SetComputeModes(nvmlComputeMode_t mode) {
 }
 
 absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
-  const MpsPaths& paths = plan.paths;
+  const host::MpsPaths& paths = plan.paths;
   unlink(paths.StartedMarker().c_str());
   for (const std::string& dir : {paths.PipeDir(), paths.LogDir()}) {
     if (absl::Status st = MakeDirectory(dir); !st.ok()) return st;
@@ -176,8 +176,8 @@ absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
   if (!answer.ok()) {
     return absl::UnavailableError(
         absl::StrCat(plan.resource, ": the MPS control daemon did not answer on ", paths.PipeDir(),
-                     ": ", answer.status().message(), "; last line of ", paths.LogDir(),
-                     "/control.log: ", LastLogLine(paths)));
+                     ": ", answer.status().message(), "; last line of ", paths.ControlLog(), ": ",
+                     LastLogLine(paths)));
   }
   // A limit left out is not sent, so that the daemon's own default holds (a claim's choice).
   std::vector<std::string> commands;
@@ -202,7 +202,7 @@ absl::Status MpsSupervisor::StartDaemon(const MpsPlan& plan) {
 }
 
 absl::Status MpsSupervisor::Start() {
-  for (const MpsPlan& plan : plans_) unlink(MpsReadyMarker(plan.paths.root).c_str());
+  for (const MpsPlan& plan : plans_) unlink(host::MpsReadyMarker(plan.paths.root).c_str());
   if (absl::Status st = SetComputeModes(NVML_COMPUTEMODE_EXCLUSIVE_PROCESS); !st.ok()) {
     SetComputeModes(NVML_COMPUTEMODE_DEFAULT).IgnoreError();
     return st;
@@ -221,7 +221,7 @@ absl::Status MpsSupervisor::Start() {
     }
   }
   if (!plans_.empty()) {
-    const std::string ready = MpsReadyMarker(plans_.front().paths.root);
+    const std::string ready = host::MpsReadyMarker(plans_.front().paths.root);
     if (absl::Status st = core::WriteFileAtomic(ready, "", 0644, core::Backup::kNone); !st.ok()) {
       Stop();
       return st;
@@ -270,7 +270,7 @@ void MpsSupervisor::QuitDaemon(const MpsPlan& plan) {
 }
 
 void MpsSupervisor::Stop() {
-  for (const MpsPlan& plan : plans_) unlink(MpsReadyMarker(plan.paths.root).c_str());
+  for (const MpsPlan& plan : plans_) unlink(host::MpsReadyMarker(plan.paths.root).c_str());
   for (const MpsPlan& plan : plans_) QuitDaemon(plan);
   if (int killed = AwaitChildren(env_, absl::Seconds(5)); killed > 0) {
     spdlog::warn("killed {} MPS process(es) that did not quit", killed);
@@ -316,14 +316,11 @@ int AwaitChildren(core::Env& env, absl::Duration timeout) {
 }
 
 absl::Status MountMpsShm(const std::string& root) {
-  const std::string shm = MpsShmDir(root);
+  const std::string shm = host::MpsShmDir(root);
   if (absl::Status st = MakeDirectory(shm); !st.ok()) return st;
   struct statfs fs {};
-  struct stat here {
-  }, parent{};
   if (statfs(shm.c_str(), &fs) == 0 && fs.f_type == 0x01021994 /* TMPFS_MAGIC */ &&
-      stat(shm.c_str(), &here) == 0 && stat(root.c_str(), &parent) == 0 &&
-      here.st_dev != parent.st_dev) {
+      core::IsMountPoint(shm)) {
     spdlog::info("{}: a tmpfs is mounted already", shm);
     return absl::OkStatus();
   }
@@ -339,7 +336,7 @@ absl::Status MountMpsShm(const std::string& root) {
 }
 
 absl::Status UnmountMpsShm(const std::string& root) {
-  const std::string shm = MpsShmDir(root);
+  const std::string shm = host::MpsShmDir(root);
   // Detached: a client that still has the tmpfs open keeps its files, and the mount point is
   // free at once for the root to be removed.
   if (umount2(shm.c_str(), MNT_DETACH) == 0) {

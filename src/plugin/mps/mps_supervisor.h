@@ -25,7 +25,7 @@ struct MpsPlan {
   // As advertised: "nvidia.com/gpu" or "nvidia.com/gpu.shared"; "claim <id>" for a claim's daemon,
   // whose paths have no resource.
   std::string resource;
-  MpsPaths paths;
+  host::MpsPaths paths;
   MpsLimits limits;
   // The first line of the `.started` marker: MpsPlanKey, or "claim <id> gpus=GPU-…,GPU-…".
   std::string key;
