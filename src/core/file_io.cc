@@ -71,6 +71,23 @@ const char* FileKind(std::filesystem::file_type type) {
   }
 }
 
+// Puts the file at `tmp` in place of the one at `path` for a write that need not outlive the
+// boot; false when the filesystem cannot, and the caller renames. A rename over a file makes
+// ext4 start writing the new one out within the call (its auto_da_alloc, for writers that never
+// fsync) and free the old one's blocks there too, a discard on a filesystem mounted with
+// `discard`: 0.5-1 ms a write on a virtual disk. Exchanging the two names (RENAME_EXCHANGE) is
+// as atomic for readers and does neither; the old file, now at `tmp`, is then unlinked, which
+// costs nothing while it was never written out (a file the next write replaces within
+// seconds). A crash between the two leaves that old file at the temporary name, as a crash
+// before the rename leaves the new one.
+bool ExchangeAndDropOld(const std::string& tmp, const std::string& path) {
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) != 0) {
+    return false;
+  }
+  ::unlink(tmp.c_str());
+  return true;
+}
+
 }  // namespace
 
 bool IsMountPoint(const std::string& path) {
@@ -146,6 +163,10 @@ absl::Status WriteFileAtomic(const std::string& path, std::string_view contents,
   if (st.ok() && durability == Durability::kPowerLoss && ::fsync(fd) != 0)
     st = OsError("cannot write", path, errno);
   ::close(fd);
+  if (st.ok() && durability == Durability::kThisBoot && replacing &&
+      ExchangeAndDropOld(tmp, path)) {
+    return absl::OkStatus();
+  }
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
     st = OsError("cannot rename into place", path, errno);
   if (!st.ok()) {

@@ -28,9 +28,11 @@ enum class Backup {
 enum class Durability {
   // A crash of the machine: the file is fsynced before the rename and the directory after it.
   kPowerLoss,
-  // A crash of the writer, while the machine runs: the rename alone, as the page cache outlives
-  // the process. After a power loss the file may be the old one, the new one or torn, so only a
-  // caller that knows which boot wrote it may ask for this (host/dra_checkpoint.h).
+  // A crash of the writer, while the machine runs: no fsync, and the new file takes the old
+  // one's name by an exchange of names (no write-out within the call; file_io.cc), as the page
+  // cache outlives the process. After a power loss the file may be the old one, the new one or
+  // torn, so only a caller that knows which boot wrote it may ask for this
+  // (host/dra_checkpoint.h).
   kThisBoot,
 };
 

@@ -1,7 +1,10 @@
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "core/file_io.h"
 #include "gtest/gtest.h"
@@ -51,6 +54,33 @@ TEST(FileIo, AtomicWriteBacksUpTheOldFileAndSetsTheMode) {
   int entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   EXPECT_EQ(entries, 2);
+}
+
+// A write that need not outlive the boot replaces the file by exchanging names (no write-out
+// inside the call): still a new file in one step, the old one gone from the directory, and a
+// reader that opened the old one reads it whole.
+TEST(FileIo, AWriteForThisBootReplacesTheFileWholeAndLeavesNoOther) {
+  fs::path dir = FreshDir("atomic-write-this-boot");
+  std::string path = (dir / "checkpoint").string();
+  ASSERT_TRUE(WriteFileAtomic(path, "first\n", 0644, Backup::kNone, Durability::kThisBoot).ok());
+  int reader = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  struct stat before {};
+  ASSERT_EQ(::fstat(reader, &before), 0);
+  ASSERT_TRUE(
+      WriteFileAtomic(path, "second, longer\n", 0600, Backup::kNone, Durability::kThisBoot).ok());
+  EXPECT_EQ(ReadFile(path).value(), "second, longer\n");
+  char old[16] = {};
+  EXPECT_EQ(::pread(reader, old, sizeof(old), 0), 6);
+  EXPECT_EQ(std::string(old), "first\n");
+  ::close(reader);
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_NE(after.st_ino, before.st_ino) << "a new file, not the old one written over";
+  EXPECT_EQ(after.st_mode & 0777, 0600u);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"checkpoint"});
 }
 
 // A rename over /dev/null would give every program on the machine a regular file in its place:
