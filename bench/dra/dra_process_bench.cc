@@ -6,8 +6,13 @@
 //  - from an XID (the simulator's timeline) to the ResourceSlice with the taint accepted by the
 //    API server, from the plugin's own log lines;
 //  - resident memory, idle after the claims are gone.
-// Usage: dra_process_bench [GPUNODE_BINARY]   (build-dist/gpunode for the shipped build)
+// Deployed, the control plane runs on other machines than the GPU node, so the API server's work
+// never competes with the plugin's for the node's CPUs. On a machine of two CPUs or more the
+// bench gives the control plane (etcd, API server, scheduler, controller manager) the last CPU
+// and the plugin with its caller the others; --shared-cpus lets every process run anywhere.
+// Usage: dra_process_bench [--shared-cpus] [GPUNODE_BINARY]   (build-dist/gpunode: as shipped)
 #include <grpcpp/grpcpp.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -155,8 +160,53 @@ void PrepareRoundTrips(const testing::LocalCluster& cluster, drav1::DRAPlugin::S
       u.p50, u.p99, u.max);
 }
 
-int Run(const std::string& binary) {
+// Restricts this process, and what it starts from then on, to `cpus`.
+bool PinTo(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+std::string Names(const std::vector<int>& cpus) {
+  std::string out;
+  for (int cpu : cpus) out += (out.empty() ? "" : ",") + std::to_string(cpu);
+  return out;
+}
+
+int Run(const std::string& binary, bool shared_cpus) {
+  std::vector<int> node_cpus = AllowedCpus();
+  std::vector<int> control_plane_cpus;
+  if (!shared_cpus && node_cpus.size() >= 2) {
+    control_plane_cpus = {node_cpus.back()};
+    node_cpus.pop_back();
+    if (!PinTo(control_plane_cpus)) {
+      std::perror("sched_setaffinity");
+      return 1;
+    }
+  }
   testing::LocalCluster cluster;
+  if (!control_plane_cpus.empty()) {
+    if (!PinTo(node_cpus)) {
+      std::perror("sched_setaffinity");
+      return 1;
+    }
+    std::printf("control plane on CPU %s; the plugin and its caller on CPU %s\n",
+                Names(control_plane_cpus).c_str(), Names(node_cpus).c_str());
+  } else {
+    std::printf("every process on every CPU (%s)\n", Names(AllowedCpus()).c_str());
+  }
   if (!cluster.running()) {
     std::cerr << cluster.missing() << cluster.error() << "\n";
     return 1;
@@ -235,4 +285,8 @@ int Run(const std::string& binary) {
 }  // namespace
 }  // namespace gpunode
 
-int main(int argc, char** argv) { return gpunode::Run(argc > 1 ? argv[1] : GPUNODE_BINARY); }
+int main(int argc, char** argv) {
+  bool shared_cpus = argc > 1 && std::string(argv[1]) == "--shared-cpus";
+  int next = shared_cpus ? 2 : 1;
+  return gpunode::Run(argc > next ? argv[next] : GPUNODE_BINARY, shared_cpus);
+}
