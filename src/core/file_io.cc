@@ -75,7 +75,8 @@ const char* FileKind(std::filesystem::file_type type) {
 // boot; false when the filesystem cannot, and the caller renames. A rename over a file makes
 // ext4 start writing the new one out within the call (its auto_da_alloc, for writers that never
 // fsync) and free the old one's blocks there too, a discard on a filesystem mounted with
-// `discard`: 0.5-1 ms a write on a virtual disk. Exchanging the two names (RENAME_EXCHANGE) is
+// `discard` (the DRA bench's Unprepare, one such write: 0.46 ms at the median before, 0.24
+// after; docs/PERFORMANCE.md). Exchanging the two names (RENAME_EXCHANGE) is
 // as atomic for readers and does neither; the old file, now at `tmp`, is then unlinked, which
 // costs nothing while it was never written out (a file the next write replaces within
 // seconds). A crash between the two leaves that old file at the temporary name, as a crash
