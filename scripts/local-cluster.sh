@@ -138,8 +138,26 @@ EOF
   mv "$file.new" "$file"
 }
 
+# A loopback port nothing listens on, for a component to bind. Not one the kernel hands out
+# (bind to port 0): that range is also where every outgoing connection takes its local port, so
+# between the choice and the component's bind another cluster's clients could take it ("address
+# already in use"). A random port below that range, which only listeners use, checked free.
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(10000, low)
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+    print(port)
+    break
+else:
+    raise SystemExit("local-cluster: no free loopback port below %d" % low)
+'
 }
 
 # A key and a certificate signed by the run's CA: NAME CN [O] [SANs].
