@@ -16,7 +16,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "nvidia_packages.h"
 #include "process.h"
 #include "temp_dir.h"
 
@@ -35,10 +34,6 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-testing::ProcessResult Sh(const std::string& command) {
-  return testing::RunProcess({"/bin/sh", "-c", command});
-}
-
 // What the packages hold, from their own file lists (dpkg-deb -c), for the driver `version`.
 struct PackagedFiles {
   std::set<std::string> libraries;  // "/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.535..."
@@ -47,27 +42,25 @@ struct PackagedFiles {
   std::set<std::string> alternatives;  // programs outside bin/ that nvidia-alternative links
 };
 
-PackagedFiles ListPackages(const std::vector<std::string>& debs, const std::string& version) {
+// `contents` is what driver_root.sh wrote beside the root: `dpkg-deb -c` of every package.
+PackagedFiles ListPackages(const std::string& contents, const std::string& version) {
   PackagedFiles files;
   // "-rwxr-xr-x root/root 12345 2024-01-01 00:00 ./usr/bin/nvidia-smi"
   std::regex line(R"(^(\S+)\s+\S+\s+\d+\s+\S+\s+\S+\s+\.(/\S+)$)");
-  for (const std::string& deb : debs) {
-    std::istringstream list(Sh("dpkg-deb -c '" + deb + "'").out);
-    std::string text;
-    while (std::getline(list, text)) {
-      std::smatch m;
-      if (!std::regex_match(text, m, line) || m[1].str()[0] != '-') continue;
-      std::string path = m[2], mode = m[1];
-      std::string name = fs::path(path).filename();
-      bool executable = mode[3] == 'x';
-      if (name.starts_with("lib") && name.ends_with(".so." + version)) files.libraries.insert(path);
-      std::string dir = fs::path(path).parent_path();
-      if (executable && (dir == "/usr/bin" || dir == "/usr/sbin")) files.programs.insert(path);
-      if (executable && dir == "/usr/lib/nvidia/current") files.alternatives.insert(path);
-      if (dir == "/lib/firmware/nvidia/" + version && name.starts_with("gsp") &&
-          name.ends_with(".bin")) {
-        files.firmware.insert(path);
-      }
+  std::istringstream list(contents);
+  for (std::string text; std::getline(list, text);) {
+    std::smatch m;
+    if (!std::regex_match(text, m, line) || m[1].str()[0] != '-') continue;
+    std::string path = m[2], mode = m[1];
+    std::string name = fs::path(path).filename();
+    bool executable = mode[3] == 'x';
+    if (name.starts_with("lib") && name.ends_with(".so." + version)) files.libraries.insert(path);
+    std::string dir = fs::path(path).parent_path();
+    if (executable && (dir == "/usr/bin" || dir == "/usr/sbin")) files.programs.insert(path);
+    if (executable && dir == "/usr/lib/nvidia/current") files.alternatives.insert(path);
+    if (dir == "/lib/firmware/nvidia/" + version && name.starts_with("gsp") &&
+        name.ends_with(".bin")) {
+      files.firmware.insert(path);
     }
   }
   return files;
@@ -76,7 +69,6 @@ PackagedFiles ListPackages(const std::vector<std::string>& debs, const std::stri
 // The driver root, laid out once for all the tests (extracting the packages takes seconds).
 struct DriverLayout {
   testing::TempDir dir{"gpunode-cdi"};
-  std::vector<std::string> debs;
   std::string version, root, profile;
   PackagedFiles files;
 };
@@ -88,8 +80,9 @@ std::string LayOut(DriverLayout& d) {
       testing::RunProcess({"/bin/bash", GPUNODE_SOURCE_DIR "/tests/cdi/driver_root.sh", d.root});
   if (laid.exit_code != 0) return "tests/cdi/driver_root.sh: " + laid.err;
   d.version = laid.out.substr(0, laid.out.find('\n'));
-  d.debs = testing::NvidiaDebs();
-  d.files = ListPackages(d.debs, d.version);
+  std::string contents = Slurp(d.root + ".contents");
+  if (contents.empty()) return "tests/cdi/driver_root.sh wrote no " + d.root + ".contents";
+  d.files = ListPackages(contents, d.version);
   // The simulator's a100-mig node, reporting the packages' driver version.
   std::string profile = Slurp(GPUNODE_SOURCE_DIR "/sim/profiles/a100-mig.yaml");
   profile = std::regex_replace(profile, std::regex(R"(\ndriver_version: "[0-9.]+")"),

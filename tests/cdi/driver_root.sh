@@ -11,6 +11,8 @@
 #
 # Usage: driver_root.sh ROOT   (ROOT must not exist yet; prints the driver's version;
 #                               exit 77 with the reason when the packages are not there)
+# Beside ROOT it writes ROOT.contents: the packages' own file lists (`dpkg-deb -c` of each), what
+# a test compares a generator's findings with, independent of the layout.
 set -euo pipefail
 root=$1
 source_dir=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,11 +30,13 @@ fi
 version=$(dpkg-deb -f "${libcuda[0]}" Version)
 version=${version%%-*}
 
-# lay_out DIR: the packages extracted into DIR (made here), as installed.
+# lay_out DIR: the packages extracted into DIR (made here), as installed, and their file lists in
+# DIR.contents.
 lay_out() {
   local dir=$1 deb program
   mkdir "$dir"
   for deb in "${packages[@]}"; do dpkg-deb -x "$deb" "$dir"; done
+  for deb in "${packages[@]}"; do dpkg-deb -c "$deb"; done >"$dir.contents"
   # nvidia-alternative links /usr/bin/nvidia-smi (and the other programs kept in
   # /usr/lib/nvidia/current) to the packaged program, and adds the library directory to the
   # loader's path; then ldconfig indexes the tree.
@@ -50,20 +54,24 @@ lay_out() {
   ldconfig -r "$dir"
 }
 
-# Extracting the packages (xz) costs seconds, and every test process lays out a root of its own:
-# they are laid out once per machine and set of packages, under $debs/.., and copied from there
-# (a fraction of a second). Where that cannot be written, each root is laid out afresh.
-key=$({ sha256sum "$0"; for deb in "${packages[@]}"; do sha256sum "$deb"; done; } |
-  sha256sum | cut -c1-16)
+# Extracting or listing the packages (xz) costs seconds, and every test process lays out a root of
+# its own: they are laid out and listed once per machine and set of packages, under $debs/.., and
+# copied from there (a fraction of a second). Where that cannot be written, each root is laid out
+# afresh. The key is this script's text and the packages' names and sizes (their names carry
+# their versions), not the checkout's path: every clone on the machine shares the one layout.
+key=$({ sha256sum <"$0"; stat -c '%n %s' "${packages[@]}"; } | sha256sum | cut -c1-16)
 laid_out=${debs%/*}/driver-root-$key
 if [[ ! -d $laid_out ]] && staging=$(mktemp -d "$laid_out.XXXXXX" 2>/dev/null); then
   lay_out "$staging/root"
-  # Another run may have made it first: its copy is as good.
+  # The list first: a root that is there has its list. Another run may have made them first:
+  # its copies are as good.
+  mv -T "$staging/root.contents" "$laid_out.contents"
   mv -T "$staging/root" "$laid_out" 2>/dev/null || true
   rm -rf "$staging"
 fi
 if [[ -d $laid_out ]]; then
   cp -a "$laid_out" "$root"
+  cp "$laid_out.contents" "$root.contents"
 else
   lay_out "$root"
 fi
