@@ -24,18 +24,16 @@ bool MakeTestCertificates(const std::string& dir, CertificateKey key) {
                         "basicConstraints=CA:FALSE\n"
                         "keyUsage=digitalSignature,keyEncipherment\n"
                         "extendedKeyUsage=serverAuth\n";
-  std::string curve = key == CertificateKey::kRsa
-                          ? "-newkey rsa:2048 -nodes "
-                          : "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes ";
+  // A P-256 key is made in no time; the RSA keys come from the build tree (CMakeLists.txt).
+  std::string keys =
+      key == CertificateKey::kRsa
+          ? std::string("cp '") + RSA_TEST_KEYS + "/ca.key' '" + RSA_TEST_KEYS + "/tls.key' .; "
+          : "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out ca.key; "
+            "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out tls.key; ";
   std::string script =
-      "set -e; cd '" + dir +
-      "'; "
-      "openssl req -x509 " +
-      curve +
-      "-keyout ca.key -out ca.crt -days 2 -subj /CN=gpunode-test-ca; "
-      "openssl req " +
-      curve +
-      "-keyout tls.key -out tls.csr -subj /CN=localhost; "
+      "set -e; cd '" + dir + "'; " + keys +
+      "openssl req -x509 -key ca.key -out ca.crt -days 2 -subj /CN=gpunode-test-ca; "
+      "openssl req -new -key tls.key -out tls.csr -subj /CN=localhost; "
       "openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out tls.crt "
       "-days 2 -extfile ext.cnf";
   ProcessResult r = RunProcess({"/bin/sh", "-c", script});
