@@ -36,6 +36,10 @@ usage() {
 }
 (($# >= 2)) || usage
 verb=$1 dir=$2
+# kubectl's discovery cache in the cluster's directory, which goes with it, not under $HOME, where
+# each cluster (a port of its own) would leave one behind.
+KUBECACHEDIR=$(realpath -m "$dir")/kube-cache
+export KUBECACHEDIR
 
 components=(etcd kube-apiserver kube-scheduler kube-controller-manager)
 

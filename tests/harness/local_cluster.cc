@@ -1,8 +1,12 @@
 #include "local_cluster.h"
 
+#include <stdlib.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace gpunode::testing {
 namespace {
@@ -23,6 +27,19 @@ std::string ReadFile(const std::string& path) {
 
 }  // namespace
 
+bool AwaitCluster(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  std::chrono::milliseconds pause(50);
+  while (!done()) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+  }
+  return true;
+}
+
 LocalCluster::LocalCluster() {
   ProcessResult where = RunProcess(
       {"/bin/bash", std::string(GPUNODE_SOURCE_DIR) + "/scripts/build-k8s.sh", "--print-dir"});
@@ -39,6 +56,10 @@ LocalCluster::LocalCluster() {
     return;
   }
   server_ = ReadFile(dir_.path() + "/server");
+  // Every kubectl this process starts, the documented lines included, keeps its discovery cache
+  // with the cluster, which goes with it, not under $HOME, where each cluster (a port of its own)
+  // would leave one behind.
+  ::setenv("KUBECACHEDIR", (dir_.path() + "/kube-cache").c_str(), 1);
 }
 
 LocalCluster::~LocalCluster() {

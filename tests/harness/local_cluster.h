@@ -5,6 +5,8 @@
 // so that a test can skip with that reason.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,17 @@
 
 namespace gpunode::testing {
 
+// Calls `done` until it holds or `limit` has passed; whether it held. For what only a read of the
+// cluster can tell (kubectl get): the pause between reads doubles from 50 ms up to 1 s, since one
+// kubectl run costs about a tenth of a CPU-second (Go's start, the TLS handshake), and reads every
+// 100 ms through the kubelet's 10-second status period would cost a CPU-second per wait.
+bool AwaitCluster(const std::function<bool()>& done, std::chrono::milliseconds limit);
+
 class LocalCluster {
  public:
   // Starts the cluster; on failure `error()` holds the script's output (the end of the log of
-  // the component that failed).
+  // the component that failed). Sets KUBECACHEDIR for the process (kubectl's discovery cache in
+  // the cluster's directory): construct it before starting threads.
   LocalCluster();
   ~LocalCluster();
   LocalCluster(const LocalCluster&) = delete;

@@ -15,7 +15,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -653,16 +652,6 @@ std::map<std::string, std::string> NodeLabels(const std::string& name) {
   return labels;
 }
 
-// Polls `done` every 100 ms for up to `limit`; whether it held.
-bool Await(const std::function<bool()>& done, std::chrono::seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return true;
-}
-
 // The credentials the kubelet mounts into deploy/labels' pod on `node`: a token of its
 // ServiceAccount bound to a pod on that node, which therefore carries the node's name
 // (authentication.kubernetes.io/node-name), as a kubeconfig.
@@ -724,7 +713,7 @@ TEST(LabelsOnTheRealApiServer, TheLabellerLabelsItsOwnNodeAndTheDevicePluginFoll
   // refused, nothing stored) says when.
   const std::string other_node =
       "gpunode-labels on node gpu-l may change only that Node, not cpu-l";
-  EXPECT_TRUE(Await(
+  EXPECT_TRUE(testing::AwaitCluster(
       [&] {
         return as_labeller(gpu_node, {"label", "node", "cpu-l", "nvidia.com/gpu.present=true",
                                       "--dry-run=server"})
@@ -781,8 +770,9 @@ TEST(LabelsOnTheRealApiServer, TheLabellerLabelsItsOwnNodeAndTheDevicePluginFoll
     return pods.out;
   };
   std::string nodes;
-  EXPECT_TRUE(Await([&] { return !(nodes = plugin_nodes()).empty() && nodes.find(' ') != 0; },
-                    std::chrono::seconds(30)));
+  EXPECT_TRUE(testing::AwaitCluster(
+      [&] { return !(nodes = plugin_nodes()).empty() && nodes.find(' ') != 0; },
+      std::chrono::seconds(30)));
   EXPECT_EQ(nodes, "gpu-l ");
   r = cluster->Kubectl({"get", "daemonset", "-n", "kube-system", "gpunode-device-plugin", "-o",
                         "jsonpath={.status.desiredNumberScheduled}"});
@@ -791,7 +781,7 @@ TEST(LabelsOnTheRealApiServer, TheLabellerLabelsItsOwnNodeAndTheDevicePluginFoll
             "spec":{"nodeSelector":{"accelerator":"nvidia-a10"},
                     "containers":[{"name":"main","image":"registry.example/train:1"}]}})");
   std::string placed;
-  EXPECT_TRUE(Await(
+  EXPECT_TRUE(testing::AwaitCluster(
       [&] {
         placed = cluster->Kubectl({"get", "pod", "a10-job", "-o", "jsonpath={.spec.nodeName}"}).out;
         return !placed.empty();

@@ -124,12 +124,8 @@ std::string Quantity(const json& node, const std::string& field, const std::stri
 // Waits until `ready` holds for what `read` returns; the last value read either way.
 json AwaitState(const std::function<json()>& read, const std::function<bool(const json&)>& ready,
                 seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  json value = read();
-  while (!ready(value) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(100));
-    value = read();
-  }
+  json value;
+  testing::AwaitCluster([&] { return ready(value = read()); }, limit);
   return value;
 }
 
