@@ -292,8 +292,8 @@ class ApiServerDouble::Impl {
   // as the API server does: metadata.continue holds
   // base64({"v":"meta.k8s.io/v1","rv":N,"start":"<last key>\u0000"}) while more remain.
   // The items are written out from the map, not copied: the upgrade suite's hours of simulated
-  // polling list the fleet thousands of times, and under AddressSanitizer copies of every object
-  // were a third of its CPU.
+  // polling list the fleet thousands of times, and under AddressSanitizer two copies of every
+  // listed object took a sixth of its CPU (317 -> 262 CPU-seconds without them).
   using Entry = std::map<std::string, json>::value_type;
   void ListPage(const httplib::Request& req, httplib::Response& res, const std::string& kind,
                 const std::string& api_version, const std::vector<const Entry*>& items,
