@@ -150,6 +150,10 @@ free_port() {
   python3 -c '
 import random, socket
 low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+if low <= 10001:
+    raise SystemExit("local-cluster: /proc/sys/net/ipv4/ip_local_port_range starts at %d, leaving"
+                     " no port between 10000 and it; raise its lower bound (sysctl"
+                     " net.ipv4.ip_local_port_range)" % low)
 for _ in range(200):
     port = random.randrange(10000, low)
     with socket.socket() as s:
