@@ -18,9 +18,8 @@ command -v valgrind >/dev/null || { echo "symbol_order.sh: needs valgrind (apt-g
   { echo "symbol_order.sh: build/bench/plugin/plugin_process_bench is missing; run scripts/build.sh release" >&2; exit 2; }
 
 dir=build-dist-symbols
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" \
-  "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG" -DGPUNODE_STATIC_DIST=ON -DGPUNODE_DIST_KEEP_SYMBOLS=ON \
-  -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF >/dev/null
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_STATIC_DIST=ON \
+  -DGPUNODE_DIST_KEEP_SYMBOLS=ON -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF >/dev/null
 ninja -C "$dir" gpunode
 
 work=$(mktemp -d)

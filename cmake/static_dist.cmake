@@ -1,7 +1,9 @@
 # The distributed build (GPUNODE_STATIC_DIST): the node daemons' memory is mostly mapped code, so
 # the shipped binary links gRPC, protobuf, abseil and their helpers from Debian's own static
 # archives, non-PIE, with unused sections dropped and symbols stripped. glibc (libdl, pthread) stays
-# dynamic so that dlopen of libnvidia-ml.so.1 works.
+# dynamic so that dlopen of libnvidia-ml.so.1 works. Its code is compiled as in the release tree
+# (cmake/shipped_code.cmake: non-PIE, a section per function, spdlog, fmt and toml++ from their
+# headers): only the link is the dist build's own.
 #
 # What stays shared, and why:
 # - OpenSSL: Debian ships cpp-httplib and libcurl only as shared libraries, and both load libssl.so.3
@@ -17,16 +19,8 @@
 #   linked in (src/http_client/CMakeLists.txt), and loads the shared libssl, the copy the HTTP
 #   module uses, only where mbedTLS cannot serve (src/http_client/tls_client.h).
 # - simdjson, cpp-httplib: Debian has no archives of them. (spdlog, fmt and toml++ have none
-#   either, but they can be compiled in from their headers: see below.)
+#   either, but they are compiled in from their headers: cmake/shipped_code.cmake.)
 # - libstdc++: those C++ libraries (and the simulator) load the shared one anyway.
-
-set(CMAKE_POSITION_INDEPENDENT_CODE OFF)
-include(CheckPIESupported)
-check_pie_supported(LANGUAGES C CXX)
-add_compile_options(-ffunction-sections -fdata-sections)
-# Code for the binary is compiled non-PIE; the simulator (a shared library) keeps -fPIC, which a
-# later -fno-pie would cancel.
-add_compile_options("$<$<NOT:$<OR:$<BOOL:$<TARGET_PROPERTY:POSITION_INDEPENDENT_CODE>>,$<STREQUAL:$<TARGET_PROPERTY:TYPE>,SHARED_LIBRARY>>>:-fno-pie>")
 
 # gpunode_prefer_archive(<imported target>...): points each target at the .a next to its shared
 # library (and each -lNAME it lists at libNAME.a). A target without an archive keeps its location,
@@ -123,17 +117,3 @@ function(gpunode_dist_executable target)
   endif()
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${GPUNODE_DIST_SYMBOL_ORDER})
 endfunction()
-
-# spdlog, fmt and toml++ compiled into the binary from their headers instead of loaded as shared
-# libraries: every role logs, and a shared library costs its relocations and the pages around
-# them even when little of it runs (about 0.5 MiB in the idle device plugin for spdlog alone).
-get_target_property(spdlog_includes spdlog::spdlog_header_only INTERFACE_INCLUDE_DIRECTORIES)
-add_library(gpunode_log_header_only INTERFACE)
-target_compile_definitions(gpunode_log_header_only INTERFACE SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY=1)
-target_include_directories(gpunode_log_header_only SYSTEM INTERFACE ${spdlog_includes})
-target_link_libraries(gpunode_log_header_only INTERFACE Threads::Threads)
-set(GPUNODE_LOG_LIBRARIES gpunode_log_header_only)
-get_target_property(toml_includes tomlplusplus::tomlplusplus INTERFACE_INCLUDE_DIRECTORIES)
-add_library(gpunode_toml_header_only INTERFACE)
-target_include_directories(gpunode_toml_header_only SYSTEM INTERFACE ${toml_includes})
-set(GPUNODE_TOML gpunode_toml_header_only)

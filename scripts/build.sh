@@ -37,9 +37,10 @@ case $flavour in
   tsan) dir=build-tsan; args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_TSAN=ON -DGPUNODE_BENCH=OFF) ;;
   dist)
     dir=build-dist
-    # -O2 as in the release build (-O3 makes larger code, and GCC 12 warns falsely in toml++ there).
-    args=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -DNDEBUG" "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG"
-          -DGPUNODE_STATIC_DIST=ON -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF)
+    # Compiled with the release build's very flags (its line tables included; the link strips
+    # them), so that the compiler cache serves every object the release build made
+    # (cmake/shipped_code.cmake); only the link differs.
+    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUNODE_STATIC_DIST=ON -DGPUNODE_TESTS=OFF -DGPUNODE_BENCH=OFF)
     ;;
   *) echo "build.sh: unknown flavour '$flavour'; use release, binary, asan, tsan or dist" >&2; exit 2 ;;
 esac
