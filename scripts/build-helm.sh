@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the real helm the chart's tests run (deploy/helm, docs/TESTING.md) from the Go module
-# pinned by tests/helm/tools/go.mod and go.sum, with the ordinary go tool, into a cache outside the
-# checkout keyed by the release and the module files' hash: a second run (or another clone) costs
-# nothing. Prints the directory that holds the binary.
+# pinned by tests/tools/go.mod and go.sum (the module of every Go test peer, whose shared libraries
+# the Kubernetes build has compiled into Go's build cache), with the ordinary go tool, into a cache
+# outside the checkout keyed by the release and the module files' hash: a second run (or another
+# clone) costs nothing. Prints the directory that holds the binary.
 #
 # Usage: scripts/build-helm.sh [--print-dir]   (--print-dir: only say where, build nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=tests/helm/tools
+tools=tests/tools
 
 source scripts/lib/go.sh
 tools_cache build-helm "$tools" helm.sh/helm/v4 '^v4\.[0-9]+\.[0-9]+$' helm

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes components the real-cluster tests run (docs/TESTING.md): etcd,
 # kube-apiserver, kube-scheduler, kube-controller-manager, kubelet and kubectl, from the Go modules
-# pinned by tests/k8s/tools/go.mod and go.sum, with the ordinary go tool. They go into a cache
+# pinned by tests/tools/go.mod and go.sum (the module of every Go test peer), with the ordinary go
+# tool. They go into a cache
 # outside the checkout, keyed by the release and by the module files' hash, so that a second run
 # (or another clone) costs nothing. Prints the directory that holds the binaries.
 #
 # Usage: scripts/build-k8s.sh [--print-dir]   (--print-dir: only say where, build nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=tests/k8s/tools
+tools=tests/tools
 
 source scripts/lib/go.sh
 tools_cache build-k8s "$tools" k8s.io/kubernetes '^v1\.[0-9]+\.[0-9]+$' k8s

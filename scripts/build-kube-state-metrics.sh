@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the real kube-state-metrics the fleet dashboard's test runs (docs/METRICS.md,
-# docs/TESTING.md) from the Go module pinned by tests/metrics/tools/go.mod and go.sum, with the
-# ordinary go tool, into a cache outside the checkout keyed by the release and the module files'
+# docs/TESTING.md) from the Go module pinned by tests/tools/go.mod and go.sum (the module of every Go
+# test peer, whose shared libraries the Kubernetes build has compiled into Go's build cache), with
+# the ordinary go tool, into a cache outside the checkout keyed by the release and the module files'
 # hash: a second run (or another clone) costs nothing. Prints the directory that holds the binary.
 #
 # Usage: scripts/build-kube-state-metrics.sh [--print-dir]   (--print-dir: only say where, build nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=tests/metrics/tools
+tools=tests/tools
 module=k8s.io/kube-state-metrics/v2
 
 source scripts/lib/go.sh

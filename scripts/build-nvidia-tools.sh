@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Builds NVIDIA's own programs that gpunode stands in for, to run beside it on the simulator
 # (tests/side_by_side, docs/TESTING.md): nvidia-device-plugin and gpu-feature-discovery from
-# github.com/NVIDIA/k8s-device-plugin, pinned by tests/nvidia/tools/go.mod and go.sum, and nvidia-ctk
-# from github.com/NVIDIA/nvidia-container-toolkit, pinned by tests/nvidia/tools/ctk. Two modules,
-# because one cannot hold both releases: minimal version selection lifts the plugin's go-nvml to the
-# toolkit's v0.13.4-1, whose nvmlPciInfo_t.BusId the plugin's internal/rm no longer compiles
-# against. Each program is built from its release's own dependency set, with the ordinary go tool,
-# into a cache outside the checkout keyed by both releases and the module files' hash: a second
-# run (or another clone) costs nothing. Prints the directory that holds the binaries.
+# github.com/NVIDIA/k8s-device-plugin, pinned by tests/tools/go.mod and go.sum (the module of every
+# Go test peer: the plugin is built against the Kubernetes libraries of the real-cluster tests'
+# release), and nvidia-ctk from github.com/NVIDIA/nvidia-container-toolkit, pinned by
+# tests/tools/ctk. Two modules, because one cannot hold both releases: minimal version selection
+# lifts the plugin's go-nvml to the toolkit's v0.13.4-1, whose nvmlPciInfo_t.BusId the plugin's
+# internal/rm no longer compiles against. Built with the ordinary go tool into a cache outside the
+# checkout keyed by both releases and the module files' hash: a second run (or another clone)
+# costs nothing. Prints the directory that holds the binaries.
 #
 # Usage: scripts/build-nvidia-tools.sh [--print-dir]   (--print-dir: only say where, build nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=tests/nvidia/tools
+tools=tests/tools
 ctk_tools=$tools/ctk
 
 source scripts/lib/go.sh
@@ -46,9 +47,13 @@ mkdir -p "$staging/bin"
 # go-nvml declares every NVML entry point, deprecated ones too; the warnings say nothing of use.
 export CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" GOFLAGS="$peer_goflags" GOTOOLCHAIN=local
 extldflags='-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy'
+# The pure-Go DNS resolver and user lookup (netgo, osusergo: the programs reach the kubelet and the
+# API server by socket and address, never by a name libc would resolve): with them the standard
+# library's net compiles as in the other peers' cgo-free builds, so every package they share with
+# the Kubernetes components comes from Go's build cache instead of compiling again.
 build() { # DIR MODULE RELEASE NAME
   echo "build-nvidia-tools: $4 ($2/cmd/$4 $3)" >&2
-  (cd "$1" && "$go" build \
+  (cd "$1" && "$go" build -tags netgo,osusergo \
     -ldflags "-s -w '-extldflags=$extldflags' -X $2/internal/info.version=$3" \
     -o "$staging/bin/$4" "$2/cmd/$4")
 }

@@ -18,7 +18,8 @@ export GOGC=${GOGC:-400}
 # builds anew and another clone reuses them.
 tools_cache() {
   local prefix=$1 tools=$2 module=$3 pattern=$4 name=$5 key
-  release=$(awk -v module="$module" '$1 == module { print $2 }' "$tools/go.mod")
+  # The requirement's line (a tool block names a module's main package by the module's path too).
+  release=$(awk -v module="$module" '$1 == module && $2 ~ /^v/ { print $2; exit }' "$tools/go.mod")
   [[ $release =~ $pattern ]] || {
     echo "$prefix: $tools/go.mod: no $module vX.Y.Z requirement" >&2; exit 2; }
   key=$(cat "$tools/go.mod" "$tools/go.sum" | sha256sum | cut -c1-12)

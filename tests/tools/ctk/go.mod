@@ -1,6 +1,6 @@
 // NVIDIA's nvidia-ctk (`cdi generate`), beside gpunode's `cdi generate`. A module of its own, as one
 // module cannot hold both it and the device plugin (scripts/build-nvidia-tools.sh says why).
-module gpunode.io/tests/nvidia/tools/ctk
+module gpunode.io/tests/tools/ctk
 
 go 1.26.0
 
