@@ -3,7 +3,8 @@
 # from the release build only in how it links (cmake/static_dist.cmake: static archives, unused
 # sections dropped, symbols stripped, its functions ordered); every object the dist binary links is
 # compiled with the same command as in the release tree, so the compiler cache serves the dist
-# build from the release build's objects. The trees under a sanitizer keep their own flags.
+# build from the release build's objects (scripts/test.sh checks that the commands stay equal:
+# scripts/lib/same_compiles.py). The trees under a sanitizer keep their own flags.
 
 # Non-PIE: the node daemons' memory is mostly mapped code, and position-dependent code needs no
 # relocations or GOT indirections for its own functions and data. The simulator and the HTTP

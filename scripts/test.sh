@@ -77,7 +77,7 @@ finish
 beside "ThreadSanitizer build (the binary and the suites that own threads)" bash scripts/build.sh tsan
 stage "AddressSanitizer + UndefinedBehaviorSanitizer tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE 'no-sanitizer|real-cluster'
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
 finish
 
 beside "dist build (the binary as shipped)" bash scripts/build.sh dist
@@ -94,8 +94,9 @@ finish
 stage "soak, short: 15 simulated minutes of churn in 45 s (docs/RELIABILITY.md)"
 bash bench/soak/soak.sh build 45 20
 
-stage "dist smoke run"
+stage "dist smoke run, and the dist build's objects compiled as the release build's"
 build-dist/gpunode --sim dgx-h100 inventory >/dev/null
+python3 scripts/lib/same_compiles.py build build-dist
 
 stage "fuzzers, ${fuzz_seconds}s each, $(nproc) at a time"
 bash scripts/run-fuzzers.sh build-asan "$fuzz_seconds" "$(nproc)"
