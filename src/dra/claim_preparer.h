@@ -13,6 +13,7 @@
 // for its MPS daemon's pod holds the others back, as NVIDIA's driver does).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -92,7 +93,11 @@ class ClaimPreparer {
         mps_(mps),
         checkpoint_file_(options_.checkpoint_path, options_.boot_id) {}
 
-  absl::StatusOr<std::vector<host::PreparedDevice>> PrepareLocked(const ClaimRef& claim);
+  using Clock = std::chrono::steady_clock;
+  // `started`: when the kubelet's request reached Prepare, for the log line that says how long
+  // the preparation took and how much of it was the API server's answer.
+  absl::StatusOr<std::vector<host::PreparedDevice>> PrepareLocked(const ClaimRef& claim,
+                                                                  Clock::time_point started);
   absl::Status RemoveSpec(const std::string& uid);
   // Sets the time-slice interval of the GPU `gpu_uuid` through nvidia-smi.
   absl::Status SetTimeSlice(const std::string& gpu_uuid, const std::string& interval) const;

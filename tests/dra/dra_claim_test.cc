@@ -1,8 +1,12 @@
 // The claims the DRA plugin reads (resource.k8s.io/v1 as the API server serves them) and the
 // preparation of their devices into CDI specs, with the checkpoint's recovery after a stop at
 // any point.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
 
 #include "cdi/spec_file.h"
 #include "cdi/validate.h"
@@ -12,6 +16,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "temp_dir.h"
 
 namespace gpunode::dra {
@@ -390,6 +396,41 @@ TEST_F(Preparer, AClaimBecomesACdiSpecNamedAsNvidiasAndTheSameAnswerTwice) {
   EXPECT_TRUE(restarted->PreparedClaims().empty());
   // Unpreparing what is not prepared is not an error: the kubelet repeats calls.
   EXPECT_TRUE(restarted->Unprepare("u1").ok());
+}
+
+TEST_F(Preparer, ItsLogLineSaysHowLongThePreparationTookAndHowMuchOfItWasTheApiServer) {
+  claims_["c1"] = Claim("u1", json::array({Result("gpu-0")}));
+  // An API server that takes 20 ms to answer.
+  absl::StatusOr<std::unique_ptr<ClaimPreparer>> preparer = ClaimPreparer::Create(
+      Options(), driver_, host_,
+      [this](const ClaimRef& ref) -> absl::StatusOr<std::string> {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        return claims_.at(ref.name).dump();
+      },
+      mps_);
+  ASSERT_TRUE(preparer.ok()) << preparer.status();
+  (*preparer)->SetDevices(devices_);
+  std::ostringstream log;
+  auto logger = std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  std::shared_ptr<spdlog::logger> before = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  absl::StatusOr<std::vector<host::PreparedDevice>> devices =
+      (*preparer)->Prepare({"ml", "c1", "u1"});
+  spdlog::set_default_logger(before);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+
+  std::smatch match;
+  const std::string text = log.str();
+  ASSERT_TRUE(std::regex_search(
+      text, match,
+      std::regex(
+          R"(claim ml/c1 \(u1\): prepared 1 device\(s\) in ([0-9.]+) ms, ([0-9.]+) ms of it )"
+          R"(the API server's answer)")))
+      << text;
+  const double total = std::stod(match[1]), api_server = std::stod(match[2]);
+  EXPECT_GE(api_server, 20.0);
+  EXPECT_GE(total, api_server);
 }
 
 TEST_F(Preparer, ADeviceNotOnTheNodeIsRefusedAndNothingIsKept) {
