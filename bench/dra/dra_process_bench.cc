@@ -10,7 +10,7 @@
 // never competes with the plugin's for the node's CPUs. On a machine of two CPUs or more the
 // bench gives the control plane (etcd, API server, scheduler, controller manager) the last CPU
 // and the plugin with its caller the others; --shared-cpus lets every process run anywhere.
-// Usage: dra_process_bench [--shared-cpus] [GPUNODE_BINARY]   (build-dist/gpunode: as shipped)
+// Usage: dra_process_bench [--shared-cpus] [GPUNODE]   (build-dist/gpunode: as shipped)
 #include <grpcpp/grpcpp.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "common/proc_status.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "local_cluster.h"
@@ -248,11 +249,12 @@ int Run(const std::string& binary, bool shared_cpus) {
     fs::create_directories(kubelet + sub);
   json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kNode}}}};
   if (!Check(cluster.Kubectl({"create", "-f", "-"}, node.dump()), "create node")) return 1;
-  std::string classes = std::string(GPUNODE_FIXTURES_DIR) + "/../../deploy/dra/deviceclasses.yaml";
+  std::string classes =
+      std::string(build_paths::kFixturesDir) + "/../../deploy/dra/deviceclasses.yaml";
   if (!Check(cluster.Kubectl({"apply", "-f", classes}), "device classes")) return 1;
 
   // dgx-h100 whose timeline has XID 79 on GPU 3 1.7 s after start (tests/fixtures/plugin).
-  std::string profile = std::string(GPUNODE_FIXTURES_DIR) + "/plugin/dgx-h100-xids.yaml";
+  std::string profile = std::string(build_paths::kFixturesDir) + "/plugin/dgx-h100-xids.yaml";
   testing::ProcessResult inventory =
       testing::RunProcess({binary, "--sim", profile, "inventory", "-o", "json"});
   std::string version = json::parse(inventory.out)["driver_version"];
@@ -325,5 +327,5 @@ int Run(const std::string& binary, bool shared_cpus) {
 int main(int argc, char** argv) {
   bool shared_cpus = argc > 1 && std::string(argv[1]) == "--shared-cpus";
   int next = shared_cpus ? 2 : 1;
-  return gpunode::Run(argc > next ? argv[next] : GPUNODE_BINARY, shared_cpus);
+  return gpunode::Run(argc > next ? argv[next] : gpunode::build_paths::kBinary, shared_cpus);
 }

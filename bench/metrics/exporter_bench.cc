@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "build_paths.h"
 #include "core/system_env.h"
 #include "gpunode_sim.h"
 #include "http/http_module.h"
@@ -27,12 +28,12 @@ namespace gpunode::metrics {
 namespace {
 
 std::string SpecFor(int gpus) {
-  return gpus == 64 ? std::string(GPUNODE_FIXTURES_DIR) + "/metrics/sim-64.yaml" : "dgx-h100";
+  return gpus == 64 ? std::string(build_paths::kFixturesDir) + "/metrics/sim-64.yaml" : "dgx-h100";
 }
 
 // The simulator is one per process: configure it, then load it as NVML.
 std::unique_ptr<nvml::Library> OpenSimulator(const std::string& spec) {
-  void* handle = dlopen(GPUNODE_SIM_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(build_paths::kSimLibrary, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return nullptr;
   auto configure =
       reinterpret_cast<decltype(&gpunodeSimConfigure)>(dlsym(handle, "gpunodeSimConfigure"));
@@ -42,7 +43,7 @@ std::unique_ptr<nvml::Library> OpenSimulator(const std::string& spec) {
     return nullptr;
   }
   absl::StatusOr<std::unique_ptr<nvml::Library>> library =
-      nvml::Library::Open({.library_path = GPUNODE_SIM_LIBRARY});
+      nvml::Library::Open({.library_path = build_paths::kSimLibrary});
   dlclose(handle);
   return library.ok() ? std::move(*library) : nullptr;
 }
@@ -104,7 +105,7 @@ void BM_Scrape(benchmark::State& state) {
   Sampler sampler(*library, env, nullptr, nullptr, {.hostname = "bench-node"});
   sampler.SampleNow();
   // The server's module is next to the gpunode binary, not next to this program.
-  setenv(http::kModuleEnvironment, GPUNODE_HTTP_MODULE_PATH, /*overwrite=*/0);
+  setenv(http::kModuleEnvironment, build_paths::kHttpModule, /*overwrite=*/0);
   MetricsServer server(sampler);
   if (!server.Start({"127.0.0.1", 0}).ok()) return state.SkipWithError("cannot listen");
   httplib::Client client("127.0.0.1", server.port());

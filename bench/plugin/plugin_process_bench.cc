@@ -2,7 +2,7 @@
 // registered, idle memory, Allocate and GetPreferredAllocation round trips over the socket, stop
 // time; and the XID-to-Unhealthy latency of the health path measured in-process, where the
 // simulator's clock start (nvmlInit) is known to the microsecond.
-// Usage: plugin_process_bench [GPUNODE_BINARY] (default: this build's gpunode), so that another
+// Usage: plugin_process_bench [GPUNODE] (default: this build's gpunode), so that another
 // build of the binary (e.g. build-dist/gpunode) can be measured by the same client.
 #include <dlfcn.h>
 #include <signal.h>
@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "build_paths.h"
 #include "common/proc_status.h"
 #include "gpunode_sim.h"
 #include "harness/apiserver_double.h"
@@ -36,10 +37,10 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // The process under test; the in-process health path always uses this build's code.
-std::string binary = GPUNODE_BINARY;
+std::string binary = build_paths::kBinary;
 
 std::string Fixture(const std::string& name) {
-  return std::string(GPUNODE_FIXTURES_DIR) + "/plugin/" + name;
+  return std::string(build_paths::kFixturesDir) + "/plugin/" + name;
 }
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -272,7 +273,7 @@ void PreferredRoundTrips() {
 }
 
 std::unique_ptr<nvml::Library> OpenSimulator(const std::string& spec) {
-  void* handle = dlopen(GPUNODE_SIM_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(build_paths::kSimLibrary, RTLD_NOW | RTLD_LOCAL);
   auto configure =
       reinterpret_cast<decltype(&gpunodeSimConfigure)>(dlsym(handle, "gpunodeSimConfigure"));
   char error[1024] = {};
@@ -280,7 +281,7 @@ std::unique_ptr<nvml::Library> OpenSimulator(const std::string& spec) {
     std::cerr << error << "\n";
     return nullptr;
   }
-  auto library = nvml::Library::Open({.library_path = GPUNODE_SIM_LIBRARY});
+  auto library = nvml::Library::Open({.library_path = build_paths::kSimLibrary});
   dlclose(handle);
   return library.ok() ? std::move(*library) : nullptr;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -76,15 +77,15 @@ struct DriverLayout {
 // Empty on success, else why the layout could not be made.
 std::string LayOut(DriverLayout& d) {
   d.root = d.dir.path() + "/driver";
-  testing::ProcessResult laid =
-      testing::RunProcess({"/bin/bash", GPUNODE_SOURCE_DIR "/tests/cdi/driver_root.sh", d.root});
+  testing::ProcessResult laid = testing::RunProcess(
+      {"/bin/bash", std::string(build_paths::kSourceDir) + "/tests/cdi/driver_root.sh", d.root});
   if (laid.exit_code != 0) return "tests/cdi/driver_root.sh: " + laid.err;
   d.version = laid.out.substr(0, laid.out.find('\n'));
   std::string contents = Slurp(d.root + ".contents");
   if (contents.empty()) return "tests/cdi/driver_root.sh wrote no " + d.root + ".contents";
   d.files = ListPackages(contents, d.version);
   // The simulator's a100-mig node, reporting the packages' driver version.
-  std::string profile = Slurp(GPUNODE_SOURCE_DIR "/sim/profiles/a100-mig.yaml");
+  std::string profile = Slurp(std::string(build_paths::kSourceDir) + "/sim/profiles/a100-mig.yaml");
   profile = std::regex_replace(profile, std::regex(R"(\ndriver_version: "[0-9.]+")"),
                                "\ndriver_version: \"" + d.version + "\"");
   d.profile = d.dir.Write("a100-mig-" + d.version + ".yaml", profile);
@@ -110,9 +111,17 @@ class CdiDriverTest : public ::testing::Test {
   }
 
   testing::ProcessResult Generate(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim",       profile_, "--driver-root",
-                                     root_,          "--host-root", root_,    "cdi",
-                                     "generate",     "--dev-root",  "/"};
+    std::vector<std::string> argv = {build_paths::kBinary,
+                                     "--sim",
+                                     profile_,
+                                     "--driver-root",
+                                     root_,
+                                     "--host-root",
+                                     root_,
+                                     "cdi",
+                                     "generate",
+                                     "--dev-root",
+                                     "/"};
     argv.insert(argv.end(), args.begin(), args.end());
     return testing::RunProcess(argv);
   }
@@ -251,7 +260,8 @@ TEST_F(CdiDriverTest, WrittenSpecsValidateInBothFormats) {
       EXPECT_THAT(text, HasSubstr("cdiVersion: \"0.5.0\""));
       EXPECT_THAT(text, HasSubstr("- name: \"0\""));
     }
-    testing::ProcessResult valid = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", out});
+    testing::ProcessResult valid =
+        testing::RunProcess({build_paths::kBinary, "cdi", "validate", out});
     EXPECT_EQ(valid.exit_code, 0) << valid.err;
     EXPECT_THAT(valid.out, HasSubstr("a valid CDI 0.5.0 spec of nvidia.com/gpu with 53 devices"));
   }
@@ -280,7 +290,7 @@ TEST_F(CdiDriverTest, NoDriverIsOneLineAndExitOne) {
   std::string empty = dir_.path() + "/empty";
   fs::create_directories(empty);
   testing::ProcessResult r = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", profile_, "--driver-root", empty, "cdi", "generate"});
+      {build_paths::kBinary, "--sim", profile_, "--driver-root", empty, "cdi", "generate"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("no driver: libcuda.so." + version_));
@@ -312,7 +322,7 @@ TEST_F(CdiDriverTest, ABadKindIsRefusedByTheSpecsRules) {
            {"nvidia.com/gpu-", "the class \"gpu-\" must end with a letter or digit"},
            {"a/b/c", "must be \"<vendor>/<class>\""}}) {
     testing::ProcessResult r =
-        testing::RunProcess({GPUNODE_BINARY, "--sim", profile_, "--driver-root", root_, "cdi",
+        testing::RunProcess({build_paths::kBinary, "--sim", profile_, "--driver-root", root_, "cdi",
                              "generate", "--kind", kind});
     EXPECT_EQ(r.exit_code, 2) << kind;
     EXPECT_THAT(r.err, HasSubstr("gpunode: --kind " + kind + ": " + problem)) << r.err;
@@ -331,7 +341,7 @@ TEST_F(CdiDriverTest, TheRealNvmlWithoutItsKernelModuleIsOneLine) {
     GTEST_SKIP() << "NVIDIA's kernel module is loaded on this host";
   }
   testing::ProcessResult r = testing::RunProcess(
-      testing::WithOwnDev({GPUNODE_BINARY, "--driver-root", root_, "cdi", "generate"}));
+      testing::WithOwnDev({build_paths::kBinary, "--driver-root", root_, "cdi", "generate"}));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("NVML_ERROR_DRIVER_NOT_LOADED"));
@@ -351,7 +361,8 @@ TEST_F(CdiDriverTest, AMigDeviceWithoutItsCapabilitiesIsWarnedAndFailsValidation
   EXPECT_THAT(r.err, HasSubstr("MIG device(s) 0:0, 0:1"));
   EXPECT_THAT(r.err, HasSubstr("a container given one fails at start"));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  testing::ProcessResult valid = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", out});
+  testing::ProcessResult valid =
+      testing::RunProcess({build_paths::kBinary, "cdi", "validate", out});
   EXPECT_EQ(valid.exit_code, 1) << valid.out;
   EXPECT_THAT(valid.err, HasSubstr("MIG device \"0:0\" has no /dev/nvidia-caps/ device node"));
   json spec = json::parse(Slurp(out));
@@ -367,7 +378,7 @@ TEST_F(CdiDriverTest, AMigDeviceWithoutItsCapabilitiesIsWarnedAndFailsValidation
   r = Generate({"--output", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, Not(HasSubstr("MIG device")));
-  EXPECT_EQ(testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", out}).exit_code, 0);
+  EXPECT_EQ(testing::RunProcess({build_paths::kBinary, "cdi", "validate", out}).exit_code, 0);
 }
 
 // Firmware for the running kernel comes first (/lib/firmware/updates/<release>), the release read
@@ -405,7 +416,7 @@ devices:
         - hostPath: lib/libcuda.so
           containerPath: /usr/lib/libcuda.so
 )");
-  testing::ProcessResult r = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", bad});
+  testing::ProcessResult r = testing::RunProcess({build_paths::kBinary, "cdi", "validate", bad});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr(bad + ": $.devices[0].name: device name \"gpu 0\""));
   EXPECT_THAT(r.err, HasSubstr(bad + ": $.devices[0].containerEdits.mounts[0].hostPath: must be an "
@@ -413,10 +424,10 @@ devices:
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
 
   std::string broken = dir_.Write("broken.json", "{\"cdiVersion\": ");
-  r = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", broken});
+  r = testing::RunProcess({build_paths::kBinary, "cdi", "validate", broken});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr(broken));
-  r = testing::RunProcess({GPUNODE_BINARY, "cdi", "validate", dir_.path() + "/absent.yaml"});
+  r = testing::RunProcess({build_paths::kBinary, "cdi", "validate", dir_.path() + "/absent.yaml"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("absent.yaml"));
 }

@@ -1,5 +1,6 @@
 #include "cluster/audit.h"
 
+#include "build_paths.h"
 #include "cluster/gpu_count.h"
 #include "cluster/report.h"
 #include "gtest/gtest.h"
@@ -11,7 +12,7 @@ namespace {
 
 AuditReport AuditFixture(const std::string& name) {
   absl::StatusOr<kube::ClusterSnapshot> s =
-      kube::ReadSnapshotFile(std::string(CLUSTER_FIXTURES) + "/" + name);
+      kube::ReadSnapshotFile(std::string(build_paths::kClusterFixtures) + "/" + name);
   EXPECT_TRUE(s.ok()) << s.status();
   return Audit(*s);
 }

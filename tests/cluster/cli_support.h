@@ -5,13 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "cluster_fixture.h"
 #include "process.h"
 #include "test_support.h"
 
 namespace gpunode::testing {
 
-inline const std::string kGpunodeBinary = GPUNODE_BINARY;
+inline const std::string kGpunodeBinary = build_paths::kBinary;
 
 inline ProcessResult Gpunode(std::vector<std::string> args) {
   args.insert(args.begin(), kGpunodeBinary);

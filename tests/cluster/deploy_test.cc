@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "cluster/gpu_job_defaults.h"
 #include "gtest/gtest.h"
 #include "yaml-cpp/yaml.h"
@@ -15,7 +16,7 @@
 namespace gpunode::cluster {
 namespace {
 
-const std::string kDeploy = std::string(GPUNODE_SOURCE_DIR) + "/deploy";
+const std::string kDeploy = std::string(build_paths::kSourceDir) + "/deploy";
 
 YAML::Node Find(const std::vector<YAML::Node>& docs, const std::string& kind,
                 const std::string& name) {

@@ -1,5 +1,6 @@
 // The webhook's opt-in defaults (/defaults) on AdmissionReviews of pods and Jobs.
 #include "absl/strings/escaping.h"
+#include "build_paths.h"
 #include "cluster/gpu_job_defaults.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -11,7 +12,8 @@ namespace {
 using json = nlohmann::json;
 
 json ReviewJson(const std::string& name) {
-  return json::parse(gpunode::testing::ReadText(std::string(CLUSTER_FIXTURES) + "/" + name));
+  return json::parse(
+      gpunode::testing::ReadText(std::string(build_paths::kClusterFixtures) + "/" + name));
 }
 
 const JobDefaults kDefaults{.active_deadline_seconds = 86400, .ttl_seconds = 3600};

@@ -1,6 +1,7 @@
 // gpu-pod-idle and gpu-pod-long-running decide on the pods' age at a given time.
 #include "cluster/job_hygiene.h"
 
+#include "build_paths.h"
 #include "gtest/gtest.h"
 #include "kube/snapshot_reader.h"
 
@@ -21,7 +22,8 @@ absl::Time At(const char* rfc3339) {
 }
 
 TEST(JobHygieneTest, IdleNeedsAPodOlderThanTheWindowAndItsSeries) {
-  auto snap = kube::ReadSnapshotFile(std::string(CLUSTER_FIXTURES) + "/gpu-pod-idle.json");
+  auto snap =
+      kube::ReadSnapshotFile(std::string(build_paths::kClusterFixtures) + "/gpu-pod-idle.json");
   ASSERT_TRUE(snap.ok()) << snap.status();
   HygieneOptions options;
   options.now = At("2024-05-05T09:20:00Z");  // eval-0 started 20 minutes ago
@@ -43,7 +45,8 @@ TEST(JobHygieneTest, IdleNeedsAPodOlderThanTheWindowAndItsSeries) {
 }
 
 TEST(JobHygieneTest, LongRunningCountsFromCreation) {
-  auto snap = kube::ReadSnapshotFile(std::string(CLUSTER_FIXTURES) + "/gpu-pod-idle.json");
+  auto snap =
+      kube::ReadSnapshotFile(std::string(build_paths::kClusterFixtures) + "/gpu-pod-idle.json");
   ASSERT_TRUE(snap.ok()) << snap.status();
   HygieneOptions options;
   options.now = At("2024-05-05T14:30:00Z");

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "build_paths.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "metrics/test_support.h"
@@ -18,7 +19,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kFixture = std::string(CLUSTER_FIXTURES) + "/gpu-pod-idle.json";
+const std::string kFixture = std::string(build_paths::kClusterFixtures) + "/gpu-pod-idle.json";
 
 // notebook-alice's GPU is idle; train-llama's two GPUs are not both idle (one is busy); eval-0
 // has no series (its exporter is down); GPU 4 belongs to no pod.
@@ -100,7 +101,7 @@ TEST_F(IdleGpuPods, ReportedFromDcgmUtilizationInPrometheus) {
 
   std::string url = "http://127.0.0.1:" + std::to_string(prometheus_port_);
   testing::ProcessResult r =
-      testing::RunProcess({GPUNODE_BINARY, "cluster", "audit", "-f", kFixture, "-o", "json",
+      testing::RunProcess({build_paths::kBinary, "cluster", "audit", "-f", kFixture, "-o", "json",
                            "--prometheus", url, "--idle-for", "1m", "--idle-util", "5"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> idle;
@@ -118,7 +119,7 @@ TEST_F(IdleGpuPods, ReportedFromDcgmUtilizationInPrometheus) {
   }
 
   // Above the busy GPU's 93%, train-llama's pod counts as idle too.
-  r = testing::RunProcess({GPUNODE_BINARY, "cluster", "audit", "-f", kFixture, "-o", "json",
+  r = testing::RunProcess({build_paths::kBinary, "cluster", "audit", "-f", kFixture, "-o", "json",
                            "--prometheus", url + "/", "--idle-for", "1m", "--idle-util", "95"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int count = 0;
@@ -127,7 +128,7 @@ TEST_F(IdleGpuPods, ReportedFromDcgmUtilizationInPrometheus) {
   EXPECT_EQ(count, 2) << r.out;
 
   // A URL that is not Prometheus is an input error, named.
-  r = testing::RunProcess({GPUNODE_BINARY, "cluster", "audit", "-f", kFixture, "--prometheus",
+  r = testing::RunProcess({build_paths::kBinary, "cluster", "audit", "-f", kFixture, "--prometheus",
                            "http://127.0.0.1:" + std::to_string(target_port_)});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--prometheus http://127.0.0.1:" + std::to_string(target_port_) +

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "build_paths.h"
 #include "cluster_fixture.h"
 #include "gtest/gtest.h"
 #include "kube/gpu_resources.h"
@@ -234,7 +235,7 @@ TEST(SnapshotReaderTest, AStreamedFileReadsAsTheWholeDocumentDoes) {
   ReadOptions options;
   options.keep_pod_details = [](const PodView&) { return true; };
   size_t compared = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(CLUSTER_FIXTURES)) {
+  for (const auto& entry : std::filesystem::directory_iterator(build_paths::kClusterFixtures)) {
     if (entry.path().extension() != ".json") continue;
     const std::string name = entry.path().filename();
     const std::string text = testing::ReadText(entry.path());
@@ -310,10 +311,10 @@ TEST(SnapshotReaderTest, ItemsWithoutKindsBeforeTheListsKindAreReadAgainFromAFil
 }
 
 TEST(SnapshotReaderTest, ADirectoryOrYamlIsNamedForWhatItIs) {
-  absl::StatusOr<ClusterSnapshot> dir = ReadSnapshotFile(CLUSTER_FIXTURES);
+  absl::StatusOr<ClusterSnapshot> dir = ReadSnapshotFile(build_paths::kClusterFixtures);
   ASSERT_FALSE(dir.ok());
   EXPECT_EQ(testing::StatusMessage(dir.status()),
-            std::string(CLUSTER_FIXTURES) +
+            std::string(build_paths::kClusterFixtures) +
                 ": is a directory; give a file written by `kubectl get "
                 "nodes,pods -A -o json` (or - for stdin)");
   TextFd yaml("apiVersion: v1\nkind: List\nitems:\n- kind: Node\n", TextFd::kFile);

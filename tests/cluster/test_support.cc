@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/escaping.h"
+#include "build_paths.h"
 #include "process.h"
 
 namespace gpunode::testing {
@@ -27,7 +28,8 @@ bool MakeTestCertificates(const std::string& dir, CertificateKey key) {
   // A P-256 key is made in no time; the RSA keys come from the build tree (CMakeLists.txt).
   std::string keys =
       key == CertificateKey::kRsa
-          ? std::string("cp '") + RSA_TEST_KEYS + "/ca.key' '" + RSA_TEST_KEYS + "/tls.key' .; "
+          ? std::string("cp '") + build_paths::kRsaTestKeys + "/ca.key' '" +
+                build_paths::kRsaTestKeys + "/tls.key' .; "
           : "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out ca.key; "
             "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out tls.key; ";
   std::string script =

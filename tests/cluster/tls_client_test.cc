@@ -14,6 +14,7 @@
 #include <string>
 #include <tuple>
 
+#include "build_paths.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
 #include "http_client/http1_connection.h"
@@ -87,10 +88,10 @@ absl::StatusOr<std::string> Fetch(const TlsLibrary& library, int port,
 class GoTlsServer {
  public:
   GoTlsServer(const std::string& dir, bool tls13_only)
-      : process_(tls13_only
-                     ? std::vector<std::string>{GO_TLS_SERVER, dir + "/tls.crt", dir + "/tls.key",
-                                                "tls13-only"}
-                     : std::vector<std::string>{GO_TLS_SERVER, dir + "/tls.crt", dir + "/tls.key"},
+      : process_(tls13_only ? std::vector<std::string>{build_paths::kGoTlsServer, dir + "/tls.crt",
+                                                       dir + "/tls.key", "tls13-only"}
+                            : std::vector<std::string>{build_paths::kGoTlsServer, dir + "/tls.crt",
+                                                       dir + "/tls.key"},
                  BackgroundProcess::Options{.stdout_pipe = true}) {
     std::string line;
     if (process_.ReadLine(line)) port_ = std::atoi(line.c_str());

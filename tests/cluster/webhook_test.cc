@@ -1,6 +1,7 @@
 #include "cluster/webhook.h"
 
 #include "absl/strings/escaping.h"
+#include "build_paths.h"
 #include "cluster/webhook_server.h"
 #include "gtest/gtest.h"
 #include "kube/snapshot_reader.h"
@@ -13,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 
 std::string Review(const std::string& name) {
-  return gpunode::testing::ReadText(std::string(CLUSTER_FIXTURES) + "/" + name);
+  return gpunode::testing::ReadText(std::string(build_paths::kClusterFixtures) + "/" + name);
 }
 
 json Response(const AdmissionReply& reply) {
@@ -148,7 +149,7 @@ TEST(ValidateTest, TolerationValuesMustMatchTheNodesTaint) {
 
 TEST(WebhookLimitsTest, FromNodes) {
   absl::StatusOr<kube::ClusterSnapshot> s =
-      kube::ReadSnapshotFile(std::string(CLUSTER_FIXTURES) + "/mig-and-shared.json");
+      kube::ReadSnapshotFile(std::string(build_paths::kClusterFixtures) + "/mig-and-shared.json");
   ASSERT_TRUE(s.ok());
   ClusterLimits limits = LimitsFromNodes(*s);
   EXPECT_EQ(limits.largest.at("nvidia.com/gpu"), 16);

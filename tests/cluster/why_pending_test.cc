@@ -1,5 +1,6 @@
 #include "cluster/why_pending.h"
 
+#include "build_paths.h"
 #include "cluster/scheduling.h"
 #include "gtest/gtest.h"
 #include "kube/snapshot_reader.h"
@@ -11,7 +12,7 @@ PendingReport Explain(const std::string& fixture, const std::string& pod) {
   kube::ReadOptions options;
   options.keep_pod_details = [&](const kube::PodView& p) { return p.name == pod; };
   absl::StatusOr<kube::ClusterSnapshot> s =
-      kube::ReadSnapshotFile(std::string(CLUSTER_FIXTURES) + "/" + fixture, options);
+      kube::ReadSnapshotFile(std::string(build_paths::kClusterFixtures) + "/" + fixture, options);
   EXPECT_TRUE(s.ok()) << s.status();
   absl::StatusOr<PendingReport> r = WhyPending(*s, "ml", pod);
   EXPECT_TRUE(r.ok()) << r.status();
@@ -145,7 +146,7 @@ TEST(WhyPendingTest, RunningAndMissingPods) {
   kube::ReadOptions options;
   options.keep_pod_details = [](const kube::PodView&) { return true; };
   absl::StatusOr<kube::ClusterSnapshot> s =
-      kube::ReadSnapshotFile(std::string(CLUSTER_FIXTURES) + "/healthy.json", options);
+      kube::ReadSnapshotFile(std::string(build_paths::kClusterFixtures) + "/healthy.json", options);
   ASSERT_TRUE(s.ok());
   absl::StatusOr<PendingReport> running = WhyPending(*s, "ml", "train-llama-6c8d7f9b5-q4x2z");
   ASSERT_TRUE(running.ok());

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 
+#include "build_paths.h"
 #include "containerd/containerd_live.h"
 #include "containerd_process.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
@@ -30,7 +31,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 
-const fs::path kFixtures = fs::path(GPUNODE_FIXTURES_DIR) / "doctor";
+const fs::path kFixtures = fs::path(build_paths::kFixturesDir) / "doctor";
 // The simulator's dgx-h100 GPUs, as sysfs names them.
 const std::vector<std::string> kDgxH100 = {"0000:1b:00.0", "0000:43:00.0", "0000:52:00.0",
                                            "0000:61:00.0", "0000:9d:00.0", "0000:c3:00.0",
@@ -126,8 +127,8 @@ class Doctor : public ::testing::Test {
 
   // Runs the doctor and returns its JSON; `exit_code` gets the exit status.
   json Run(std::vector<std::string> args, const std::string& sim = "dgx-h100") {
-    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim",  sim,  "--host-root",
-                                     root_.string(), "doctor", "-o", "json"};
+    std::vector<std::string> argv = {build_paths::kBinary, "--sim",  sim,  "--host-root",
+                                     root_.string(),       "doctor", "-o", "json"};
     argv.insert(argv.end(), args.begin(), args.end());
     last_ = testing::RunProcess(argv);
     exit_code = last_.exit_code;
@@ -317,7 +318,7 @@ class DraDoctor : public Doctor {
         root_ / "var/lib/kubelet/plugins_registry/gpu.nvidia.com-reg.sock");
     service_ = std::make_unique<ListeningSocket>(DraDir() / "dra.sock");
     testing::ProcessResult inventory =
-        testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "inventory", "-o", "json"});
+        testing::RunProcess({build_paths::kBinary, "--sim", "dgx-h100", "inventory", "-o", "json"});
     json gpus = json::parse(inventory.out)["gpus"];
     for (const json& gpu : gpus) uuids_.push_back(gpu["uuid"]);
     WriteState(uuids_.size(), "");
@@ -504,9 +505,9 @@ TEST_F(Doctor, DevicePluginsGateDisabled) {
 }
 
 TEST_F(Doctor, InContainerComparesVisibleDevicesWithNvml) {
-  std::vector<std::string> argv = {GPUNODE_BINARY, "--sim",        "h200-1",
-                                   "--host-root",  root_.string(), "doctor",
-                                   "-o",           "json",         "--in-container"};
+  std::vector<std::string> argv = {build_paths::kBinary, "--sim",  "h200-1", "--host-root",
+                                   root_.string(),       "doctor", "-o",     "json",
+                                   "--in-container"};
   testing::ProcessResult r = testing::RunProcess(
       argv, {"NVIDIA_VISIBLE_DEVICES=GPU-e242ae7e-be09-9973-7c55-f9eaf955b606,0"});
   json finding = Find(json::parse(r.out), "container.visible-devices");
@@ -520,7 +521,7 @@ TEST_F(Doctor, InContainerComparesVisibleDevicesWithNvml) {
 
 TEST_F(Doctor, BadInputIsOneLineAndExit2) {
   testing::ProcessResult r = testing::RunProcess(
-      {GPUNODE_BINARY, "--host-root", root_.string(), "doctor", "--cuda", "abc"});
+      {build_paths::kBinary, "--host-root", root_.string(), "doctor", "--cuda", "abc"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "gpunode: --cuda abc: not a CUDA version; give MAJOR.MINOR, e.g. --cuda 12.4\n");
   EXPECT_EQ(r.out, "");
@@ -528,7 +529,7 @@ TEST_F(Doctor, BadInputIsOneLineAndExit2) {
 
 TEST_F(Doctor, TableOutputNamesEveryCheck) {
   testing::ProcessResult r = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "--host-root", root_.string(), "doctor"});
+      {build_paths::kBinary, "--sim", "dgx-h100", "--host-root", root_.string(), "doctor"});
   EXPECT_THAT(r.out, HasSubstr("pci.gpu-count-match"));
   EXPECT_THAT(r.out, HasSubstr("fix: systemctl status containerd"));
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\033[")));  // not a terminal: no colour

@@ -14,6 +14,7 @@
 #include <memory>
 #include <thread>
 
+#include "build_paths.h"
 #include "containerd/containerd_live.h"
 #include "containerd_process.h"
 #include "gmock/gmock.h"
@@ -165,8 +166,9 @@ class ImageGcContainerd : public ::testing::Test {
   }
 
   json Finding() {
-    last_ = testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "--host-root", root_.string(),
-                                 "doctor", "--containerd-socket", socket_, "-o", "json"});
+    last_ = testing::RunProcess({build_paths::kBinary, "--sim", "dgx-h100", "--host-root",
+                                 root_.string(), "doctor", "--containerd-socket", socket_, "-o",
+                                 "json"});
     json report = json::parse(last_.out, nullptr, false);
     EXPECT_FALSE(report.is_discarded()) << last_.out << last_.err;
     if (report.is_discarded()) return json::object();

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -23,8 +24,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using ::testing::HasSubstr;
 
-const fs::path kDoctorFixtures = fs::path(GPUNODE_FIXTURES_DIR) / "doctor";
-const fs::path kRepository = fs::path(GPUNODE_FIXTURES_DIR).parent_path().parent_path();
+const fs::path kDoctorFixtures = fs::path(build_paths::kFixturesDir) / "doctor";
+const fs::path kRepository = fs::path(build_paths::kFixturesDir).parent_path().parent_path();
 // tests/fixtures/doctor/profiles/pod-2-of-8.yaml: the node's GPUs 2 and 5.
 const std::string kTwoOfEight = (kDoctorFixtures / "profiles/pod-2-of-8.yaml").string();
 const std::string kGpu2 = "GPU-7e3a2c11-52aa-4c0e-9d1b-0a5f6e2b8c02";
@@ -67,9 +68,9 @@ class InContainer : public ::testing::Test {
   // Runs the doctor with `env` as the pod's environment and returns its JSON report.
   json Run(const std::vector<std::string>& env, const std::string& sim = kTwoOfEight,
            std::vector<std::string> args = {}) {
-    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim",        sim,
-                                     "--host-root",  root_.string(), "doctor",
-                                     "-o",           "json",         "--in-container"};
+    std::vector<std::string> argv = {build_paths::kBinary, "--sim",  sim,  "--host-root",
+                                     root_.string(),       "doctor", "-o", "json",
+                                     "--in-container"};
     argv.insert(argv.end(), args.begin(), args.end());
     last_ = testing::RunProcess(argv, env);
     exit_code = last_.exit_code;
@@ -277,7 +278,7 @@ TEST_F(InContainer, AMigDevice) {
 // A pod that sees the whole a100-mig node (privileged, say) though one MIG device was listed.
 TEST_F(InContainer, AMigDeviceListedButTheWholeNodeVisible) {
   testing::ProcessResult inventory =
-      testing::RunProcess({GPUNODE_BINARY, "--sim", "a100-mig", "inventory", "-o", "json"});
+      testing::RunProcess({build_paths::kBinary, "--sim", "a100-mig", "inventory", "-o", "json"});
   ASSERT_EQ(inventory.exit_code, 0) << inventory.err;
   json node = json::parse(inventory.out);
   std::string mig_uuid;
@@ -339,8 +340,8 @@ TEST_F(InContainer, NoGpuListed) {
 TEST_F(InContainer, TableOutputSaysWhyHostChecksAreLeftOut) {
   InjectGpus2And5();
   testing::ProcessResult r =
-      testing::RunProcess({GPUNODE_BINARY, "--sim", kTwoOfEight, "--host-root", root_.string(),
-                           "doctor", "--in-container"},
+      testing::RunProcess({build_paths::kBinary, "--sim", kTwoOfEight, "--host-root",
+                           root_.string(), "doctor", "--in-container"},
                           {"NVIDIA_VISIBLE_DEVICES=2,5"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("runtime.containerd-config"));

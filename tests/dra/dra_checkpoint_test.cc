@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "temp_dir.h"
@@ -71,7 +72,7 @@ TEST(DraCheckpoint, AnEditedOrTornFileIsRefusedInOneLineAndKept) {
 TEST(DraCheckpoint, TheFuzzersSeedIsACheckpointAsWritten) {
   // fuzz/dra's seed starts the fuzzer past the checksum; it must stay one the reader accepts.
   std::string path =
-      std::string(GPUNODE_SOURCE_DIR) + "/fuzz/dra/corpus/checkpoint/two-claims.json";
+      std::string(build_paths::kSourceDir) + "/fuzz/dra/corpus/checkpoint/two-claims.json";
   absl::StatusOr<std::optional<host::DraCheckpoint>> read = host::ReadDraCheckpoint(path);
   ASSERT_TRUE(read.ok()) << read.status();
   ASSERT_TRUE(read->has_value());

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "build_paths.h"
 #include "dra/resource_slice.h"
 #include "gmock/gmock.h"
 #include "gpu/node_snapshot.h"
@@ -19,7 +20,7 @@ using ::testing::HasSubstr;
 
 std::vector<std::string> Specs() {
   std::vector<std::string> specs;
-  for (const auto& entry : std::filesystem::directory_iterator(GPUNODE_SIM_PROFILES_DIR)) {
+  for (const auto& entry : std::filesystem::directory_iterator(build_paths::kSimProfilesDir)) {
     specs.push_back(entry.path().stem());
   }
   std::sort(specs.begin(), specs.end());

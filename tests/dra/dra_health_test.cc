@@ -4,6 +4,7 @@
 // device, and the evidence of recovery lifts the taint.
 #include <chrono>
 
+#include "build_paths.h"
 #include "core/host_root.h"
 #include "dra/device_health.h"
 #include "gmock/gmock.h"
@@ -154,7 +155,7 @@ class SimulatedHealth {
 };
 
 std::string Fixture(const std::string& name) {
-  return std::string(GPUNODE_FIXTURES_DIR) + "/plugin/" + name;
+  return std::string(build_paths::kFixturesDir) + "/plugin/" + name;
 }
 
 TEST(DraHealthOnTheSimulator, XidsTaintTheirGpusAndApplicationXidsDoNot) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "process.h"
 #include "temp_dir.h"
 
@@ -22,14 +23,14 @@ using ::testing::MatchesRegex;
 
 TEST(GoGrpcInteropTest, TheKubeletsGrpcRegistersListsAllocatesAndSeesTheStreamEnd) {
   TempDir dir("h2grpc-go");
-  BackgroundProcess peer({GPUNODE_GO_PEER, dir.path()},
+  BackgroundProcess peer({build_paths::kGoPeer, dir.path()},
                          BackgroundProcess::Options{.stdout_pipe = true});
   std::string line;
   ASSERT_TRUE(peer.ReadLine(line)) << peer.Stderr();
   ASSERT_EQ(line, "listening");
 
   BackgroundProcess plugin(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir.path()});
+      {build_paths::kBinary, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir.path()});
   std::vector<std::string> lines;
   while (peer.ReadLine(line)) {
     lines.push_back(line);

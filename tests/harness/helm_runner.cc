@@ -2,11 +2,14 @@
 
 #include <filesystem>
 
+#include "build_paths.h"
+
 namespace gpunode::testing {
 
 HelmRunner::HelmRunner() {
-  ProcessResult where = RunProcess(
-      {"/bin/bash", std::string(GPUNODE_SOURCE_DIR) + "/scripts/build-helm.sh", "--print-dir"});
+  ProcessResult where =
+      RunProcess({"/bin/bash", std::string(build_paths::kSourceDir) + "/scripts/build-helm.sh",
+                  "--print-dir"});
   std::string dir = where.out.substr(0, where.out.find('\n'));
   binary_ = dir + "/helm";
   if (where.exit_code != 0 || !std::filesystem::exists(binary_)) {
@@ -15,7 +18,9 @@ HelmRunner::HelmRunner() {
   }
 }
 
-std::string HelmRunner::Chart() { return std::string(GPUNODE_SOURCE_DIR) + "/deploy/helm/gpunode"; }
+std::string HelmRunner::Chart() {
+  return std::string(build_paths::kSourceDir) + "/deploy/helm/gpunode";
+}
 
 std::string HelmRunner::bin_dir() const {
   return std::filesystem::path(binary_).parent_path().string();

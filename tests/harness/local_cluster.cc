@@ -8,10 +8,12 @@
 #include <sstream>
 #include <thread>
 
+#include "build_paths.h"
+
 namespace gpunode::testing {
 namespace {
 
-std::string Script() { return std::string(GPUNODE_SOURCE_DIR) + "/scripts/local-cluster.sh"; }
+std::string Script() { return std::string(build_paths::kSourceDir) + "/scripts/local-cluster.sh"; }
 
 std::string Trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
@@ -42,7 +44,7 @@ bool AwaitCluster(const std::function<bool()>& done, std::chrono::milliseconds l
 
 LocalCluster::LocalCluster() {
   ProcessResult where = RunProcess(
-      {"/bin/bash", std::string(GPUNODE_SOURCE_DIR) + "/scripts/build-k8s.sh", "--print-dir"});
+      {"/bin/bash", std::string(build_paths::kSourceDir) + "/scripts/build-k8s.sh", "--print-dir"});
   bin_ = Trimmed(where.out);
   if (where.exit_code != 0 || !std::filesystem::exists(bin_ + "/kube-apiserver")) {
     missing_ = "the Kubernetes components are not built (" + bin_ +

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "core/yaml_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,7 +30,7 @@ using json = nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kSource = GPUNODE_SOURCE_DIR;
+const std::string kSource = build_paths::kSourceDir;
 const std::string kFixtures = kSource + "/tests/fixtures/helm";
 
 std::string Slurp(const std::string& path) {
@@ -358,7 +359,7 @@ TEST_F(HelmChartTest, NvidiasDocumentedValuesInstallUnchanged) {
   // The configs are ones gpunode's plugin runs.
   for (const char* file : {"dp-example-config0.yaml", "dp-example-config1.yaml"}) {
     testing::ProcessResult check = testing::RunProcess(
-        {GPUNODE_BINARY, "device-plugin", "--check-config", kFixtures + "/" + file});
+        {build_paths::kBinary, "device-plugin", "--check-config", kFixtures + "/" + file});
     EXPECT_EQ(check.exit_code, 0) << file << ": " << check.out << check.err;
   }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "process.h"
@@ -24,7 +25,7 @@ using ::testing::StartsWith;
 
 TEST(HttpsModule, AMissingOrForeignModuleIsOneLine) {
   testing::TempDir dir("https-module");
-  fs::copy_file(GPUNODE_BINARY, dir.path() + "/gpunode");
+  fs::copy_file(build_paths::kBinary, dir.path() + "/gpunode");
   // The module's own checks of the files come after loading it: these need not exist.
   const std::vector<std::string> argv = {
       dir.path() + "/gpunode", "webhook",  "--tls-cert", dir.path() + "/tls.crt", "--tls-key",
@@ -46,11 +47,11 @@ TEST(HttpsModule, AMissingOrForeignModuleIsOneLine) {
   // Not an HTTP module at all; one exporting the factory but no identity (older than the check);
   // one of another build. Each is refused in one line before its factory is called.
   const std::string not_http =
-      (fs::path(GPUNODE_BINARY).parent_path() / "libgpunode-sim.so").string();
+      (fs::path(build_paths::kBinary).parent_path() / "libgpunode-sim.so").string();
   for (const auto& [foreign, why] : std::vector<std::pair<std::string, std::string>>{
            {not_http, "(no gpunode_http_module_identity_v1;"},
-           {FOREIGN_HTTP_MODULE_WITHOUT_IDENTITY, "(no gpunode_http_module_identity_v1;"},
-           {FOREIGN_HTTP_MODULE, "(interface v1 000000000000, sizes "}}) {
+           {build_paths::kForeignHttpModuleWithoutIdentity, "(no gpunode_http_module_identity_v1;"},
+           {build_paths::kForeignHttpModule, "(interface v1 000000000000, sizes "}}) {
     testing::ProcessResult wrong = run(foreign);
     EXPECT_EQ(wrong.exit_code, 2) << wrong.err;
     EXPECT_THAT(wrong.err, StartsWith("gpunode: the HTTP server module " + foreign +

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -20,7 +21,7 @@ using ::testing::MatchesRegex;
 using ::testing::StartsWith;
 
 testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {GPUNODE_BINARY};
+  std::vector<std::string> argv = {build_paths::kBinary};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::RunProcess(argv);
 }

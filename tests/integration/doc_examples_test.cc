@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
@@ -39,7 +40,7 @@ using testing::kDevicePluginSet;
 using testing::SmokeDoctorReport;
 using json = nlohmann::json;
 
-const fs::path kSource = GPUNODE_SOURCE_DIR;
+const fs::path kSource = build_paths::kSourceDir;
 
 // Commands the test does not run, each with why. Keep it short: a command that can run with the
 // substitutions below belongs in the test, not here.
@@ -653,7 +654,7 @@ TEST_P(DocExample, RunsAsWritten) {
   const fs::path bin = root / "usr/local/bin";
   const fs::path results = fs::path(dir.path()) / "results";
   for (const fs::path& d : {work, root, bin, results}) fs::create_directories(d);
-  fs::create_symlink(GPUNODE_BINARY, bin / "gpunode");
+  fs::create_symlink(build_paths::kBinary, bin / "gpunode");
   fs::create_symlink("gpunode", bin / "kubectl-gpunode");
   if (block_text.find("tls.crt") != std::string::npos) {
     // The webhook's serving certificate, made for the test rather than kept with the fixtures.

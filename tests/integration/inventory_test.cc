@@ -5,6 +5,7 @@
 #include <regex>
 #include <sstream>
 
+#include "build_paths.h"
 #include "captures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,7 +24,7 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {GPUNODE_BINARY};
+  std::vector<std::string> argv = {build_paths::kBinary};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::RunProcess(argv);
 }
@@ -130,7 +131,7 @@ TEST(Inventory, H200IsOneGpu) {
 
 TEST(Inventory, LostGpuStaysListedAndTheOthersReport) {
   testing::ProcessResult r =
-      Gpunode({"--sim", std::string(GPUNODE_FIXTURES_DIR) + "/profiles/one-gpu-lost.yaml",
+      Gpunode({"--sim", std::string(build_paths::kFixturesDir) + "/profiles/one-gpu-lost.yaml",
                "inventory", "-o", "json"});
   // Printed whole, and exit 1: the command ran and found a failure.
   ASSERT_EQ(r.exit_code, 1) << r.err;
@@ -147,8 +148,8 @@ TEST(Inventory, LostGpuStaysListedAndTheOthersReport) {
 }
 
 TEST(Inventory, SimFromEnvironment) {
-  testing::ProcessResult r =
-      testing::RunProcess({GPUNODE_BINARY, "inventory", "-o", "json"}, {"GPUNODE_SIM=h200-1"});
+  testing::ProcessResult r = testing::RunProcess({build_paths::kBinary, "inventory", "-o", "json"},
+                                                 {"GPUNODE_SIM=h200-1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["gpus"].size(), 1u);
 }
@@ -206,7 +207,7 @@ json Number(pugi::xml_node node) {
 class Capture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Capture, InventoryReportsTheCapturedValues) {
-  std::string path = std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml/" + GetParam();
+  std::string path = std::string(build_paths::kFixturesDir) + "/nvidia-smi-xml/" + GetParam();
   pugi::xml_document doc;
   ASSERT_TRUE(doc.load_file(path.c_str()));
   pugi::xml_node log = doc.child("nvidia_smi_log");
@@ -256,7 +257,7 @@ TEST_P(Capture, InventoryReportsTheCapturedValues) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Capture,
                          ::testing::ValuesIn(testing::CaptureFiles(
-                             std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml")),
+                             std::string(build_paths::kFixturesDir) + "/nvidia-smi-xml")),
                          testing::CaptureTestName);
 
 // Newer nvidia-smi (its v12 DTD from R550, v13) prints the power draw as average_power_draw and
@@ -265,8 +266,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Capture,
 json InventoryWithSplitPowerReadings(const std::string& capture, const std::string& average,
                                      const std::string& instant) {
   pugi::xml_document doc;
-  EXPECT_TRUE(
-      doc.load_file((std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml/" + capture).c_str()));
+  EXPECT_TRUE(doc.load_file(
+      (std::string(build_paths::kFixturesDir) + "/nvidia-smi-xml/" + capture).c_str()));
   for (pugi::xml_node gpu : doc.child("nvidia_smi_log").children("gpu")) {
     gpu.remove_child("power_readings");
     gpu.remove_child("gpu_power_readings");
@@ -308,7 +309,7 @@ TEST(Inventory, SplitPowerReadingsGiveTheInstantPowerWhereNvmlReturnsIt) {
 
 TEST(Inventory, CaptureWithA100MigNamesTheProfile) {
   json inv = InventoryJson(
-      {"--sim", std::string(GPUNODE_FIXTURES_DIR) + "/nvidia-smi-xml/a100-sxm4-mig.xml"});
+      {"--sim", std::string(build_paths::kFixturesDir) + "/nvidia-smi-xml/a100-sxm4-mig.xml"});
   ASSERT_EQ(inv["gpus"][0]["mig_devices"].size(), 2u);
   EXPECT_EQ(inv["gpus"][0]["mig_devices"][0]["profile"], "3g.20gb");
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "helm_runner.h"
@@ -33,7 +34,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
 
-const std::string kDeploy = std::string(GPUNODE_SOURCE_DIR) + "/deploy";
+const std::string kDeploy = std::string(build_paths::kSourceDir) + "/deploy";
 
 testing::LocalCluster* cluster = nullptr;
 
@@ -57,7 +58,7 @@ const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new Cluster
   } while (false)
 
 testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {GPUNODE_BINARY};
+  std::vector<std::string> argv = {build_paths::kBinary};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::RunProcess(argv);
 }
@@ -269,7 +270,7 @@ json WebhookConfigurations(int port) {
 TEST(WebhookOnTheRealApiServer, MutatesRefusesAndIsIgnoredWhenDown) {
   REQUIRE_CLUSTER();
   auto webhook = std::make_unique<testing::BackgroundProcess>(
-      std::vector<std::string>{GPUNODE_BINARY, "webhook", "--tls-cert",
+      std::vector<std::string>{build_paths::kBinary, "webhook", "--tls-cert",
                                cluster->dir() + "/pki/apiserver.crt", "--tls-key",
                                cluster->dir() + "/pki/apiserver.key", "--listen", "127.0.0.1:0",
                                "--max-gpus-per-node", "8"},
@@ -357,8 +358,8 @@ TEST(WebhookOnTheRealApiServer, GivesGpuJobsDefaultsWhereTheNamespaceOptedIn) {
   std::string kubeconfig = cluster->ServiceAccountKubeconfig("gpunode-system", "gpunode-webhook");
   ASSERT_FALSE(kubeconfig.empty());
   testing::BackgroundProcess webhook(
-      {GPUNODE_BINARY, "webhook", "--tls-cert", cluster->dir() + "/pki/apiserver.crt", "--tls-key",
-       cluster->dir() + "/pki/apiserver.key", "--listen", "127.0.0.1:0",
+      {build_paths::kBinary, "webhook", "--tls-cert", cluster->dir() + "/pki/apiserver.crt",
+       "--tls-key", cluster->dir() + "/pki/apiserver.key", "--listen", "127.0.0.1:0",
        "--default-active-deadline", "2h", "--default-ttl", "1h", "--kubeconfig", kubeconfig},
       testing::BackgroundProcess::Options{.stdout_pipe = true});
   std::string line;
@@ -437,7 +438,7 @@ TEST(ChartOnTheRealApiServer, InstallsUpgradesAndUninstalls) {
   if (!helm.missing().empty()) GTEST_SKIP() << helm.missing();
   PrepareForDeploy();
   const std::vector<std::string> kubeconfig = {"KUBECONFIG=" + cluster->admin_kubeconfig()};
-  const std::string fixtures = std::string(GPUNODE_SOURCE_DIR) + "/tests/fixtures/helm";
+  const std::string fixtures = std::string(build_paths::kSourceDir) + "/tests/fixtures/helm";
   const std::string ns = "gpunode-helm";
   auto helm_run = [&](const std::vector<std::string>& args) { return helm.Run(args, kubeconfig); };
   const std::vector<std::string> values = {
@@ -560,12 +561,12 @@ TEST(DocsOnTheRealApiServer, TheDocumentedKubectlLinesRun) {
   testing::HelmRunner helm;
   // Each is still in the docs, word for word.
   std::string docs;
-  for (const fs::path& file : {fs::path(GPUNODE_SOURCE_DIR) / "README.md"}) {
+  for (const fs::path& file : {fs::path(build_paths::kSourceDir) / "README.md"}) {
     std::ifstream in(file);
     docs += std::string((std::istreambuf_iterator<char>(in)), {});
   }
   for (const fs::directory_entry& file :
-       fs::directory_iterator(fs::path(GPUNODE_SOURCE_DIR) / "docs")) {
+       fs::directory_iterator(fs::path(build_paths::kSourceDir) / "docs")) {
     std::ifstream in(file.path());
     docs += std::string((std::istreambuf_iterator<char>(in)), {});
   }
@@ -574,7 +575,7 @@ TEST(DocsOnTheRealApiServer, TheDocumentedKubectlLinesRun) {
   testing::TempDir work("gpunode-doc-kubectl");
   fs::create_directory_symlink(kDeploy, work.path() + "/deploy");
   std::string path = fs::path(cluster->kubectl()).parent_path().string() + ":" +
-                     fs::path(GPUNODE_BINARY).parent_path().string() + ":" + helm.bin_dir() +
+                     fs::path(build_paths::kBinary).parent_path().string() + ":" + helm.bin_dir() +
                      ":/usr/bin:/bin";
   std::vector<std::string> env = helm.Env();
   env.insert(env.end(), {"PATH=" + path, "KUBECONFIG=" + cluster->admin_kubeconfig()});
@@ -699,7 +700,7 @@ TEST(LabelsOnTheRealApiServer, TheLabellerLabelsItsOwnNodeAndTheDevicePluginFoll
   const std::string cpu_node = LabellerPodKubeconfig(dir, "cpu-l");
   auto labeller = [&](const std::string& kubeconfig, const std::string& node,
                       std::vector<std::string> args) {
-    std::vector<std::string> argv = {GPUNODE_BINARY};
+    std::vector<std::string> argv = {build_paths::kBinary};
     argv.insert(argv.end(), args.begin(), args.end());
     return testing::RunProcess(argv, {"KUBECONFIG=" + kubeconfig, "NODE_NAME=" + node});
   };
@@ -804,8 +805,8 @@ TEST(LabelsOnTheRealApiServer, TheLabellerLabelsItsOwnNodeAndTheDevicePluginFoll
   // labels on the node.
   {
     testing::BackgroundProcess daemon(
-        {GPUNODE_BINARY, "--log-level", "debug", "--sim", "a10-pcie-4", "labels", "--write", "node",
-         "--interval", "1s"},
+        {build_paths::kBinary, "--log-level", "debug", "--sim", "a10-pcie-4", "labels", "--write",
+         "node", "--interval", "1s"},
         {"KUBECONFIG=" + gpu_node, "NODE_NAME=gpu-l"});
     ASSERT_TRUE(daemon.WaitForLog("node gpu-l: labels unchanged", std::chrono::seconds(15)))
         << daemon.Log();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "helm_runner.h"
@@ -43,7 +44,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::system_clock;
 
-const std::string kFixtures = std::string(GPUNODE_SOURCE_DIR) + "/tests/fixtures";
+const std::string kFixtures = std::string(build_paths::kSourceDir) + "/tests/fixtures";
 
 testing::LocalCluster* cluster = nullptr;
 bool node_started = false;
@@ -71,7 +72,8 @@ class NodeEnvironment : public ::testing::Environment {
   void SetUp() override {
     chains_before_ = HostKubeChains();
     cluster = new testing::LocalCluster();
-    node_started = cluster->StartNode(std::filesystem::path(GPUNODE_BINARY).parent_path().string());
+    node_started =
+        cluster->StartNode(std::filesystem::path(build_paths::kBinary).parent_path().string());
   }
   void TearDown() override {
     delete cluster;
@@ -101,7 +103,7 @@ const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new NodeEnv
   } while (false)
 
 testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {GPUNODE_BINARY};
+  std::vector<std::string> argv = {build_paths::kBinary};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::RunProcess(argv);
 }
@@ -149,7 +151,7 @@ json AwaitState(const std::function<json()>& read, const std::function<bool(cons
 std::string KubeconfigWithTheGrantsOf(const std::string& role, const std::string& account) {
   cluster->Kubectl({"create", "namespace", "gpunode-system"});
   testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/" + role + "/rbac.yaml"});
+      {"apply", "-f", std::string(build_paths::kSourceDir) + "/deploy/" + role + "/rbac.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.exit_code == 0 ? cluster->ServiceAccountKubeconfig("gpunode-system", account) : "";
 }
@@ -159,7 +161,7 @@ class Plugin {
  public:
   Plugin(const std::string& sim, std::vector<std::string> flags,
          std::vector<std::string> env = {}) {
-    std::vector<std::string> argv = {GPUNODE_BINARY,
+    std::vector<std::string> argv = {build_paths::kBinary,
                                      "--log-level",
                                      "info",
                                      "--sim",
@@ -190,7 +192,7 @@ std::vector<std::string> WithDeviceNodes() {
 // `nvidia` runtime handler.
 void ApplyTheNvidiaRuntimeClass() {
   testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/runtime/runtimeclass.yaml"});
+      {"apply", "-f", std::string(build_paths::kSourceDir) + "/deploy/runtime/runtimeclass.yaml"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 
@@ -544,7 +546,7 @@ std::string LineAfter(const std::string& text, const std::string& prefix) {
 // breaks ties in Go map order (docs/DEVICE_PLUGIN.md, "Beside NVIDIA's device plugin").
 TEST(DevicePluginsSideBySideOnTheRealKubelet, TheNodeAndItsPodsGetTheSameFromEither) {
   REQUIRE_NODE();
-  testing::PluginNode node(GPUNODE_SOURCE_DIR, GPUNODE_BINARY);
+  testing::PluginNode node(build_paths::kSourceDir, build_paths::kBinary);
   if (!node.skip().empty()) GTEST_SKIP() << node.skip();
   ASSERT_EQ(node.error(), "");
   // Each case with the resources its node must have, counted from gpunode's inventory of the
@@ -562,7 +564,7 @@ TEST(DevicePluginsSideBySideOnTheRealKubelet, TheNodeAndItsPodsGetTheSameFromEit
     SCOPED_TRACE(c.profile + " " + c.mig_strategy + " " + c.config_file);
     const std::string sim = c.profile.find('/') == std::string::npos
                                 ? c.profile
-                                : std::string(GPUNODE_SOURCE_DIR) + "/" + c.profile;
+                                : std::string(build_paths::kSourceDir) + "/" + c.profile;
     testing::ProcessResult inventory = Gpunode({"--sim", sim, "inventory", "-o", "json"});
     ASSERT_EQ(inventory.exit_code, 0) << inventory.err;
     int devices = 0;
@@ -622,7 +624,7 @@ TEST(DevicePluginsSideBySideOnTheRealKubelet, TheNodeAndItsPodsGetTheSameFromEit
 TEST(DevicePluginOnTheRealKubelet, FollowsTheNodeLabelUnderItsOwnRbac) {
   REQUIRE_NODE();
   const std::string overlay =
-      std::string(GPUNODE_SOURCE_DIR) + "/deploy/device-plugin/overlays/per-node-config";
+      std::string(build_paths::kSourceDir) + "/deploy/device-plugin/overlays/per-node-config";
   for (const char* file : {"rbac.yaml", "configs.yaml"}) {
     testing::ProcessResult r = cluster->Kubectl({"apply", "-f", overlay + "/" + file});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -644,7 +646,7 @@ TEST(DevicePluginOnTheRealKubelet, FollowsTheNodeLabelUnderItsOwnRbac) {
   // The labeller beside it, as GPU feature discovery runs: same config, same label, same grants.
   std::string features = configs.path() + "/../gfd-features";
   testing::BackgroundProcess labeller(
-      {GPUNODE_BINARY, "--log-level", "info", "--sim", "dgx-h100", "labels", "-o", features},
+      {build_paths::kBinary, "--log-level", "info", "--sim", "dgx-h100", "labels", "-o", features},
       {"CONFIG_FILE=" + configs.path(), "CONFIG_DEFAULT=default", "NODE_NAME=" + node,
        "KUBECONFIG=" + kubeconfig});
   auto replicas_label = [&] {
@@ -732,8 +734,8 @@ TEST(ClusterMaintenanceOnTheRealNode, DrainHonoursBudgetsAndRestoreUncordons) {
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << plugin.Log();
   std::string kubeconfig = KubeconfigWithTheGrantsOf("cluster", "gpunode-cluster");
   ASSERT_FALSE(kubeconfig.empty());
-  testing::ProcessResult r =
-      cluster->Kubectl({"apply", "-k", std::string(GPUNODE_SOURCE_DIR) + "/deploy/pod-notice"});
+  testing::ProcessResult r = cluster->Kubectl(
+      {"apply", "-k", std::string(build_paths::kSourceDir) + "/deploy/pod-notice"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // GPU feature discovery's count label, which restore compares the healthy GPUs with.
   r = cluster->Kubectl({"label", "node", node, "nvidia.com/gpu.count=8", "--overwrite"});
@@ -899,7 +901,7 @@ void LabelLikeGpuFeatureDiscovery(const std::string& sim) {
 std::string StandInDevicePluginDaemonSet() {
   testing::ProcessResult r = cluster->Kubectl(
       {"create", "--dry-run=client", "-o", "json", "-f",
-       std::string(GPUNODE_SOURCE_DIR) + "/deploy/device-plugin/base/daemonset.yaml"});
+       std::string(build_paths::kSourceDir) + "/deploy/device-plugin/base/daemonset.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   json set = json::parse(r.out, nullptr, false);
   if (set.is_discarded()) return "";
@@ -954,7 +956,7 @@ TEST(UpgradeOnTheRealNode, RollsTheNodeThroughHoldingTheLease) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   auto upgrade = [&](const std::string& identity) {
-    return std::vector<std::string>{GPUNODE_BINARY,
+    return std::vector<std::string>{build_paths::kBinary,
                                     "cluster",
                                     "upgrade",
                                     "--driver-version",
@@ -1044,7 +1046,7 @@ TEST(UpgradeOnTheRealNode, RunsTheMaintenanceJobOnTheCordonedNode) {
   ASSERT_FALSE(kubeconfig.empty());
   // deploy/labels' grants, for its ServiceAccount as installed in the Job's namespace (the
   // policy there matches the account by name in any namespace).
-  const std::string labels_rbac = std::string(GPUNODE_SOURCE_DIR) + "/deploy/labels/rbac.yaml";
+  const std::string labels_rbac = std::string(build_paths::kSourceDir) + "/deploy/labels/rbac.yaml";
   // Gone afterwards, whatever happens here: the chart's suite installs the same cluster-wide
   // objects under Helm's ownership.
   absl::Cleanup remove_labels_rbac = [&] {
@@ -1188,7 +1190,7 @@ TEST(DocsOnTheRealNode, TheInContainerDoctorLineRuns) {
   REQUIRE_NODE();
   const std::string line =
       "kubectl exec -it my-training-pod -- gpunode doctor --in-container --cuda 12.4";
-  std::ifstream in(std::string(GPUNODE_SOURCE_DIR) + "/docs/DOCTOR.md");
+  std::ifstream in(std::string(build_paths::kSourceDir) + "/docs/DOCTOR.md");
   std::string doc((std::istreambuf_iterator<char>(in)), {});
   EXPECT_THAT(doc, HasSubstr(line)) << "no longer in docs/DOCTOR.md";
   Plugin plugin("dgx-h100", WithDeviceNodes());
@@ -1239,8 +1241,8 @@ TEST(MigManagerOnTheRealNode, PausesThePluginThroughTheDaemonSetController) {
                            "      mig-enabled: true\n      mig-devices: {\"1g.10gb\": 7}\n";
   std::string state = "GPUNODE_SIM_STATE=" + dir.path() + "/node.mig";
   testing::BackgroundProcess manager(
-      {GPUNODE_BINARY, "--log-level", "info", "--sim", "a100-mig", "mig", "manager", "-f", config,
-       "--node", node, "--client-timeout", "60s"},
+      {build_paths::kBinary, "--log-level", "info", "--sim", "a100-mig", "mig", "manager", "-f",
+       config, "--node", node, "--client-timeout", "60s"},
       {state, "KUBECONFIG=" + kubeconfig});
   r = cluster->Kubectl({"label", "node", node, "nvidia.com/mig.config=gpu2-small", "--overwrite"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -1274,7 +1276,7 @@ TEST(MigManagerOnTheRealNode, PausesThePluginThroughTheDaemonSetController) {
   EXPECT_NE(back.get<std::string>(), "");
 
   testing::ProcessResult inventory = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "a100-mig", "inventory", "-o", "json"}, {state});
+      {build_paths::kBinary, "--sim", "a100-mig", "inventory", "-o", "json"}, {state});
   json gpus = json::parse(inventory.out, nullptr, false)["gpus"];
   ASSERT_TRUE(gpus.is_array()) << inventory.out << inventory.err;
   EXPECT_EQ(gpus[2]["mig_devices"].size(), 7u);
@@ -1389,7 +1391,7 @@ class DraPlugin {
             const std::vector<std::string>& extra = {},
             const std::vector<std::string>& extra_env = {})
       : cdi_root_(dir.path() + "/cdi") {
-    std::vector<std::string> args = {GPUNODE_BINARY,
+    std::vector<std::string> args = {build_paths::kBinary,
                                      "--log-level",
                                      "info",
                                      "--sim",
@@ -1486,7 +1488,7 @@ std::string StartDraTest() {
       },
       seconds(30));
   testing::ProcessResult r = cluster->Kubectl(
-      {"apply", "-f", std::string(GPUNODE_SOURCE_DIR) + "/deploy/dra/deviceclasses.yaml"});
+      {"apply", "-f", std::string(build_paths::kSourceDir) + "/deploy/dra/deviceclasses.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::string kubeconfig = KubeconfigWithTheGrantsOf("dra", "gpunode-dra-plugin");
   EXPECT_FALSE(kubeconfig.empty());
@@ -1906,9 +1908,9 @@ TEST(DraPluginOnTheRealKubelet, RefusesToStartBesideADevicePlugin) {
   Plugin device_plugin("dgx-h100", {});
   ASSERT_TRUE(AwaitAllocatable({{"nvidia.com/gpu", "8"}})) << device_plugin.Log();
   testing::ProcessResult r = testing::RunProcess(
-      {GPUNODE_BINARY, "--log-level", "warn", "--sim", "dgx-h100", "dra-plugin", "--kubelet-dir",
-       cluster->kubelet_root(), "--cdi-root", dir.path() + "/cdi", "--nvidia-driver-root",
-       DriverRootFor(dir, "dgx-h100")},
+      {build_paths::kBinary, "--log-level", "warn", "--sim", "dgx-h100", "dra-plugin",
+       "--kubelet-dir", cluster->kubelet_root(), "--cdi-root", dir.path() + "/cdi",
+       "--nvidia-driver-root", DriverRootFor(dir, "dgx-h100")},
       {"KUBECONFIG=" + cluster->admin_kubeconfig(), "NODE_NAME=" + cluster->node_name()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("a device plugin serves on " + cluster->device_plugin_dir()));

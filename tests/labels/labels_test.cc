@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "build_paths.h"
 #include "captures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,12 +30,12 @@ namespace fs = std::filesystem;
 using Labels = std::map<std::string, std::string>;
 
 constexpr std::chrono::milliseconds kWait{15000};
-const std::string kFixtures = GPUNODE_FIXTURES_DIR;
+const std::string kFixtures = build_paths::kFixturesDir;
 const std::string kConfigs = kFixtures + "/metrics/labels";
 
 testing::ProcessResult Gpunode(const std::vector<std::string>& args,
                                const std::vector<std::string>& env = {}) {
-  std::vector<std::string> argv = {GPUNODE_BINARY};
+  std::vector<std::string> argv = {build_paths::kBinary};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::RunProcess(argv, env);
 }
@@ -257,8 +258,8 @@ TEST(Labels, AConfigMapEditRelabelsAtOnce) {
   publish("..v1", time_slicing(4));
   std::string out = dir.path() + "/gfd";
   testing::BackgroundProcess labeller(
-      {GPUNODE_BINARY, "--sim", "a10-pcie-4", "--log-level", "debug", "labels", "--config-file",
-       configs, "--output", out, "--no-timestamp", "--interval", "1h"},
+      {build_paths::kBinary, "--sim", "a10-pcie-4", "--log-level", "debug", "labels",
+       "--config-file", configs, "--output", out, "--no-timestamp", "--interval", "1h"},
       testing::BackgroundProcess::Options{.extra_env = {"CONFIG_DEFAULT=ts4"}});
   ASSERT_TRUE(labeller.WaitForLog("watching " + configs + " for config changes", kWait))
       << labeller.Log();
@@ -530,7 +531,7 @@ TEST(Labels, IntervalModeRelabelsAndRemovesItsFileOnSigterm) {
   testing::TempDir dir("gpunode-labels-daemon");
   std::string out = dir.path() + "/gfd";
   testing::BackgroundProcess labeller(
-      {GPUNODE_BINARY, "--sim", "a10-pcie-4", "labels", "--interval", "1s", "--output", out});
+      {build_paths::kBinary, "--sim", "a10-pcie-4", "labels", "--interval", "1s", "--output", out});
   std::string first;
   ASSERT_TRUE(testing::Eventually([&] {
     first = testing::ReadText(out);

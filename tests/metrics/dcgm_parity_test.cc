@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "build_paths.h"
 #include "captures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,11 +19,11 @@
 namespace gpunode {
 namespace {
 
-const std::string kFixtures = GPUNODE_FIXTURES_DIR;
+const std::string kFixtures = build_paths::kFixturesDir;
 
 std::string Once(const std::string& spec) {
   testing::ProcessResult r = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", spec, "exporter", "--once", "--pod-resources-socket", ""});
+      {build_paths::kBinary, "--sim", spec, "exporter", "--once", "--pod-resources-socket", ""});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   return r.out;

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -14,7 +15,7 @@
 namespace gpunode {
 namespace {
 
-const std::string kDeploy = std::string(GPUNODE_SOURCE_DIR) + "/deploy/exporter";
+const std::string kDeploy = std::string(build_paths::kSourceDir) + "/deploy/exporter";
 
 std::string Emit(const YAML::Node& node) {
   YAML::Emitter out;
@@ -32,10 +33,10 @@ TEST(Deploy, PrometheusRuleCarriesTheTestedRules) {
 // Names of the metric families one scrape of a node with zombies, MIG and XIDs has.
 std::set<std::string> ExportedNames() {
   std::set<std::string> names;
-  for (const std::string& spec :
-       {std::string("a100-mig"), std::string(GPUNODE_FIXTURES_DIR) + "/metrics/xid-lost.yaml"}) {
+  for (const std::string& spec : {std::string("a100-mig"), std::string(build_paths::kFixturesDir) +
+                                                               "/metrics/xid-lost.yaml"}) {
     testing::ProcessResult r = testing::RunProcess(
-        {GPUNODE_BINARY, "--sim", spec, "exporter", "--once", "--pod-resources-socket", ""});
+        {build_paths::kBinary, "--sim", spec, "exporter", "--once", "--pod-resources-socket", ""});
     std::istringstream in(r.out);
     std::string line;
     while (std::getline(in, line)) {

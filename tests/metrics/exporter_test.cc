@@ -13,6 +13,7 @@
 #include <regex>
 #include <sstream>
 
+#include "build_paths.h"
 #include "captures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -30,10 +31,10 @@ using ::testing::Not;
 using ::testing::StartsWith;
 namespace fs = std::filesystem;
 
-const std::string kFixtures = GPUNODE_FIXTURES_DIR;
+const std::string kFixtures = build_paths::kFixturesDir;
 
 testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {GPUNODE_BINARY};
+  std::vector<std::string> argv = {build_paths::kBinary};
   argv.insert(argv.end(), args.begin(), args.end());
   return testing::RunProcess(argv);
 }
@@ -356,7 +357,7 @@ TEST(Exporter, BadFlagsAreOneLineAndExit2) {
 // exporter).
 TEST(Exporter, ServesWithoutTheHttpsModule) {
   testing::TempDir dir("exporter-module");
-  const fs::path binary = fs::path(GPUNODE_BINARY);
+  const fs::path binary = fs::path(build_paths::kBinary);
   fs::copy_file(binary, dir.path() + "/gpunode");
   fs::copy_file(binary.parent_path() / "libgpunode-sim.so", dir.path() + "/libgpunode-sim.so");
   const int port = testing::FreeLoopbackPort();
@@ -381,7 +382,7 @@ class Served {
   Served(const std::vector<std::string>& global, const std::vector<std::string>& exporter_args,
          const std::vector<std::string>& env = {})
       : port_(testing::FreeLoopbackPort()) {
-    std::vector<std::string> argv = {GPUNODE_BINARY};
+    std::vector<std::string> argv = {build_paths::kBinary};
     argv.insert(argv.end(), global.begin(), global.end());
     argv.insert(argv.end(), {"exporter", "--listen", "127.0.0.1:" + std::to_string(port_),
                              "--interval", "200ms", "--hostname", "node-7"});

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_podresources_double.h"
@@ -28,8 +29,8 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-const std::string kSource = GPUNODE_SOURCE_DIR;
-const std::string kFixtures = GPUNODE_FIXTURES_DIR;
+const std::string kSource = build_paths::kSourceDir;
+const std::string kFixtures = build_paths::kFixturesDir;
 
 // The node labels the dashboard reads, as docs/METRICS.md tells kube-state-metrics to allow them.
 const char kNodeLabelsAllowlist[] =
@@ -76,7 +77,7 @@ class FleetDashboard : public ::testing::Test {
   }
 
   testing::ProcessResult Gpunode(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {GPUNODE_BINARY};
+    std::vector<std::string> argv = {build_paths::kBinary};
     argv.insert(argv.end(), args.begin(), args.end());
     return testing::RunProcess(argv, {"KUBECONFIG=" + cluster_->admin_kubeconfig()});
   }
@@ -100,7 +101,7 @@ class FleetDashboard : public ::testing::Test {
   void StartExporter(const std::string& node, const std::vector<std::string>& global,
                      bool attribution = false) {
     int port = testing::FreeLoopbackPort();
-    std::vector<std::string> argv = {GPUNODE_BINARY};
+    std::vector<std::string> argv = {build_paths::kBinary};
     argv.insert(argv.end(), global.begin(), global.end());
     argv.insert(argv.end(), {"exporter", "--listen", "127.0.0.1:" + std::to_string(port),
                              "--interval", "500ms", "--hostname", node});

@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_podresources_double.h"
@@ -20,14 +21,14 @@ namespace gpunode {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kFixtures = GPUNODE_FIXTURES_DIR;
+const std::string kFixtures = build_paths::kFixturesDir;
 
 std::string Label(const std::string& name, const std::string& value) {
   return name + "=\"" + value + "\"";
 }
 
 std::string Once(const std::vector<std::string>& global) {
-  std::vector<std::string> argv = {GPUNODE_BINARY};
+  std::vector<std::string> argv = {build_paths::kBinary};
   argv.insert(argv.end(), global.begin(), global.end());
   argv.insert(argv.end(), {"exporter", "--once", "--pod-resources-socket", ""});
   testing::ProcessResult r = testing::RunProcess(argv);
@@ -144,7 +145,7 @@ TEST(Profiling, HopperMigInstancesThroughTheMigSample) {
 }
 
 TEST(Profiling, HelpSaysWhatNeedsHopper) {
-  testing::ProcessResult r = testing::RunProcess({GPUNODE_BINARY, "exporter", "--help"});
+  testing::ProcessResult r = testing::RunProcess({build_paths::kBinary, "exporter", "--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("Hopper"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("DCGM_FI_PROF_"));
@@ -156,7 +157,7 @@ class Served {
  public:
   explicit Served(const std::vector<std::string>& args, const std::vector<std::string>& env = {})
       : port_(testing::FreeLoopbackPort()) {
-    std::vector<std::string> argv = {GPUNODE_BINARY};
+    std::vector<std::string> argv = {build_paths::kBinary};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), {"--listen", "127.0.0.1:" + std::to_string(port_), "--interval",
                              "200ms", "--hostname", "node-7"});

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_podresources_double.h"
@@ -22,13 +23,13 @@ class RealPrometheus : public ::testing::Test {
  protected:
   // The exporter's global options and exporter options before --listen.
   virtual std::vector<std::string> ExporterArgs() {
-    return {"--sim", std::string(GPUNODE_FIXTURES_DIR) + "/metrics/zombie-node.yaml", "exporter",
-            "--pod-resources-socket", ""};
+    return {"--sim", std::string(build_paths::kFixturesDir) + "/metrics/zombie-node.yaml",
+            "exporter", "--pod-resources-socket", ""};
   }
 
   void SetUp() override {
     exporter_port_ = testing::FreeLoopbackPort();
-    std::vector<std::string> argv = {GPUNODE_BINARY};
+    std::vector<std::string> argv = {build_paths::kBinary};
     for (const std::string& arg : ExporterArgs()) argv.push_back(arg);
     argv.insert(argv.end(), {"--listen", "127.0.0.1:" + std::to_string(exporter_port_),
                              "--interval", "200ms", "--hostname", "node-9"});
@@ -103,7 +104,7 @@ TEST_F(RealPrometheus, ScrapesTheExporterAndAnswersPromQL) {
 class RealPrometheusOnSharedHopper : public RealPrometheus {
  protected:
   std::vector<std::string> ExporterArgs() override {
-    std::filesystem::copy(std::string(GPUNODE_FIXTURES_DIR) + "/metrics/host", root_.path(),
+    std::filesystem::copy(std::string(build_paths::kFixturesDir) + "/metrics/host", root_.path(),
                           std::filesystem::copy_options::recursive);
     kubelet_ = std::make_unique<testing::KubeletPodResourcesDouble>(
         root_.path() + "/var/lib/kubelet/pod-resources/kubelet.sock");
@@ -111,8 +112,8 @@ class RealPrometheusOnSharedHopper : public RealPrometheus {
     kubelet_->SetPods(
         {{"team-c", "infer-2", {{"server", {{"nvidia.com/gpu", {gpu + "::0"}}}}}},
          {"team-b", "notebook-1", {{"jupyter", {{"nvidia.com/gpu", {gpu + "::1"}}}}}}});
-    return {"--sim", std::string(GPUNODE_FIXTURES_DIR) + "/metrics/shared-h100.yaml", "--host-root",
-            root_.path(), "exporter"};
+    return {"--sim", std::string(build_paths::kFixturesDir) + "/metrics/shared-h100.yaml",
+            "--host-root", root_.path(), "exporter"};
   }
 
   testing::TempDir root_{"gpunode-prometheus-shared"};

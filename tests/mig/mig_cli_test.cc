@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_double.h"
@@ -22,7 +23,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using json = nlohmann::json;
 
-const std::string kFixtures = GPUNODE_MIG_FIXTURES;
+const std::string kFixtures = build_paths::kMigFixtures;
 const std::string kCapable = kFixtures + "/mig-capable-gpus.yaml";
 const std::string kMigParted = kFixtures + "/mig-parted-config-default.yaml";
 
@@ -33,7 +34,7 @@ class Node {
 
   testing::ProcessResult Run(std::vector<std::string> args,
                              std::vector<std::string> extra_env = {}) const {
-    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim", spec_};
+    std::vector<std::string> argv = {build_paths::kBinary, "--sim", spec_};
     argv.insert(argv.end(), args.begin(), args.end());
     extra_env.push_back("GPUNODE_SIM_STATE=" + state_);
     return testing::RunProcess(argv, extra_env);
@@ -306,8 +307,8 @@ TEST(MigApply, TheDevicePluginServesTheAppliedLayout) {
   ASSERT_TRUE(kubelet.Start());
   ASSERT_FALSE(node.State().empty());
   testing::BackgroundProcess plugin(
-      {GPUNODE_BINARY, "--sim", kFixtures + "/a100-h100.yaml", "device-plugin", "--kubelet-dir",
-       dir, "--cdi-spec-dir", dir, "--mig-strategy", "mixed"},
+      {build_paths::kBinary, "--sim", kFixtures + "/a100-h100.yaml", "device-plugin",
+       "--kubelet-dir", dir, "--cdi-spec-dir", dir, "--mig-strategy", "mixed"},
       testing::BackgroundProcess::Options{.extra_env = {"GPUNODE_SIM_STATE=" + node.StatePath()},
                                           .stderr_path = dir + "/plugin.log"});
   auto healthy = [](size_t count) {
@@ -370,9 +371,9 @@ TEST(MigApply, BadConfigFilesAreOneLineNamingFileAndField) {
 // a ConfigMap of several keys is refused naming them.
 TEST(MigApply, TheShippedConfigMapIsReadThroughItsDataKey) {
   Node node("a100-mig");
-  testing::ProcessResult r =
-      node.Apply("all-1g.10gb", std::string(GPUNODE_SOURCE_DIR) + "/deploy/mig-manager/config.yaml",
-                 {"--dry-run"});
+  testing::ProcessResult r = node.Apply(
+      "all-1g.10gb", std::string(build_paths::kSourceDir) + "/deploy/mig-manager/config.yaml",
+      {"--dry-run"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("create 1g.10gb"));
 

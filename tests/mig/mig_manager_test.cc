@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "core/env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -40,8 +41,8 @@ constexpr const char* kNode = "gpu-a";
 constexpr const char* kPluginLabel = "nvidia.com/gpu.deploy.device-plugin";
 constexpr const char* kExporterLabel = "nvidia.com/gpu.deploy.dcgm-exporter";
 constexpr const char* kState = "nvidia.com/mig.config.state";
-const std::string kSpec = std::string(GPUNODE_MIG_FIXTURES) + "/a100-h100.yaml";
-const std::string kDeploy = std::string(GPUNODE_SOURCE_DIR) + "/deploy";
+const std::string kSpec = std::string(build_paths::kMigFixtures) + "/a100-h100.yaml";
+const std::string kDeploy = std::string(build_paths::kSourceDir) + "/deploy";
 
 using Verbs = std::map<std::string, std::set<std::string>>;  // by resource
 
@@ -142,8 +143,15 @@ class MigManagerTest : public ::testing::Test {
   }
 
   void Start(std::vector<std::string> more = {}) {
-    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim",   spec_, "--log-level", "info",
-                                     "mig",          "manager", "-f",  config_};
+    std::vector<std::string> argv = {build_paths::kBinary,
+                                     "--sim",
+                                     spec_,
+                                     "--log-level",
+                                     "info",
+                                     "mig",
+                                     "manager",
+                                     "-f",
+                                     config_};
     argv.insert(argv.end(), more.begin(), more.end());
     manager_ = std::make_unique<testing::BackgroundProcess>(
         argv, testing::BackgroundProcess::Options{
@@ -204,7 +212,7 @@ class MigManagerTest : public ::testing::Test {
   // `mig assert` of layout `config` in a process of its own: 0 when the GPUs have it.
   int Assert(const std::string& config) {
     testing::ProcessResult r = testing::RunProcess(
-        {GPUNODE_BINARY, "--sim", spec_, "mig", "assert", "-f", config_, "--config", config},
+        {build_paths::kBinary, "--sim", spec_, "mig", "assert", "-f", config_, "--config", config},
         {"GPUNODE_SIM_STATE=" + state_});
     return r.exit_code;
   }
@@ -276,9 +284,10 @@ TEST(MigManagerDeploy, TheManifestsMatchTheManager) {
   ASSERT_GE(layouts["mig-configs"].size(), 3u);
   for (const auto& layout : layouts["mig-configs"]) {
     std::string name = layout.first.as<std::string>();
-    testing::ProcessResult r = testing::RunProcess({GPUNODE_BINARY, "--sim", kSpec, "mig", "apply",
-                                                    "-f", config, "--config", name, "--dry-run"},
-                                                   {"GPUNODE_SIM_STATE=" + dir.path() + "/state"});
+    testing::ProcessResult r =
+        testing::RunProcess({build_paths::kBinary, "--sim", kSpec, "mig", "apply", "-f", config,
+                             "--config", name, "--dry-run"},
+                            {"GPUNODE_SIM_STATE=" + dir.path() + "/state"});
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
   }
 
@@ -411,7 +420,7 @@ class MigManagerWaitTest : public MigManagerTest {
     setenv("GPUNODE_SIM", spec_.c_str(), 1);
     setenv("GPUNODE_SIM_STATE", state_.c_str(), 1);
     absl::StatusOr<std::unique_ptr<nvml::Library>> library =
-        nvml::Library::Open({.library_path = GPUNODE_SIM_LIBRARY});
+        nvml::Library::Open({.library_path = build_paths::kSimLibrary});
     ASSERT_TRUE(library.ok()) << library.status();
     library_ = *std::move(library);
     client_ = testing::ClientFor(*api_, env_);
@@ -478,15 +487,15 @@ TEST(MigManagerFlags, BadInputIsRefusedAtStartWithOneLine) {
   testing::TempDir dir("gpunode-mig-manager-flags");
   std::string config = dir.Write("config.yaml", kConfig);
   testing::ProcessResult r = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", kSpec, "mig", "manager", "-f", config}, {"NODE_NAME="});
+      {build_paths::kBinary, "--sim", kSpec, "mig", "manager", "-f", config}, {"NODE_NAME="});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("set --node or NODE_NAME"));
-  r = testing::RunProcess({GPUNODE_BINARY, "--sim", kSpec, "mig", "manager", "-f",
+  r = testing::RunProcess({build_paths::kBinary, "--sim", kSpec, "mig", "manager", "-f",
                            dir.Write("bad.yaml", "version: v2\n"), "--node", "gpu-a"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("bad.yaml"));
-  r = testing::RunProcess({GPUNODE_BINARY, "--sim", kSpec, "mig", "manager", "-f", config, "--node",
-                           "gpu-a", "--client-timeout", "soon"});
+  r = testing::RunProcess({build_paths::kBinary, "--sim", kSpec, "mig", "manager", "-f", config,
+                           "--node", "gpu-a", "--client-timeout", "soon"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--client-timeout"));
   for (const std::string& err : {r.err}) {

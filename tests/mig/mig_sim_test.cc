@@ -12,12 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "sim_library.h"
 
 namespace gpunode::sim::testing {
 namespace {
 
-const std::string kCapable = std::string(GPUNODE_MIG_FIXTURES) + "/mig-capable-gpus.yaml";
+const std::string kCapable = std::string(build_paths::kMigFixtures) + "/mig-capable-gpus.yaml";
 enum Gpu : unsigned { kA100_40, kA100_80, kA30, kH100_80, kH100_94, kH200 };
 
 class MigSimTest : public SimTest {

@@ -14,6 +14,7 @@
 
 #include "abi_description.h"
 #include "absl/strings/str_split.h"
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nvml/device.h"
@@ -55,7 +56,7 @@ std::vector<EntryPoint> Table() {
 }
 
 std::string LibraryPath() {
-  return std::string(NVIDIA_DRIVER_ROOT) +
+  return std::string(build_paths::kNvidiaDriverRoot) +
          "/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.1";
 }
 
@@ -178,8 +179,8 @@ TEST(NvidiaLibrary, WithoutTheKernelModuleInventoryNamesTheCause) {
   }
   for (std::vector<std::string> where :
        {std::vector<std::string>{"--nvml-library", LibraryPath()},
-        std::vector<std::string>{"--driver-root", NVIDIA_DRIVER_ROOT}}) {
-    std::vector<std::string> argv = {GPUNODE_BINARY};
+        std::vector<std::string>{"--driver-root", build_paths::kNvidiaDriverRoot}}) {
+    std::vector<std::string> argv = {build_paths::kBinary};
     argv.insert(argv.end(), where.begin(), where.end());
     argv.push_back("inventory");
     testing::ProcessResult r = testing::RunProcess(testing::WithOwnDev(argv));

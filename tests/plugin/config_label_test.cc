@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "harness/apiserver_double.h"
@@ -98,7 +99,7 @@ class ConfigLabelTest : public ::testing::Test {
 
   void Start() {
     plugin_ = std::make_unique<testing::BackgroundProcess>(
-        std::vector<std::string>{GPUNODE_BINARY, "--sim", "a10-pcie-4", "--log-level", "info",
+        std::vector<std::string>{build_paths::kBinary, "--sim", "a10-pcie-4", "--log-level", "info",
                                  "device-plugin", "--kubelet-dir", dir_, "--cdi-spec-dir", dir_,
                                  "--config-file", configs_, "--default-config", "none",
                                  "--mps-root", root_ + "/mps"},
@@ -227,7 +228,7 @@ TEST_F(ConfigLabelTest, TheLabellerRelabelsWhenTheNodeLabelChanges) {
   Label("");
   std::string features = root_ + "/features";
   plugin_ = std::make_unique<testing::BackgroundProcess>(
-      std::vector<std::string>{GPUNODE_BINARY, "--sim", "a10-pcie-4", "--log-level", "info",
+      std::vector<std::string>{build_paths::kBinary, "--sim", "a10-pcie-4", "--log-level", "info",
                                "labels", "--config-file", configs_, "--output", features,
                                "--no-timestamp", "--interval", "1h"},
       testing::BackgroundProcess::Options{
@@ -274,7 +275,7 @@ TEST_F(ConfigLabelTest, AnUnreachableApiServerLeavesTheDefaultConfig) {
 // RBAC is get and watch on nodes and create on events, nothing more.
 TEST(PerNodeConfigOverlay, ConfigsAreValidAndTheRbacIsWhatTheWatchNeeds) {
   const std::string overlay =
-      std::string(GPUNODE_SOURCE_DIR) + "/deploy/device-plugin/overlays/per-node-config";
+      std::string(build_paths::kSourceDir) + "/deploy/device-plugin/overlays/per-node-config";
   YAML::Node configs = YAML::LoadFile(overlay + "/configs.yaml");
   std::set<std::string> keys;
   char pattern[] = "/tmp/gpunode-overlay-XXXXXX";
@@ -285,7 +286,7 @@ TEST(PerNodeConfigOverlay, ConfigsAreValidAndTheRbacIsWhatTheWatchNeeds) {
     std::string file = std::string(pattern) + "/" + key;
     std::ofstream(file) << entry.second.as<std::string>();
     testing::ProcessResult r =
-        testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config", file});
+        testing::RunProcess({build_paths::kBinary, "device-plugin", "--check-config", file});
     EXPECT_EQ(r.exit_code, 0) << key << ": " << r.err;
   }
   fs::remove_all(pattern);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "core/file_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -66,7 +67,7 @@ std::string MountAt(const std::string& path) {
 
 json Inventory(const std::string& sim) {
   return json::parse(
-      testing::RunProcess({GPUNODE_BINARY, "--sim", sim, "inventory", "-o", "json"}).out);
+      testing::RunProcess({build_paths::kBinary, "--sim", sim, "inventory", "-o", "json"}).out);
 }
 
 // Runs a claim daemon that the test expects to refuse its flags; `timeout` ends one that does not.
@@ -77,7 +78,7 @@ testing::ProcessResult RunClaim(const std::string& sim, const std::string& drive
                                    "30",
                                    "/usr/bin/env",
                                    "PATH=/usr/bin:/bin",
-                                   GPUNODE_BINARY,
+                                   build_paths::kBinary,
                                    "--sim",
                                    sim,
                                    "--driver-root",
@@ -128,10 +129,17 @@ class MpsClaimTest : public ::testing::Test {
   }
 
   void StartClaim(const std::vector<std::string>& flags) {
-    std::vector<std::string> argv = {
-        GPUNODE_BINARY, "--sim",       "dgx-h100", "--driver-root",
-        driver_,        "--log-level", "info",     "mps-control-daemon",
-        "claim",        "--root",      root_};
+    std::vector<std::string> argv = {build_paths::kBinary,
+                                     "--sim",
+                                     "dgx-h100",
+                                     "--driver-root",
+                                     driver_,
+                                     "--log-level",
+                                     "info",
+                                     "mps-control-daemon",
+                                     "claim",
+                                     "--root",
+                                     root_};
     argv.insert(argv.end(), flags.begin(), flags.end());
     daemon_ = std::make_unique<testing::BackgroundProcess>(
         argv, testing::BackgroundProcess::Options{.stderr_path = dir_ + "/daemon.log"});
@@ -315,14 +323,15 @@ TEST_F(MpsClaimTest, WithoutNvidiasProgramTheClaimFailsBeforeAnythingStarts) {
 
 TEST_F(MpsClaimTest, HelpNamesEveryFlagAndTheRootAndDevicesAreRequired) {
   testing::ProcessResult help =
-      testing::RunProcess({GPUNODE_BINARY, "mps-control-daemon", "claim", "--help"});
+      testing::RunProcess({build_paths::kBinary, "mps-control-daemon", "claim", "--help"});
   EXPECT_EQ(help.exit_code, 0) << help.err;
   for (const char* flag :
        {"--root", "--devices", "--active-thread-percentage", "--pinned-memory-limit"}) {
     EXPECT_THAT(help.out, HasSubstr(flag));
   }
-  testing::ProcessResult r = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "mps-control-daemon", "claim", "--devices", Uuid(0)});
+  testing::ProcessResult r =
+      testing::RunProcess({build_paths::kBinary, "--sim", "dgx-h100", "mps-control-daemon", "claim",
+                           "--devices", Uuid(0)});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--root is required"));
   EXPECT_THAT(r.err, HasSubstr("(see gpunode mps-control-daemon claim --help)"));

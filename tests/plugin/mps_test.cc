@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "build_paths.h"
 #include "core/file_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -92,7 +93,7 @@ class MpsTest : public ::testing::Test {
 
   void StartDaemon(const std::string& sim, const std::string& config) {
     daemon_ = std::make_unique<testing::BackgroundProcess>(
-        std::vector<std::string>{GPUNODE_BINARY, "--sim", sim, "--log-level", "info",
+        std::vector<std::string>{build_paths::kBinary, "--sim", sim, "--log-level", "info",
                                  "--driver-root", driver_, "mps-control-daemon", "--config-file",
                                  config},
         testing::BackgroundProcess::Options{.extra_env = Env(),
@@ -101,7 +102,7 @@ class MpsTest : public ::testing::Test {
 
   void StartPlugin(const std::string& sim, const std::string& config) {
     plugin_ = std::make_unique<testing::BackgroundProcess>(
-        std::vector<std::string>{GPUNODE_BINARY, "--sim", sim, "--log-level", "info",
+        std::vector<std::string>{build_paths::kBinary, "--sim", sim, "--log-level", "info",
                                  "device-plugin", "--kubelet-dir", dir_, "--config-file", config},
         testing::BackgroundProcess::Options{.extra_env = Env(),
                                             .stderr_path = dir_ + "/plugin.log"});
@@ -109,8 +110,9 @@ class MpsTest : public ::testing::Test {
 
   // The doctor's plugin.mps-daemon finding for this MPS root.
   json DoctorFinding() {
-    testing::ProcessResult r = testing::RunProcess(
-        {GPUNODE_BINARY, "--sim", "a10-pcie-4", "doctor", "-o", "json", "--mps-root", mps_root_});
+    testing::ProcessResult r =
+        testing::RunProcess({build_paths::kBinary, "--sim", "a10-pcie-4", "doctor", "-o", "json",
+                             "--mps-root", mps_root_});
     json report = json::parse(r.out, nullptr, false);
     if (report.is_discarded()) return json{{"status", "unparsable: " + r.out + r.err}};
     for (const json& finding : report["findings"]) {
@@ -137,7 +139,8 @@ class MpsTest : public ::testing::Test {
 
 TEST_F(MpsTest, DaemonSetsLimitsPluginAllocatesAndSigtermLeavesNothingBehind) {
   json inventory = json::parse(
-      testing::RunProcess({GPUNODE_BINARY, "--sim", "a10-pcie-4", "inventory", "-o", "json"}).out);
+      testing::RunProcess({build_paths::kBinary, "--sim", "a10-pcie-4", "inventory", "-o", "json"})
+          .out);
   std::string config = Config(2);
   StartDaemon("a10-pcie-4", config);
   ASSERT_TRUE(daemon_->WaitForLog("MPS control daemons ready", kStartWait))
@@ -272,7 +275,7 @@ TEST_F(MpsTest, ALabelFlipRestartsTheDaemonOnTheNewPlanAndThePluginFollows) {
       .extra_env = {"MPS_ROOT=" + mps_root_, "NODE_NAME=gpu-a", "KUBECONFIG=" + kubeconfig},
       .stderr_path = dir_ + "/daemon.log"};
   daemon_ = std::make_unique<testing::BackgroundProcess>(
-      std::vector<std::string>{GPUNODE_BINARY, "--sim", "a10-pcie-4", "--log-level", "info",
+      std::vector<std::string>{build_paths::kBinary, "--sim", "a10-pcie-4", "--log-level", "info",
                                "--driver-root", driver_, "mps-control-daemon", "--config-file",
                                configs, "--default-config", "mps2"},
       options);
@@ -283,7 +286,7 @@ TEST_F(MpsTest, ALabelFlipRestartsTheDaemonOnTheNewPlanAndThePluginFollows) {
 
   options.stderr_path = dir_ + "/plugin.log";
   plugin_ = std::make_unique<testing::BackgroundProcess>(
-      std::vector<std::string>{GPUNODE_BINARY, "--sim", "a10-pcie-4", "--log-level", "info",
+      std::vector<std::string>{build_paths::kBinary, "--sim", "a10-pcie-4", "--log-level", "info",
                                "device-plugin", "--kubelet-dir", dir_, "--config-file", configs,
                                "--default-config", "mps2"},
       options);
@@ -311,12 +314,12 @@ TEST_F(MpsTest, ALabelFlipRestartsTheDaemonOnTheNewPlanAndThePluginFollows) {
 // holds V100s to the pre-Volta 16); 49 are refused before anything starts.
 TEST_F(MpsTest, CheckConfigPrintsTheLimitsWithVoltasClientCap) {
   testing::ProcessResult r = testing::RunProcess(
-      {"/usr/bin/env", "MPS_ROOT=" + mps_root_, GPUNODE_BINARY, "--sim", "dgx1-v100",
+      {"/usr/bin/env", "MPS_ROOT=" + mps_root_, build_paths::kBinary, "--sim", "dgx1-v100",
        "mps-control-daemon", "--check-config", "--config-file", Config(20)});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("nvidia.com/gpu: GPU 7 ("));
   EXPECT_THAT(r.out, HasSubstr("5% of the SMs, 819 MiB pinned memory per client, 20 of 48"));
-  r = testing::RunProcess({"/usr/bin/env", "MPS_ROOT=" + mps_root_, GPUNODE_BINARY, "--sim",
+  r = testing::RunProcess({"/usr/bin/env", "MPS_ROOT=" + mps_root_, build_paths::kBinary, "--sim",
                            "dgx1-v100", "mps-control-daemon", "--check-config", "--config-file",
                            Config(49)});
   EXPECT_EQ(r.exit_code, 2);
@@ -326,7 +329,7 @@ TEST_F(MpsTest, CheckConfigPrintsTheLimitsWithVoltasClientCap) {
 
 TEST_F(MpsTest, MpsIsRefusedOnMigDevices) {
   testing::ProcessResult r = testing::RunProcess(
-      {"/usr/bin/env", "MPS_ROOT=" + mps_root_, GPUNODE_BINARY, "--sim", "a100-mig",
+      {"/usr/bin/env", "MPS_ROOT=" + mps_root_, build_paths::kBinary, "--sim", "a100-mig",
        "mps-control-daemon", "--check-config", "--config-file", Config(2)});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("which is in MIG mode, and MPS is not supported with MIG"));

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_double.h"
@@ -50,12 +51,12 @@ int TimeScale() {
 }
 
 std::string Fixture(const std::string& relative) {
-  return std::string(GPUNODE_FIXTURES_DIR) + "/plugin/" + relative;
+  return std::string(build_paths::kFixturesDir) + "/plugin/" + relative;
 }
 
 json Inventory(const std::string& sim) {
   testing::ProcessResult r =
-      testing::RunProcess({GPUNODE_BINARY, "--sim", sim, "inventory", "-o", "json"});
+      testing::RunProcess({build_paths::kBinary, "--sim", sim, "inventory", "-o", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return json::parse(r.out);
 }
@@ -136,7 +137,7 @@ class DevicePluginTest : public ::testing::Test {
   testing::BackgroundProcess& Start(const std::string& sim, const std::vector<std::string>& args,
                                     const std::vector<std::string>& env = {},
                                     const std::vector<std::string>& global = {}) {
-    std::vector<std::string> argv = {GPUNODE_BINARY, "--sim", sim, "--log-level", "info"};
+    std::vector<std::string> argv = {build_paths::kBinary, "--sim", sim, "--log-level", "info"};
     argv.insert(argv.end(), global.begin(), global.end());
     argv.insert(argv.end(), {"device-plugin", "--kubelet-dir", dir_, "--cdi-spec-dir", dir_});
     argv.insert(argv.end(), args.begin(), args.end());
@@ -295,7 +296,7 @@ TEST_F(DevicePluginTest, CdiStrategiesAndTheSpecFile) {
                                            "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.90.07",
                                            "/var/run/nvidia-container-devices/void"}));
   testing::ProcessResult valid = testing::RunProcess(
-      {GPUNODE_BINARY, "cdi", "validate", dir_ + "/k8s.device-plugin.nvidia.com-gpu.json"});
+      {build_paths::kBinary, "cdi", "validate", dir_ + "/k8s.device-plugin.nvidia.com-gpu.json"});
   EXPECT_EQ(valid.exit_code, 0) << valid.err;
 }
 
@@ -373,8 +374,8 @@ TEST_F(DevicePluginTest, MigMixedOnA100) {
 
 TEST_F(DevicePluginTest, MigSingleRefusesAMixedLayout) {
   testing::ProcessResult r =
-      testing::RunProcess({GPUNODE_BINARY, "--sim", "a100-mig", "device-plugin", "--kubelet-dir",
-                           dir_, "--mig-strategy", "single"});
+      testing::RunProcess({build_paths::kBinary, "--sim", "a100-mig", "device-plugin",
+                           "--kubelet-dir", dir_, "--mig-strategy", "single"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("migStrategy single: all devices on the node must be configured "
                                "with the same migEnabled value"));
@@ -520,7 +521,7 @@ TEST_F(DevicePluginTest, LostGpuLeavesTheOtherSevenHealthy) {
 // name, which seeds the UUIDs, stays the built-in's).
 std::string ProfileWithTimeline(const std::string& dir, const std::string& builtin,
                                 const std::string& timeline) {
-  std::ifstream in(std::string(GPUNODE_SIM_PROFILES_DIR) + "/" + builtin + ".yaml");
+  std::ifstream in(std::string(build_paths::kSimProfilesDir) + "/" + builtin + ".yaml");
   std::stringstream text;
   text << in.rdbuf() << "timeline:\n" << timeline;
   std::string path = dir + "/" + builtin + "-timeline.yaml";
@@ -566,8 +567,9 @@ TEST_F(DevicePluginTest, MemoryAndNvLinkXidsRecoverOnlyOnEvidence) {
                              "a failure"));
 
   // doctor names the GPU that needs a person, and why.
-  testing::ProcessResult doctor = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-root-dir", root_});
+  testing::ProcessResult doctor =
+      testing::RunProcess({build_paths::kBinary, "--sim", "dgx-h100", "doctor", "-o", "json",
+                           "--kubelet-root-dir", root_});
   json report = json::parse(doctor.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << doctor.out << doctor.err;
   json health;
@@ -607,8 +609,9 @@ TEST_F(DevicePluginTest, AGpuThatFlapsPastTheLimitStaysUnhealthy) {
               HasSubstr("GPU 1 (" + uuids[1] +
                         ") stays Unhealthy until the plugin restarts: its GPU became Unhealthy 4 "
                         "times within 3600s (flap limit 3)"));
-  testing::ProcessResult doctor = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "doctor", "-o", "json", "--kubelet-root-dir", root_});
+  testing::ProcessResult doctor =
+      testing::RunProcess({build_paths::kBinary, "--sim", "dgx-h100", "doctor", "-o", "json",
+                           "--kubelet-root-dir", root_});
   EXPECT_THAT(doctor.out, HasSubstr("became Unhealthy 4 times")) << doctor.err;
   // The state file doctor read says the same: held, so it does not recover while the plugin runs.
   std::ifstream file(dir_ + "/gpunode-health.json");
@@ -783,9 +786,9 @@ TEST_F(DevicePluginTest, ConfigDirectoryPicksTheDefaultAndFollowsItsChanges) {
   EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 2);
 
   // A default that names no config is refused at start with the keys there.
-  testing::ProcessResult r =
-      testing::RunProcess({GPUNODE_BINARY, "--sim", "a10-pcie-4", "device-plugin", "--kubelet-dir",
-                           dir_ + "/other", "--config-file", configs, "--default-config", "mps2"});
+  testing::ProcessResult r = testing::RunProcess(
+      {build_paths::kBinary, "--sim", "a10-pcie-4", "device-plugin", "--kubelet-dir",
+       dir_ + "/other", "--config-file", configs, "--default-config", "mps2"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("default config mps2: no such config in " + configs +
                                " (configs: none, ts4)"));
@@ -836,38 +839,38 @@ TEST_F(DevicePluginTest, ConfigPublishedWhileThePluginWaitsForTheKubeletIsApplie
 }
 
 TEST_F(DevicePluginTest, BadConfigIsRefusedWithOneLine) {
-  testing::ProcessResult r =
-      testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir",
-                           dir_, "--config-file", Fixture("rename-under-flags.yaml")});
+  testing::ProcessResult r = testing::RunProcess(
+      {build_paths::kBinary, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir_,
+       "--config-file", Fixture("rename-under-flags.yaml")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "gpunode: " + Fixture("rename-under-flags.yaml") +
                        ":5: flags.renameByDefault: unknown key; renameByDefault belongs under "
                        "sharing.timeSlicing or sharing.mps\n");
   EXPECT_EQ(kubelet_->RegistrationCount("nvidia.com/gpu"), 0);
 
-  r = testing::RunProcess(
-      {GPUNODE_BINARY, "device-plugin", "--check-config", Fixture("rename-under-flags.yaml")});
+  r = testing::RunProcess({build_paths::kBinary, "device-plugin", "--check-config",
+                           Fixture("rename-under-flags.yaml")});
   EXPECT_EQ(r.exit_code, 2);
   r = testing::RunProcess(
-      {GPUNODE_BINARY, "device-plugin", "--check-config", Fixture("time-slicing-4.yaml")});
+      {build_paths::kBinary, "device-plugin", "--check-config", Fixture("time-slicing-4.yaml")});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("valid"));
   r = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir_},
+      {build_paths::kBinary, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir_},
       {"MIG_STRATEGY=sometimes"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("environment variable MIG_STRATEGY: \"sometimes\""));
 
   // The plugin process's own settings: one line naming the variable or flag and the fix.
   r = testing::RunProcess(
-      {GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir_},
+      {build_paths::kBinary, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir", dir_},
       {"HEALTH_FLAP_LIMIT=often"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "gpunode: environment variable HEALTH_FLAP_LIMIT: \"often\" is not a count; give a "
             "whole number such as 3 (0 = no limit)\n");
-  r = testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--kubelet-dir",
-                           dir_, "--health-recovery-period", "2d"},
+  r = testing::RunProcess({build_paths::kBinary, "--sim", "dgx-h100", "device-plugin",
+                           "--kubelet-dir", dir_, "--health-recovery-period", "2d"},
                           {"HEALTH_RECOVERY_PERIOD=1s"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
@@ -880,25 +883,27 @@ TEST_F(DevicePluginTest, BadConfigIsRefusedWithOneLine) {
 // config the plugin gets from the mounted volume, one line each, and an error names the file,
 // the key and the line within it. The plugin itself given a manifest says what it is.
 TEST(DevicePluginConfigMap, ShippedConfigMapsAreCheckedKeyByKey) {
-  const std::string deploy = std::string(GPUNODE_SOURCE_DIR) + "/deploy/device-plugin/overlays";
-  testing::ProcessResult r = testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config",
-                                                  deploy + "/per-node-config/configs.yaml"});
+  const std::string deploy =
+      std::string(build_paths::kSourceDir) + "/deploy/device-plugin/overlays";
+  testing::ProcessResult r =
+      testing::RunProcess({build_paths::kBinary, "device-plugin", "--check-config",
+                           deploy + "/per-node-config/configs.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* key : {"default", "time-slicing-4", "time-slicing-2"}) {
     EXPECT_THAT(r.out, HasSubstr("/per-node-config/configs.yaml[" + std::string(key) + "]: valid"));
   }
   EXPECT_THAT(r.out, HasSubstr("\"replicas\":4"));
-  r = testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config",
+  r = testing::RunProcess({build_paths::kBinary, "device-plugin", "--check-config",
                            deploy + "/time-slicing/time-slicing-config.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // MPS needs its root, which the DaemonSet sets (MPS_ROOT): without it the check says so.
   r = testing::RunProcess(
-      {GPUNODE_BINARY, "device-plugin", "--check-config", deploy + "/mps/mps-config.yaml"});
+      {build_paths::kBinary, "device-plugin", "--check-config", deploy + "/mps/mps-config.yaml"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err,
               HasSubstr("mps-config.yaml[config.yaml]:3: sharing.mps: MPS needs the MPS root"));
   r = testing::RunProcess(
-      {GPUNODE_BINARY, "device-plugin", "--check-config", deploy + "/mps/mps-config.yaml"},
+      {build_paths::kBinary, "device-plugin", "--check-config", deploy + "/mps/mps-config.yaml"},
       {"MPS_ROOT=/run/nvidia/mps"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 
@@ -908,7 +913,7 @@ TEST(DevicePluginConfigMap, ShippedConfigMapsAreCheckedKeyByKey) {
                               "  good: |\n    version: v1\n  bad: |\n    version: v1\n"
                               "    sharing:\n      timeSlicing:\n        resources:\n"
                               "        - name: nvidia.com/gpu\n          replicas: 1\n");
-  r = testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config", bad});
+  r = testing::RunProcess({build_paths::kBinary, "device-plugin", "--check-config", bad});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.out, HasSubstr("configs.yaml[good]: valid"));
   EXPECT_THAT(r.err, HasSubstr("configs.yaml[bad]:6:"));
@@ -916,12 +921,12 @@ TEST(DevicePluginConfigMap, ShippedConfigMapsAreCheckedKeyByKey) {
   EXPECT_THAT(r.err, Not(HasSubstr("apiVersion")));
   std::string empty =
       dir.Write("empty.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: none\n");
-  r = testing::RunProcess({GPUNODE_BINARY, "device-plugin", "--check-config", empty});
+  r = testing::RunProcess({build_paths::kBinary, "device-plugin", "--check-config", empty});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("this is a ConfigMap (none) with no data keys"));
 
-  r = testing::RunProcess({GPUNODE_BINARY, "--sim", "dgx-h100", "device-plugin", "--config-file",
-                           bad, "--kubelet-dir", dir.path()});
+  r = testing::RunProcess({build_paths::kBinary, "--sim", "dgx-h100", "device-plugin",
+                           "--config-file", bad, "--kubelet-dir", dir.path()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("this is a ConfigMap (pools), not a config file; its data keys are "
                                "good, bad. Mount it"));

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "process.h"
@@ -23,7 +24,7 @@ using ::testing::StartsWith;
 namespace fs = std::filesystem;
 
 constexpr char kBinary[] = "/usr/bin/nvidia-container-runtime";
-const fs::path kFixtures = fs::path(GPUNODE_FIXTURES_DIR) / "containerd";
+const fs::path kFixtures = fs::path(build_paths::kFixturesDir) / "containerd";
 
 std::string Read(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -47,7 +48,7 @@ std::map<std::string, std::string> Snapshot(const fs::path& dir) {
 }
 
 testing::ProcessResult Gpunode(std::vector<std::string> args) {
-  args.insert(args.begin(), GPUNODE_BINARY);
+  args.insert(args.begin(), build_paths::kBinary);
   return testing::RunProcess(args);
 }
 

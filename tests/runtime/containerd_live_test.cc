@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "build_paths.h"
 #include "containerd_process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 testing::ProcessResult Gpunode(std::vector<std::string> args) {
-  args.insert(args.begin(), GPUNODE_BINARY);
+  args.insert(args.begin(), build_paths::kBinary);
   return testing::RunProcess(args);
 }
 

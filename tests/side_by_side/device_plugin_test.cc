@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kubelet_double.h"
@@ -48,8 +49,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kSource = GPUNODE_SOURCE_DIR;
-const std::string kBinary = GPUNODE_BINARY;
+const std::string kSource = build_paths::kSourceDir;
+const std::string kBinary = build_paths::kBinary;
 
 // One configuration both plugins run with: a simulator profile, the MIG strategy, and a config
 // file (tests/fixtures/plugin), with the resources it must register.

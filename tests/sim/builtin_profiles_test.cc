@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "build_paths.h"
 #include "nvml/device.h"
 #include "nvml/library.h"
 #include "nvml/system.h"
@@ -365,7 +366,7 @@ TEST_F(BuiltinProfileTest, EveryGpuReportsItsProductsBrand) {
       }
     }
     {
-      auto library = ::gpunode::nvml::Library::Open({.library_path = GPUNODE_SIM_LIBRARY});
+      auto library = ::gpunode::nvml::Library::Open({.library_path = build_paths::kSimLibrary});
       ASSERT_TRUE(library.ok()) << library.status();
       absl::StatusOr<::gpunode::nvml::Device> device = ::gpunode::nvml::DeviceAt(**library, 0);
       ASSERT_TRUE(device.ok()) << device.status();

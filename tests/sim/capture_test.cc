@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "build_paths.h"
 #include "sim_library.h"
 
 namespace gpunode::sim::testing {
@@ -585,7 +586,7 @@ TEST_F(CaptureDetailTest, BrandIsTheCapturesProductBrand) {
       {NVML_BRAND_NVIDIA_VCS, "NVIDIA Virtual Compute Server"},
   };
   size_t captures = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(GPUNODE_SIM_FIXTURES)) {
+  for (const auto& entry : std::filesystem::directory_iterator(build_paths::kSimFixtures)) {
     if (entry.path().extension() != ".xml") continue;
     ++captures;
     std::string file = entry.path().filename().string();

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "build_paths.h"
+
 namespace gpunode::sim::testing {
 namespace {
 
@@ -38,9 +40,9 @@ std::vector<std::string> split_names(const std::string& list) {
 Nvml& nvml() {
   static Nvml loaded = [] {
     Nvml api;
-    api.handle = dlopen(GPUNODE_SIM_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    api.handle = dlopen(build_paths::kSimLibrary, RTLD_NOW | RTLD_LOCAL);
     if (api.handle == nullptr) {
-      ADD_FAILURE() << "dlopen " << GPUNODE_SIM_LIBRARY << ": " << dlerror();
+      ADD_FAILURE() << "dlopen " << build_paths::kSimLibrary << ": " << dlerror();
       return api;
     }
 #define GPUNODE_SIM_TEST_RESOLVE(member, preferred, ...) \
@@ -241,7 +243,7 @@ std::string write_file(const std::string& name, const std::string& text) {
 }
 
 std::string fixture(const std::string& name) {
-  std::filesystem::path path = std::filesystem::path(GPUNODE_SIM_FIXTURES) / name;
+  std::filesystem::path path = std::filesystem::path(build_paths::kSimFixtures) / name;
   if (!std::filesystem::exists(path)) {
     ADD_FAILURE() << "fixture " << path << " is missing from tests/fixtures/nvidia-smi-xml";
   }

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "build_paths.h"
 #include "core/loaded_library.h"
 #include "gmock/gmock.h"
 #include "gpunode_sim.h"
@@ -21,7 +22,7 @@ TEST(LoadedLibraryTest, FindsASymbolOfALibraryOfTheSystem) {
 }
 
 TEST(LoadedLibraryTest, FindsTheSimulatorsEntryPoint) {
-  absl::StatusOr<LoadedLibrary> sim = LoadedLibrary::Open(GPUNODE_SIM_LIBRARY, RTLD_NOW);
+  absl::StatusOr<LoadedLibrary> sim = LoadedLibrary::Open(build_paths::kSimLibrary, RTLD_NOW);
   ASSERT_TRUE(sim.ok()) << sim.status();
   EXPECT_NE(sim->Symbol<decltype(&gpunodeSimConfigure)>("gpunodeSimConfigure"), nullptr);
   EXPECT_EQ(sim->Address("gpunodeNoSuchFunction"), nullptr);

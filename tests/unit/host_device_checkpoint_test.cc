@@ -3,6 +3,7 @@
 #include <iterator>
 #include <string>
 
+#include "build_paths.h"
 #include "gtest/gtest.h"
 #include "host/device_checkpoint.h"
 
@@ -47,7 +48,7 @@ TEST(DeviceCheckpoint, PreKubernetes120ListsAndEmptyFiles) {
 
 TEST(DeviceCheckpoint, FixturesInBothForms) {
   for (const char* form : {"healthy", "checkpoint-list-form"}) {
-    std::ifstream in(std::string(GPUNODE_FIXTURES_DIR) + "/doctor/" + form +
+    std::ifstream in(std::string(build_paths::kFixturesDir) + "/doctor/" + form +
                      "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     absl::StatusOr<DeviceCheckpoint> checkpoint = ParseDeviceCheckpoint(text);

@@ -1,5 +1,6 @@
 // Per-process utilization through the typed NVML layer: the newer call where the driver has it,
 // the older one where it does not, and the same answer either way.
+#include "build_paths.h"
 #include "gtest/gtest.h"
 #include "nvml/activity.h"
 #include "nvml/status.h"
@@ -54,7 +55,7 @@ TEST(ProcessUtilizations, ADriverBefore550AnswersThroughTheOlderCall) {
 // A library that does not export the newer symbol at all, as drivers before 550 ship.
 TEST(ProcessUtilizations, AMissingNewerSymbolFallsBackToTheOlderCall) {
   absl::StatusOr<std::unique_ptr<Library>> library =
-      Library::Open({.library_path = GPUNODE_OLD_DRIVER_LIBRARY});
+      Library::Open({.library_path = build_paths::kOldDriverLibrary});
   ASSERT_TRUE(library.ok()) << library.status();
   EXPECT_EQ((*library)->entry_points().device_get_processes_utilization_info, nullptr);
   std::vector<ProcessUtilization> samples = Samples(**library, 0);

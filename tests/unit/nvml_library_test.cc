@@ -1,6 +1,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "build_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nvml/library.h"
@@ -35,7 +36,7 @@ TEST(NvmlLibrary, FindsTheLibraryUnderADriverRoot) {
   fs::path root = fs::path(::testing::TempDir()) / "driver-root-library-test";
   fs::create_directories(root / "usr/lib64");
   fs::remove(root / "usr/lib64/libnvidia-ml.so.1");
-  fs::create_symlink(GPUNODE_SIM_LIBRARY, root / "usr/lib64/libnvidia-ml.so.1");
+  fs::create_symlink(build_paths::kSimLibrary, root / "usr/lib64/libnvidia-ml.so.1");
   ::setenv("GPUNODE_SIM", "h200-1", 1);
   absl::StatusOr<std::unique_ptr<Library>> library =
       Library::Open({.driver_root = root.string(), .library_path = ""});
@@ -47,7 +48,7 @@ TEST(NvmlLibrary, FindsTheLibraryUnderADriverRoot) {
 
 TEST(NvmlLibrary, OldDriverFallsBackToUnversionedNames) {
   absl::StatusOr<std::unique_ptr<Library>> library =
-      Library::Open({.library_path = GPUNODE_OLD_DRIVER_LIBRARY});
+      Library::Open({.library_path = build_paths::kOldDriverLibrary});
   ASSERT_TRUE(library.ok()) << library.status();
   const EntryPoints& entry = (*library)->entry_points();
   EXPECT_STREQ(entry.init_symbol, "nvmlInit");
@@ -58,7 +59,7 @@ TEST(NvmlLibrary, OldDriverFallsBackToUnversionedNames) {
 
 TEST(NvmlLibrary, MissingSymbolIsNotSupportedNotAFailureToStart) {
   absl::StatusOr<std::unique_ptr<Library>> library =
-      Library::Open({.library_path = GPUNODE_OLD_DRIVER_LIBRARY});
+      Library::Open({.library_path = build_paths::kOldDriverLibrary});
   ASSERT_TRUE(library.ok()) << library.status();
   absl::StatusOr<Device> device = DeviceAt(**library, 0);
   ASSERT_TRUE(device.ok()) << device.status();
