@@ -94,9 +94,10 @@ finish
 stage "soak, short: 15 simulated minutes of churn in 45 s (docs/RELIABILITY.md)"
 bash bench/soak/soak.sh build 45 20
 
-stage "dist smoke run, and the dist build's objects compiled as the release build's"
+stage "dist smoke run; the dist build's objects compiled as the release build's, and no definition naming the checkout"
 build-dist/gpunode --sim dgx-h100 inventory >/dev/null
 python3 scripts/lib/same_compiles.py build build-dist
+python3 scripts/lib/no_checkout_definitions.py . build build-asan build-tsan build-dist
 
 stage "fuzzers, ${fuzz_seconds}s each, $(nproc) at a time"
 bash scripts/run-fuzzers.sh build-asan "$fuzz_seconds" "$(nproc)"

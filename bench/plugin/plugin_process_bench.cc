@@ -2,8 +2,9 @@
 // registered, idle memory, Allocate and GetPreferredAllocation round trips over the socket, stop
 // time; and the XID-to-Unhealthy latency of the health path measured in-process, where the
 // simulator's clock start (nvmlInit) is known to the microsecond.
-// Usage: plugin_process_bench [GPUNODE] (default: this build's gpunode), so that another
-// build of the binary (e.g. build-dist/gpunode) can be measured by the same client.
+// Usage: plugin_process_bench [GPUNODE] (default: the binary the tests run, this build's gpunode
+// unless GPUNODE_TEST_BINARY names another), so that another build of the binary (e.g.
+// build-dist/gpunode) can be measured by the same client.
 #include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
